@@ -1,0 +1,59 @@
+"""A bias test: which clips are targets X, Y and attributes A, B, and how to resample them.
+
+A test gets its manifest either from a CSV (``manifest``) or from a ``builder`` (a callable that
+returns a manifest DataFrame, e.g. a selection procedure over a corpus), whose result is written
+once to ``manifest`` and reused. Any user-supplied manifest makes a valid bias test.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from speechbias.stimuli.manifest import ManifestError, load_manifest, validate_manifest, write_manifest
+
+log = logging.getLogger(__name__)
+
+RESAMPLING_DESIGNS = ("iid", "paired", "stratified")
+
+
+@dataclass
+class BiasTest:
+    """One SpEAT test. ``human_iat_d`` is the human IAT effect size (None if unknown)."""
+
+    name: str
+    manifest: str | None = None
+    builder: Callable[[], pd.DataFrame] | None = None
+    root: str | None = None
+    human_iat_d: float | None = None
+    resampling: str = "iid"
+    x_label: str = "X"
+    y_label: str = "Y"
+    a_label: str = "pleasant"
+    b_label: str = "unpleasant"
+    description: str = ""
+
+    def __post_init__(self):
+        if self.resampling not in RESAMPLING_DESIGNS:
+            raise ValueError(f"bias test {self.name}: resampling must be one of {RESAMPLING_DESIGNS}, got {self.resampling!r}")
+        if self.manifest is None and self.builder is None:
+            raise ValueError(f"bias test {self.name}: needs a manifest path or a builder")
+
+    def load(self) -> pd.DataFrame:
+        """The validated manifest; built (and written to ``manifest``) on first use if needed."""
+        if self.manifest is not None and Path(self.manifest).is_file():
+            return load_manifest(self.manifest, root=self.root)
+        if self.builder is None:
+            raise ManifestError(
+                f"bias test {self.name}: manifest {self.manifest} does not exist and no builder is configured"
+            )
+        log.info("building stimuli for bias test %s", self.name)
+        df = self.builder()
+        df = validate_manifest(df, source=f"builder of {self.name}", root=self.root)
+        if self.manifest is not None:
+            write_manifest(df, self.manifest)
+        return df

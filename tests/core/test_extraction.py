@@ -1,0 +1,78 @@
+"""Extraction predict loop + cache: correctness, batch invariance, zero forwards when warm."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytorch_lightning as pl
+import torch
+
+from core.audio_fixtures import write_manifest_tree
+from core.toy_upstream import ToyUpstream
+from speechbias.audio import load_audio
+from speechbias.features.cache import FeatureCache
+from speechbias.features.extraction import extract_statistics
+from speechbias.stimuli import load_manifest
+
+
+def _trainer():
+    return pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                      enable_model_summary=False, enable_progress_bar=False)
+
+
+def _direct(upstream, path):
+    wav = torch.from_numpy(load_audio(path))[None]
+    hs, n = upstream(wav, torch.tensor([wav.shape[1]]))
+    return np.stack([h[0, : int(n[0])].numpy() for h in hs])  # (L, T, D)
+
+
+def test_statistics_match_a_direct_forward_and_warm_run_does_no_forward(tmp_path):
+    m = load_manifest(write_manifest_tree(tmp_path / "data"))
+    up = ToyUpstream()
+    stats, n_fwd = extract_statistics(up, list(m["path"]), tmp_path / "cache", _trainer(), batch_size=3)
+    assert n_fwd == len(m) and stats.mean.shape == (len(m), 3, 4)
+    for i, p in enumerate(m["path"]):
+        ref = _direct(ToyUpstream(), p)
+        np.testing.assert_allclose(stats.mean[i], ref.mean(axis=1), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(stats.max[i], ref.max(axis=1), rtol=1e-6)
+        assert stats.n_frames[i] == ref.shape[1]
+    up2 = ToyUpstream()
+    again, n_fwd2 = extract_statistics(up2, list(m["path"]), tmp_path / "cache", _trainer(), batch_size=3)
+    assert n_fwd2 == 0 and up2.seen == 0
+    np.testing.assert_array_equal(again.mean, stats.mean)
+
+
+def test_batched_equals_one_at_a_time(tmp_path):
+    m = load_manifest(write_manifest_tree(tmp_path / "data"))
+    one, _ = extract_statistics(ToyUpstream(), list(m["path"]), tmp_path / "c1", _trainer(), batch_size=1)
+    many, _ = extract_statistics(ToyUpstream(), list(m["path"]), tmp_path / "c2", _trainer(), batch_size=16)
+    np.testing.assert_allclose(one.mean, many.mean, atol=1e-6)
+    np.testing.assert_allclose(one.min, many.min, atol=1e-6)
+
+
+def test_padding_sensitive_upstream_is_never_padded(tmp_path):
+    m = load_manifest(write_manifest_tree(tmp_path / "data"))
+    # clips have different lengths, so a padded batch WOULD change this upstream's states
+    leaky = ToyUpstream(leaky_padding=True)
+    wavs = [torch.from_numpy(load_audio(p)) for p in m["path"][:2]]
+    assert wavs[0].shape != wavs[1].shape
+    padded = torch.nn.utils.rnn.pad_sequence(wavs, batch_first=True)
+    hs_pad, _ = leaky(padded, torch.tensor([w.shape[0] for w in wavs]))
+    hs_one, _ = leaky(wavs[0][None], torch.tensor([wavs[0].shape[0]]))
+    assert not torch.allclose(hs_pad[0][0, :3], hs_one[0][0, :3], atol=1e-4)
+    one, _ = extract_statistics(ToyUpstream(True), list(m["path"]), tmp_path / "c1", _trainer(), batch_size=1)
+    many, _ = extract_statistics(ToyUpstream(True), list(m["path"]), tmp_path / "c2", _trainer(), batch_size=16)
+    np.testing.assert_allclose(one.mean, many.mean, atol=1e-6)
+
+
+def test_corrupt_entry_is_recomputed(tmp_path, caplog):
+    m = load_manifest(write_manifest_tree(tmp_path / "data", n_per_role=1))
+    paths = list(m["path"])
+    extract_statistics(ToyUpstream(), paths, tmp_path / "cache", _trainer())
+    cache = FeatureCache(tmp_path / "cache")
+    fp = ToyUpstream().fingerprint
+    sha = cache.lookup_audio(paths[0])[0]
+    entry = cache.entry_path(fp, sha)
+    entry.write_bytes(b"\x00" * 10)
+    up = ToyUpstream()
+    _, n_fwd = extract_statistics(up, paths, cache, _trainer())
+    assert n_fwd == 1 and "corrupt" in caplog.text

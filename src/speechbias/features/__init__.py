@@ -1,0 +1,1 @@
+"""Per-layer temporal statistics of upstream states: computation, cache, and extraction."""

@@ -54,6 +54,7 @@ class BiasTest:
         log.info("building stimuli for bias test %s", self.name)
         df = self.builder()
         df = validate_manifest(df, source=f"builder of {self.name}", root=self.root)
-        if self.manifest is not None:
-            write_manifest(df, self.manifest)
-        return df
+        if self.manifest is None:
+            return df
+        # read back what was written, so a fresh build and a cached one are the same table
+        return load_manifest(write_manifest(df, self.manifest), root=self.root)

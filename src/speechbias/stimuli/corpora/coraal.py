@@ -1,0 +1,103 @@
+"""Corpus of Regional African American Language (CORAAL, Kendall & Farrington): sociolinguistic interviews.
+
+Layout under ``root`` (e.g. ``<data_root>/CORAAL``): one folder per component (ATL, DCA, DCB, LES,
+PRV, ROC, VLD), each holding its metadata table ``<COMP>_metadata*.txt`` (tab-separated; columns
+``CORAAL.File, CORAAL.Spkr, Gender, Age, Interviewer.Gender, Primary.Spkr`` and, when present,
+``Year.of.Interview``), the audio ``<file>.wav`` and the transcripts ``<file>.txt`` (any depth,
+e.g. ``ATL_audio_part01_2020.05/`` and ``ATL_textfiles_2020.05/``). Transcripts are tab-separated
+with ``Line, Spkr, StTime, Content, EnTime``.
+
+Speakers kept: primary speakers aged 18+, Female/Male, with a known interviewer gender, young
+(< 30) or old (> 40), interviewed after 2000 (components without a year column are kept except
+DCA, recorded in 1968). A segment is a run of consecutive turns by the speaker; turns that are
+overlaps (``[...]``) or reading passages (``/RD-``) break a run. Only segments longer than
+``min_length_s`` are kept.
+
+Output: the same columns as :func:`speechbias.stimuli.corpora.buckeye.load_buckeye_segments`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from speechbias.stimuli.corpora.layout import (
+    CorpusLayoutError,
+    normalise_sex,
+    numeric_column,
+    read_table,
+    record_problems,
+    require_dir,
+)
+
+CORPUS = "CORAAL"
+COMPONENT = re.compile(r"^[A-Z]{3}$")
+RECORDED_BEFORE_2000 = ("DCA",)
+META_COLUMNS = ("CORAAL.File", "CORAAL.Spkr", "Gender", "Age", "Interviewer.Gender", "Primary.Spkr")
+
+
+def read_transcript(path: Path, speaker: str) -> pd.DataFrame:
+    """The speaker's runs of consecutive turns: ``start_s``, ``end_s``, ``duration_s``, ``text``."""
+    t = read_table(path, CORPUS, required=("Spkr", "StTime", "Content", "EnTime"), sep="\t")
+    start = numeric_column(t, "StTime", CORPUS, path, allow_missing=False)
+    end = numeric_column(t, "EnTime", CORPUS, path, allow_missing=False)
+    content = t["Content"].astype(str)
+    spkr = t["Spkr"].str.strip().where(~(content.str.contains("/RD-", regex=False)
+                                         | content.str.contains("[", regex=False)), "")
+    run = (spkr != spkr.shift()).cumsum()
+    turns = pd.DataFrame({"spkr": spkr, "run": run, "start_s": start, "end_s": end, "text": content})
+    turns = turns[turns["spkr"] == speaker]
+    segments = turns.groupby("run").agg(start_s=("start_s", "min"), end_s=("end_s", "max"),
+                                        text=("text", " ".join)).reset_index(drop=True)
+    segments["duration_s"] = segments["end_s"] - segments["start_s"]
+    return segments
+
+
+def _age_group(age: pd.Series) -> pd.Series:
+    return pd.Series(np.where(age < 30, "young", np.where(age > 40, "old", "")), index=age.index)
+
+
+def load_coraal_segments(root: str | Path, min_length_s: float = 5.0, components: list[str] | None = None) -> pd.DataFrame:
+    """Segments longer than ``min_length_s`` of eligible primary speakers (see module docstring)."""
+    root = require_dir(root, CORPUS)
+    comps = [p for p in sorted(root.iterdir()) if p.is_dir() and COMPONENT.match(p.name)]
+    if components is not None:
+        comps = [p for p in comps if p.name in components]
+    if not comps:
+        raise CorpusLayoutError(CORPUS, root, "no component folders (ATL, DCB, LES, PRV, ROC, VLD, ...) found")
+    rows, problems = [], []
+    for comp in comps:
+        metas = sorted(comp.glob("*metadata*.txt"))
+        if not metas:
+            raise CorpusLayoutError(CORPUS, comp, f"no metadata table {comp.name}_metadata*.txt")
+        meta = read_table(metas[0], CORPUS, required=META_COLUMNS, sep="\t")
+        meta["age"] = numeric_column(meta, "Age", CORPUS, metas[0])
+        year_col = next((c for c in meta.columns if c.lower().startswith("year")), None)
+        if year_col:
+            recent = numeric_column(meta, year_col, CORPUS, metas[0]) > 2000
+        else:
+            recent = pd.Series(comp.name not in RECORDED_BEFORE_2000, index=meta.index)
+        meta = meta.assign(sex=normalise_sex(meta["Gender"]), interviewer_sex=normalise_sex(meta["Interviewer.Gender"]),
+                           age_group=_age_group(meta["age"]))
+        eligible = meta[(meta["Primary.Spkr"].str.strip().str.lower() == "yes") & (meta["age"] >= 18) & recent
+                        & (meta["sex"] != "") & (meta["interviewer_sex"] != "") & (meta["age_group"] != "")]
+        files = {p.name: p for p in comp.rglob("*") if p.suffix.lower() in (".wav", ".txt") and p.is_file()}
+        for _, spk in eligible.iterrows():
+            stem, speaker = spk["CORAAL.File"].strip(), spk["CORAAL.Spkr"].strip()
+            wav, txt = files.get(f"{stem}.wav"), files.get(f"{stem}.txt")
+            if wav is None or txt is None:
+                problems.append(f"{comp.name}/{stem}: missing {'audio' if wav is None else 'transcript'}")
+                continue
+            segments = read_transcript(txt, speaker)
+            for seg in segments[segments["duration_s"] > min_length_s].itertuples():
+                rows.append({"clip_id": f"coraal:{stem}:{round(seg.start_s * 1000)}", "path": str(wav),
+                             "start_s": seg.start_s, "end_s": seg.end_s, "duration_s": seg.duration_s,
+                             "speaker": speaker, "corpus": CORPUS, "sex": spk["sex"], "age_group": spk["age_group"],
+                             "interviewer_sex": spk["interviewer_sex"], "text": seg.text, "source_file": wav.name})
+    if not rows:
+        raise CorpusLayoutError(CORPUS, root, f"no eligible speaker segments longer than {min_length_s} s "
+                                f"(problems: {problems[:3]})")
+    return record_problems(pd.DataFrame(rows), CORPUS, problems)

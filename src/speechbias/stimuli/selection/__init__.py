@@ -1,0 +1,12 @@
+"""The SpEAT paper's stimulus selection and matching procedures -> manifests with pair_id and stratum.
+
+Entry point: :func:`build_test` (the builder named by ``conf/bias_test/*.yaml``).
+Modules: ``matching`` (seeded primitives), ``targets`` and ``attributes`` (the paper's procedures),
+``diagnostics`` (sidecar report statistics), ``segments`` (cut interview segments to files),
+``sources`` (corpus folders under data_root), ``build`` (putting it together).
+"""
+
+from speechbias.stimuli.selection.build import RECIPES, build_test
+from speechbias.stimuli.selection.matching import SelectionError
+
+__all__ = ["RECIPES", "SelectionError", "build_test"]

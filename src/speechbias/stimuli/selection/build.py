@@ -1,0 +1,177 @@
+"""Build a bias test's manifest from the corpora under ``data_root`` (selection=ours or paper).
+
+:func:`build_test` is the ``builder`` named by ``conf/bias_test/*.yaml``: it loads the corpora the
+test needs, selects targets (X, Y) and attributes (A = pleasant, B = unpleasant), cuts interview
+segments into their own files, and writes a sidecar report next to the manifest:
+``<manifest stem>.report.json`` / ``.report.md`` (counts per cell, matching method, seed, clip
+length test, valence diagnostics) and ``<manifest stem>.valence_residuals.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from speechbias.stimuli.manifest import MANIFEST_COLUMNS
+from speechbias.stimuli.selection import targets as T
+from speechbias.stimuli.selection.attributes import eu_emotion_attributes, mess_attributes
+from speechbias.stimuli.selection.diagnostics import cell_counts, length_test, valence_by_sex, valence_on_age
+from speechbias.stimuli.selection.result import Selection
+from speechbias.stimuli.selection.segments import cut_segments
+from speechbias.stimuli.selection.sources import CorpusSources
+
+log = logging.getLogger(__name__)
+SELECTIONS = ("ours", "paper")
+
+TargetFn = Callable[[CorpusSources, np.random.Generator, dict], Selection]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How to build one test: its target selection and its attribute corpus ("mess" or "eu_emotion")."""
+
+    targets: TargetFn
+    attributes: str
+
+
+RECIPES: dict[str, Recipe] = {
+    "female_male": Recipe(lambda s, rng, kw: T.female_male(s.table("saa"), rng, **kw), "mess"),
+    "us_foreign": Recipe(lambda s, rng, kw: T.us_foreign(s.table("saa"), rng, **kw), "mess"),
+    "young_old": Recipe(lambda s, rng, kw: T.young_old(s.table("saa"), rng, **kw), "mess"),
+    "human_synthesized": Recipe(
+        lambda s, rng, kw: T.human_synthesized(s.table("saa"), s.table("synthesized"), rng, **kw), "mess"),
+    "abled_disabled": Recipe(lambda s, rng, kw: T.abled_disabled(s.table("torgo"), rng, **kw), "mess"),
+    "european_african_american": Recipe(
+        lambda s, rng, kw: T.european_african_american(s.table("buckeye"), s.table("coraal"), rng, **kw), "mess"),
+    "uk_young_old": Recipe(lambda s, rng, kw: T.uk_young_old(s.table("saa"), rng, **kw), "eu_emotion"),
+    "uk_british_foreign": Recipe(lambda s, rng, kw: T.uk_british_foreign(s.table("romero_rivas"), rng, **kw),
+                                 "eu_emotion"),
+    "abled_disabled_uaspeech": Recipe(
+        lambda s, rng, kw: T.abled_disabled_uaspeech(s.table("uaspeech"), rng, **kw), "mess"),
+    "human_synthesized_mitchell": Recipe(lambda s, rng, kw: T.human_synthesized_mitchell(s.table("mitchell")), "mess"),
+    "female_male_mitchell": Recipe(lambda s, rng, kw: T.female_male_mitchell(s.table("mitchell")), "mess"),
+    "us_foreign_pantos_perkins": Recipe(
+        lambda s, rng, kw: T.us_foreign_pantos_perkins(s.table("pantos_perkins"), rng, **kw), "mess"),
+}
+ATTRIBUTE_CORPORA = {"mess": mess_attributes, "eu_emotion": eu_emotion_attributes}
+
+
+def sidecar_paths(manifest_path: str | Path) -> dict[str, Path]:
+    """Files written beside ``manifest_path``: report JSON/markdown, residual plot, segment folder."""
+    p = Path(manifest_path)
+    stem = p.with_suffix("")
+    return {"json": Path(f"{stem}.report.json"), "md": Path(f"{stem}.report.md"),
+            "plot": Path(f"{stem}.valence_residuals.png"), "segments": Path(f"{stem}_segments")}
+
+
+def assemble_manifest(*parts: pd.DataFrame) -> pd.DataFrame:
+    """Concatenate labelled clip tables; manifest columns first, other metadata after."""
+    df = pd.concat(parts, ignore_index=True)
+    for col in ("stratum", "pair_id"):
+        df[col] = df[col].fillna("").astype(str)
+    dup = df["clip_id"].duplicated(keep=False)
+    if dup.any():
+        raise ValueError(f"selection produced duplicate clip_id(s) {sorted(set(df.loc[dup, 'clip_id']))[:5]}")
+    drop = [c for c in ("listed_audio",) if c in df.columns]
+    df = df.drop(columns=drop)
+    return df[[*MANIFEST_COLUMNS, *[c for c in df.columns if c not in MANIFEST_COLUMNS]]]
+
+
+def build_report(test: str, selection: str, seed: int | None, manifest: pd.DataFrame, targets: Selection,
+                 attributes: Selection, plot_path: Path | None, **context) -> dict:
+    """The sidecar report as a JSON-ready dict."""
+    pool = attributes.pool if attributes.pool is not None else manifest[manifest["role"].isin(["A", "B"])]
+    return {
+        "test": test, "selection": selection, "seed": seed, **{k: (str(v) if v is not None else None) for k, v in context.items()},
+        "targets_method": targets.method, "attributes_method": attributes.method,
+        "notes": targets.notes + attributes.notes,
+        "counts": cell_counts(manifest),
+        "clip_length": length_test(manifest),
+        "attribute_pool": {"n": int(len(pool)), "valence_by_sex": valence_by_sex(pool),
+                           "valence_on_age": valence_on_age(pool, plot_path)},
+    }
+
+
+def render_report(report: dict) -> str:
+    """Human-readable markdown of :func:`build_report`'s dict."""
+    c, cl = report["counts"], report["clip_length"]
+    lines = [f"# Stimuli of bias test `{report['test']}` (selection={report['selection']}, seed={report['seed']})", "",
+             f"- targets: {report['targets_method']}", f"- attributes: {report['attributes_method']}", ""]
+    lines += ["## Counts", "", "| cell | clips |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in {**c["per_group"], **c["per_stratum"]}.items()]
+    lines += ["", f"matched pairs: {c['n_pairs']}", "", "## Clip length (s)", "",
+              f"{cl['test']}: mean X {cl['mean_x_s']}, mean Y {cl['mean_y_s']}, t = {cl['t']}, p = {cl['p']}"
+              + (f", pairs = {cl.get('n_pairs')}" if "n_pairs" in cl else ""), ""]
+    ap = report["attribute_pool"]
+    vs, va = ap["valence_by_sex"], ap["valence_on_age"]
+    lines += ["## Attribute corpus valence diagnostics", "", f"pool of {ap['n']} rated clips", "",
+              f"- {vs['test']}: mean female {vs['mean_female']} (n={vs['n_female']}), mean male {vs['mean_male']} "
+              f"(n={vs['n_male']}), t = {vs['t']}, df = {vs['df']}, p = {vs['p']}",
+              f"- {va['model']}: slope {va['slope']} per year (p = {va['p_slope']}), R² = {va['r2']}, n = {va['n']}"
+              + (f" — skipped: {va['skipped']}" if va.get("skipped") else "")
+              + (f"; residual plot `{Path(va['plot']).name}`" if va.get("plot") else ""), ""]
+    if report["notes"]:
+        lines += ["## Notes", ""] + [f"- {n}" for n in report["notes"]] + [""]
+    return "\n".join(lines)
+
+
+def build_test(
+    test: str,
+    selection: str = "ours",
+    data_root: str | Path | None = None,
+    paper_lists_dir: str | Path | None = None,
+    seed: int | None = 0,
+    manifest_path: str | Path | None = None,
+    segments_dir: str | Path | None = None,
+    corpus_dirs: dict[str, str] | None = None,
+    params: dict | None = None,
+    allow_missing: bool = False,
+) -> pd.DataFrame:
+    """Manifest of ``test`` (X, Y, A, B rows; see :data:`RECIPES`), plus its sidecar report.
+
+    ``selection``: "ours" (the paper's procedures, seeded by ``seed``) or "paper" (the authors'
+    published lists in ``paper_lists_dir``). ``params`` overrides a target selection's keyword
+    arguments (e.g. ``n_pairs``, ``caliper_s``). ``segments_dir`` (default: beside the manifest)
+    receives interview segments cut into WAV files. The report is written when ``manifest_path``
+    is given.
+    """
+    if test not in RECIPES:
+        raise ValueError(f"test {test!r} is not a SpEAT paper test; known: {sorted(RECIPES)}")
+    if selection not in SELECTIONS:
+        raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
+    recipe = RECIPES[test]
+    sources = CorpusSources(data_root, corpus_dirs)
+    if selection == "ours":
+        target_rng, attribute_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
+        targets = recipe.targets(sources, target_rng, dict(params or {}))
+        attributes = ATTRIBUTE_CORPORA[recipe.attributes](sources.table(recipe.attributes), attribute_rng)
+    else:
+        from speechbias.stimuli.paper_lists import paper_attributes, paper_targets
+
+        if paper_lists_dir is None:
+            raise ValueError("selection=paper needs paper_lists_dir: a folder in the SpEAT authors' data/ layout "
+                             "(e.g. bias_test.builder.paper_lists_dir=/path/to/SpEAT/data)")
+        targets = paper_targets(test, paper_lists_dir, sources, allow_missing)
+        attributes = paper_attributes(recipe.attributes, paper_lists_dir, sources, allow_missing)
+    side = sidecar_paths(manifest_path) if manifest_path is not None else None
+    if "start_s" in targets.clips.columns and targets.clips["start_s"].notna().any():
+        seg_dir = segments_dir or (side["segments"] if side else None)
+        if seg_dir is None:
+            raise ValueError(f"test {test}: segments must be cut to files; give manifest_path or segments_dir")
+        targets.clips = cut_segments(targets.clips, seg_dir)
+    manifest = assemble_manifest(targets.clips, attributes.clips)
+    report = build_report(test, selection, seed, manifest, targets, attributes, side["plot"] if side else None,
+                          data_root=data_root, paper_lists_dir=paper_lists_dir)
+    if side is not None:
+        side["json"].parent.mkdir(parents=True, exist_ok=True)
+        side["json"].write_text(json.dumps(report, indent=2))
+        side["md"].write_text(render_report(report))
+        log.info("stimulus report for %s in %s", test, side["md"])
+    manifest.attrs["report"] = report
+    return manifest

@@ -1,0 +1,44 @@
+"""What a selection procedure returns: the chosen clips with their roles, and how they were chosen."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+
+@dataclass
+class Selection:
+    """Chosen clips (a clip table plus ``role``, ``group``, ``pair_id``, ``stratum``) and a description.
+
+    ``method`` says in words how the clips were chosen (matching method, constraints, sources);
+    ``pool`` is the table the selection drew from, kept for diagnostics (e.g. all rated clips of
+    an attribute corpus); ``notes`` lists anything the user should know (clips skipped, shortfalls).
+    """
+
+    clips: pd.DataFrame
+    method: str
+    pool: pd.DataFrame | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def label(df: pd.DataFrame, role: str, group: str, stratum: str | pd.Series = "", pair_id: str | pd.Series = "") -> pd.DataFrame:
+    """Copy of ``df`` with the manifest's role columns set."""
+    out = df.copy()
+    out["role"] = role
+    out["group"] = group
+    out["stratum"] = stratum
+    out["pair_id"] = pair_id
+    return out
+
+
+def paired(x: pd.DataFrame, y: pd.DataFrame, pairs: pd.DataFrame, prefix: str, x_group: str, y_group: str,
+           stratum_of=None) -> pd.DataFrame:
+    """X and Y rows of ``pairs`` (columns x, y of index labels) with shared ids ``<prefix>-000``, ...
+
+    ``stratum_of`` maps an X row to its stratum label (default: no stratum).
+    """
+    ids = [f"{prefix}-{k:03d}" for k in range(len(pairs))]
+    xs, ys = x.loc[pairs["x"]].copy(), y.loc[pairs["y"]].copy()
+    strata = [stratum_of(r) for _, r in xs.iterrows()] if stratum_of else [""] * len(xs)
+    return pd.concat([label(xs, "X", x_group, strata, ids), label(ys, "Y", y_group, strata, ids)], ignore_index=True)

@@ -1,0 +1,171 @@
+"""The SpEAT paper's target stimulus selections (X = the group humans favour in the IAT, Y = the other).
+
+Each function takes clip tables from :mod:`speechbias.stimuli.corpora` and a seeded
+``numpy.random.Generator`` and returns a :class:`~speechbias.stimuli.selection.result.Selection`.
+Counts default to the paper's; matching constraints are exact unless a caliper is stated.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from speechbias.stimuli.corpora.saa import british_native_english, korean_native_korean, us_native_english
+from speechbias.stimuli.selection.matching import (
+    SelectionError,
+    balance,
+    exact_pairs,
+    extremes,
+    nearest_pairs,
+    sample_per_cell,
+    sample_rows,
+)
+from speechbias.stimuli.selection.result import Selection, label, paired
+
+
+def _usable_saa(df: pd.DataFrame) -> pd.DataFrame:
+    """Speakers with audio (or listed audio, for metadata-only tables), a known sex and age; no synthetic voices."""
+    ok = df["sex"].isin(["female", "male"]) & df["age"].notna() & (df["language"] != "synthesized")
+    if "listed_audio" in df.columns:
+        ok &= df["listed_audio"].astype(bool)
+    return df[ok]
+
+
+def female_male(saa: pd.DataFrame, rng: np.random.Generator, n_pairs: int = 60) -> Selection:
+    """US-born native English speakers: female (X) and male (Y) matched exactly on age; ``n_pairs`` pairs."""
+    us = _usable_saa(us_native_english(saa))
+    pairs = exact_pairs(us[us["sex"] == "female"], us[us["sex"] == "male"], ["age"], rng)
+    chosen = sample_rows(pairs, n_pairs, rng, "female_male: age-matched female/male pairs")
+    clips = paired(us, us, chosen, "female_male", "female", "male")
+    return Selection(clips, f"exact matching on age (years) of US-born native English speakers; {len(pairs)} "
+                            f"possible disjoint pairs, {n_pairs} drawn at random")
+
+
+def us_foreign(saa: pd.DataFrame, rng: np.random.Generator, n_pairs: int = 59, caliper_years: float = 1.0) -> Selection:
+    """US natives (X) vs. Korean-born native Korean speakers (Y), same sex and nearest age (within a caliper)."""
+    us, ko = _usable_saa(us_native_english(saa)), _usable_saa(korean_native_korean(saa))
+    pairs = nearest_pairs(ko, us, ["sex"], "age", caliper_years, rng).rename(columns={"x": "y", "y": "x"})
+    chosen = sample_rows(pairs, n_pairs, rng, "us_foreign: sex- and age-matched US/Korean pairs")
+    clips = paired(us, ko, chosen, "us_foreign", "us", "foreign", stratum_of=lambda r: r["sex"])
+    return Selection(clips, f"exact matching on sex, greedy nearest-neighbour matching on age within "
+                            f"{caliper_years} year(s), without replacement; {len(pairs)} pairs, {n_pairs} drawn")
+
+
+def _young_old(speakers: pd.DataFrame, rng: np.random.Generator, n_extreme: int, name: str) -> Selection:
+    young_idx, old_idx = extremes(speakers, "age", n_extreme, rng)
+    ranked = pd.concat([speakers.loc[young_idx].assign(age_rank="young"),
+                        speakers.loc[old_idx].assign(age_rank="old")])
+    balanced = balance(ranked, ["age_rank", "sex"], rng)
+    young, old = balanced[balanced["age_rank"] == "young"], balanced[balanced["age_rank"] == "old"]
+    clips = pd.concat([label(young, "X", "young", young["sex"]), label(old, "Y", "old", old["sex"])], ignore_index=True)
+    per = len(young) // 2
+    return Selection(clips, f"{name}: the {n_extreme} youngest and {n_extreme} oldest speakers (random tie-breaks), "
+                            f"then balanced on sex by sampling the smallest age-group x sex cell size ({per}) "
+                            "from every cell")
+
+
+def young_old(saa: pd.DataFrame, rng: np.random.Generator, n_extreme: int = 60) -> Selection:
+    """Youngest (X) vs. oldest (Y) US-born native English speakers, balanced on sex."""
+    return _young_old(_usable_saa(us_native_english(saa)), rng, n_extreme, "US natives")
+
+
+def uk_young_old(saa: pd.DataFrame, rng: np.random.Generator, n_extreme: int = 25) -> Selection:
+    """Youngest (X) vs. oldest (Y) UK/Ireland-born native English speakers, balanced on sex."""
+    return _young_old(_usable_saa(british_native_english(saa)), rng, n_extreme, "UK/Irish natives")
+
+
+def human_synthesized(saa: pd.DataFrame, synth: pd.DataFrame, rng: np.random.Generator) -> Selection:
+    """US natives (X) sampled to match the synthesized voices (Y) in number per sex."""
+    us = _usable_saa(us_native_english(saa))
+    humans = []
+    for sex, n in synth["sex"].value_counts().sort_index().items():
+        humans.append(sample_rows(us[us["sex"] == sex], int(n), rng, f"human_synthesized: US natives of sex {sex}"))
+    human = pd.concat(humans)
+    clips = pd.concat([label(human, "X", "human", human["sex"]), label(synth, "Y", "synthesized", synth["sex"])],
+                      ignore_index=True)
+    return Selection(clips, "all synthesized voices; US-born native English speakers drawn at random, as many per sex "
+                            "as there are synthesized voices of that sex")
+
+
+def abled_disabled(torgo: pd.DataFrame, rng: np.random.Generator, pairs_per_sex: int = 30) -> Selection:
+    """TORGO multi-word phrases: control (X) and dysarthric (Y) clips with the same text and speaker sex."""
+    phrases = torgo[torgo["num_words"] > 1]
+    control, dys = phrases[~phrases["dysarthric"]], phrases[phrases["dysarthric"]]
+    pairs = exact_pairs(control, dys, ["sex", "text"], rng)
+    pairs["sex"] = control.loc[pairs["x"], "sex"].to_numpy()
+    chosen = sample_per_cell(pairs, ["sex"], pairs_per_sex, rng, "abled_disabled: text- and sex-matched pairs")
+    clips = paired(control, dys, chosen, "abled_disabled", "abled", "disabled", stratum_of=lambda r: r["sex"])
+    return Selection(clips, f"exact matching on prompt text and speaker sex of head-mic phrases (> 1 word); "
+                            f"{len(pairs)} possible pairs, {pairs_per_sex} drawn per sex")
+
+
+def abled_disabled_uaspeech(ua: pd.DataFrame, rng: np.random.Generator, words_per_speaker: int = 5) -> Selection:
+    """UASpeech: each dysarthric speaker's words (Y) paired with their control's same word, block and mic (X)."""
+    parts, notes = [], []
+    for number, spk in ua.groupby("speaker_number", sort=True):
+        dys, ctrl = spk[spk["dysarthric"]], spk[~spk["dysarthric"]]
+        if dys.empty or ctrl.empty:
+            notes.append(f"speaker {number}: no {'control' if ctrl.empty else 'dysarthric'} recordings, skipped")
+            continue
+        pairs = exact_pairs(ctrl, dys, ["word", "block", "mic"], rng)
+        pairs["word"] = ctrl.loc[pairs["x"], "word"].to_numpy()
+        pairs = pairs.iloc[rng.permutation(len(pairs))].drop_duplicates("word")
+        parts.append(sample_rows(pairs, words_per_speaker, rng, f"abled_disabled_uaspeech: words of speaker {number}"))
+    if not parts:
+        raise SelectionError("abled_disabled_uaspeech: no dysarthric speaker has a matching control speaker")
+    chosen = pd.concat(parts, ignore_index=True)
+    clips = paired(ua, ua, chosen, "uaspeech", "abled", "disabled", stratum_of=lambda r: r["sex"])
+    return Selection(clips, f"per dysarthric speaker, {words_per_speaker} distinct words drawn at random among those "
+                            "recorded by the speaker and their control with the same block and microphone", notes=notes)
+
+
+def european_african_american(buckeye: pd.DataFrame, coraal: pd.DataFrame, rng: np.random.Generator,
+                              pairs_per_cell: int = 15, caliper_s: float = 1.0) -> Selection:
+    """Buckeye (X, European American) vs. CORAAL (Y, African American) segments > 5 s.
+
+    Exact matching on speaker sex, age group and interviewer sex; nearest neighbour on segment
+    length within ``caliper_s``; ``pairs_per_cell`` pairs drawn per sex x age-group cell.
+    """
+    keys = ["sex", "age_group", "interviewer_sex"]
+    pairs = nearest_pairs(buckeye, coraal, keys, "duration_s", caliper_s, rng)
+    pairs["sex"] = buckeye.loc[pairs["x"], "sex"].to_numpy()
+    pairs["age_group"] = buckeye.loc[pairs["x"], "age_group"].to_numpy()
+    chosen = sample_per_cell(pairs, ["sex", "age_group"], pairs_per_cell, rng,
+                             "european_african_american: matched segment pairs")
+    clips = paired(buckeye, coraal, chosen, "ea_aa", "european_american", "african_american",
+                   stratum_of=lambda r: f"{r['sex']}|{r['age_group']}")
+    return Selection(clips, f"exact matching on speaker sex, age group (young < 30, old > 40) and interviewer sex; "
+                            f"greedy nearest-neighbour matching on segment length within {caliper_s} s without "
+                            f"replacement ({len(pairs)} pairs); {pairs_per_cell} pairs drawn per sex x age group")
+
+
+def human_synthesized_mitchell(mitchell: pd.DataFrame) -> Selection:
+    """Mitchell et al.'s human (X) and synthesized (Y) voices, all clips, stratified by sex."""
+    h, s = mitchell[mitchell["voice"] == "human"], mitchell[mitchell["voice"] == "synthesized"]
+    clips = pd.concat([label(h, "X", "human", h["sex"]), label(s, "Y", "synthesized", s["sex"])], ignore_index=True)
+    return Selection(clips, "all clips of Mitchell et al. (2011)")
+
+
+def female_male_mitchell(mitchell: pd.DataFrame) -> Selection:
+    """Mitchell et al.'s female (X) and male (Y) voices, all clips, stratified by human/synthesized."""
+    f, m = mitchell[mitchell["sex"] == "female"], mitchell[mitchell["sex"] == "male"]
+    clips = pd.concat([label(f, "X", "female", f["voice"]), label(m, "Y", "male", m["voice"])], ignore_index=True)
+    return Selection(clips, "all clips of Mitchell et al. (2011)")
+
+
+def us_foreign_pantos_perkins(pp: pd.DataFrame, rng: np.random.Generator) -> Selection:
+    """Pantos & Perkins: US-accented (X) and Korean-accented (Y) readings of the same phrases, paired by phrase."""
+    am, ko = pp[pp["accent"] == "american"], pp[pp["accent"] == "foreign"]
+    pairs = exact_pairs(am, ko, ["phrase"], rng)
+    return Selection(paired(am, ko, pairs, "pantos_perkins", "us", "foreign"),
+                     "clips of the phrases used by Pantos & Perkins (2012), paired by phrase")
+
+
+def uk_british_foreign(rr: pd.DataFrame, rng: np.random.Generator) -> Selection:
+    """Romero-Rivas et al.: neutral words by the native British (X) and Spanish-accented (Y) speaker."""
+    neutral = rr[rr["word_type"] == "neutral"]
+    nat, frn = neutral[neutral["accent"] == "native"], neutral[neutral["accent"] == "foreign"]
+    pairs = exact_pairs(nat, frn, ["word", "background"], rng)
+    clips = paired(nat, frn, pairs, "romero_rivas", "british", "foreign", stratum_of=lambda r: r["background"])
+    return Selection(clips, "neutral words of Romero-Rivas et al. (2021), quiet and noise versions, paired by word "
+                            "and background")

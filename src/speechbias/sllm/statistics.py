@@ -1,0 +1,92 @@
+"""Dataset statistics of a Spoken StereoSet table: the paper's Table 2 and Fig. 1.
+
+Per domain: speakers (distinct speaker names), instances (rows = spoken contexts), mean context
+duration in seconds (from the WAV headers), mean continuation length in words (whitespace-separated
+words over the distinct continuations of the domain's items), and the distribution of each
+continuation's mean ROUGE-L F1 against all other continuations of its domain (distinct per item and
+kind, so the same text read by three voices counts once).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import soundfile as sf
+
+from speechbias.audio import AudioError
+from speechbias.sllm import CONTINUATION_KINDS
+from speechbias.sllm.rouge import mean_rouge_l_vs_others
+
+
+def context_duration_s(path: str | Path) -> float:
+    """Duration of an audio file in seconds, from its header (no decoding)."""
+    try:
+        return float(sf.info(str(path)).duration)
+    except Exception as exc:  # libsndfile errors
+        raise AudioError(path, f"cannot read audio header ({type(exc).__name__}: {exc})") from exc
+
+
+def distinct_continuations(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (domain, id, kind): columns domain, id, kind, text."""
+    long = table.melt(id_vars=["domain", "id"], value_vars=list(CONTINUATION_KINDS), var_name="kind",
+                      value_name="text")
+    return long.drop_duplicates(["domain", "id", "kind", "text"]).reset_index(drop=True)
+
+
+def continuation_rouge_l(table: pd.DataFrame, method: str = "numpy") -> pd.DataFrame:
+    """Distinct continuations with ``mean_rouge_l``: mean ROUGE-L F1 against all others of the domain."""
+    parts = []
+    for _, conts in distinct_continuations(table).groupby("domain", sort=False):
+        conts = conts.copy()
+        conts["mean_rouge_l"] = mean_rouge_l_vs_others(conts["text"].tolist(), method=method)
+        parts.append(conts)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["domain", "id", "kind", "text", "mean_rouge_l"])
+
+
+def dataset_statistics(table: pd.DataFrame, rouge: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Table 2: one row per domain (columns domain, speakers, instances, items, mean_context_duration_s,
+    mean_continuation_words, mean_rouge_l, median_rouge_l). ``rouge`` from :func:`continuation_rouge_l`."""
+    rows = []
+    for domain, rows_d in table.groupby("domain", sort=False):
+        conts = distinct_continuations(rows_d)
+        row = {
+            "domain": domain,
+            "speakers": int(rows_d["speaker"].nunique()),
+            "instances": int(len(rows_d)),
+            "items": int(rows_d["id"].nunique()),
+            "mean_context_duration_s": float(np.mean([context_duration_s(p) for p in rows_d["audio_path"]])),
+            "mean_continuation_words": float(np.mean([len(str(t).split()) for t in conts["text"]])),
+        }
+        if rouge is not None:
+            values = rouge.loc[rouge["domain"] == domain, "mean_rouge_l"].to_numpy(dtype=float)
+            row["mean_rouge_l"] = float(np.nanmean(values)) if values.size else float("nan")
+            row["median_rouge_l"] = float(np.nanmedian(values)) if values.size else float("nan")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def plot_rouge_l_histogram(rouge: pd.DataFrame, path: str | Path, bins: int = 30) -> Path:
+    """Fig. 1: histogram of each continuation's mean ROUGE-L against its domain, one colour per domain."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    values = rouge["mean_rouge_l"].dropna()
+    edges = np.linspace(0.0, max(float(values.max()) if len(values) else 1.0, 1e-3), bins + 1)
+    for domain, part in rouge.groupby("domain", sort=False):
+        ax.hist(part["mean_rouge_l"].dropna(), bins=edges, alpha=0.6, label=f"{domain} (n={len(part)})")
+    ax.set_xlabel("mean ROUGE-L F1 against the other continuations of the domain")
+    ax.set_ylabel("number of continuations")
+    ax.set_title("Diversity of continuations")
+    ax.legend()
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -36,6 +36,7 @@ class Upstream(nn.Module, ABC):
     sample_rate: int = 16_000
     min_samples: int = 1  # shortest input (samples) that yields at least one frame
     pad_invariant: bool = True  # zero-padding in a batch leaves each clip's states unchanged
+    family: str = "other"  # wav2vec2 | hubert | wavlm | whisper | classical | s3prl | ...
 
     @abstractmethod
     def forward(self, wavs: torch.Tensor, lengths: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:

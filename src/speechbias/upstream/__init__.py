@@ -1,0 +1,30 @@
+"""Upstream models: waveforms in, per-layer hidden states out (contract in :mod:`.base`).
+
+Families: :class:`HFUpstream` (wav2vec2, HuBERT, WavLM, Whisper via transformers),
+:class:`FbankUpstream` / :class:`MfccUpstream` (weight-free), :class:`S3PRLUpstream` (optional s3prl).
+Exports load lazily so that ``import speechbias.upstream.base`` does not import transformers.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from speechbias.upstream.base import Upstream
+
+_EXPORTS = {
+    "HFUpstream": "speechbias.upstream.hf",
+    "MissingWeightsError": "speechbias.upstream.hub_loading",
+    "FbankUpstream": "speechbias.upstream.classical",
+    "MfccUpstream": "speechbias.upstream.classical",
+    "S3PRLUpstream": "speechbias.upstream.s3prl",
+    "S3PRLUnavailableError": "speechbias.upstream.s3prl",
+    "LAYER_CONVENTION": "speechbias.upstream.block_states",
+}
+
+__all__ = ["Upstream", *_EXPORTS]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'speechbias.upstream' has no attribute '{name}'")

@@ -1,0 +1,124 @@
+"""Fingerprints (the feature-cache namespace) and the missing-weights error, offline."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from speechbias.upstream.hf import HFUpstream, MissingWeightsError
+from upstream.tiny_models import build_tiny, tiny_config
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="module")
+def saved_tiny(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tiny_wav2vec2")
+    build_tiny("wav2vec2", stable=True, seed=0).model.save_pretrained(path)
+    return path
+
+
+def test_fingerprint_is_stable_json_and_names_what_made_the_states():
+    a, b = build_tiny("wavlm", seed=0), build_tiny("wavlm", seed=0)
+    assert a.fingerprint == b.fingerprint and len(a.fingerprint) == 32
+    fields = a.fingerprint_fields()
+    json.dumps(fields)  # JSON-serialisable as is
+    assert fields["family"] == "wavlm" and fields["layer_convention"] == "block-io-v1"
+    assert fields["randomize"] is True and fields["seed"] == 0 and fields["dtype"] == "float32"
+    assert fields["transformers"]
+    assert build_tiny("wavlm", seed=0, display_name="renamed").fingerprint == a.fingerprint
+
+
+def test_fingerprint_changes_with_what_changes_the_states(saved_tiny):
+    base = build_tiny("hubert", seed=0)
+    assert build_tiny("hubert", seed=1).fingerprint != base.fingerprint
+    assert build_tiny("hubert", seed=0, dtype="bfloat16").fingerprint != base.fingerprint
+    assert build_tiny("hubert", seed=0, normalize=True).fingerprint != base.fingerprint
+    wider = HFUpstream.from_config_dict("hubert", {**tiny_config("hubert"), "intermediate_size": 48})
+    assert wider.fingerprint != base.fingerprint
+    loaded = HFUpstream(model_id=str(saved_tiny))
+    assert loaded.fingerprint == HFUpstream(model_id=str(saved_tiny)).fingerprint
+    assert HFUpstream(model_id=str(saved_tiny), revision="v2").fingerprint != loaded.fingerprint
+    randomized = HFUpstream(model_id=str(saved_tiny), randomize=True, seed=0)
+    assert randomized.fingerprint != loaded.fingerprint
+    assert HFUpstream(model_id=str(saved_tiny), randomize=True, seed=1).fingerprint != randomized.fingerprint
+    assert loaded.fingerprint_fields()["local_files"], "local weights enter the fingerprint"
+
+
+def test_randomize_reinitialises_a_pretrained_architecture(saved_tiny):
+    import torch
+
+    loaded = HFUpstream(model_id=str(saved_tiny))
+    randomized = HFUpstream(model_id=str(saved_tiny), randomize=True, seed=5)
+    p = dict(loaded.model.named_parameters())
+    q = dict(randomized.model.named_parameters())
+    assert p.keys() == q.keys()
+    assert any(not torch.equal(p[k], q[k]) for k in p if "encoder.layers" in k)
+
+
+@pytest.mark.parametrize("randomize", [False, True])
+def test_missing_weights_fail_fast_with_one_clear_line(offline, tmp_path, randomize):
+    start = time.monotonic()
+    with pytest.raises(MissingWeightsError) as caught:
+        HFUpstream(model_id="facebook/wav2vec2-base", cache_dir=str(tmp_path / "empty_cache"), randomize=randomize)
+    elapsed = time.monotonic() - start
+    message = str(caught.value)
+    assert elapsed < 5.0, f"took {elapsed:.1f} s"
+    assert "\n" not in message
+    assert "'facebook/wav2vec2-base'" in message
+    assert "huggingface-cli download facebook/wav2vec2-base" in message
+    assert "HF_HOME" in message and "local directory" in message
+    assert "offline (HF_HUB_OFFLINE=1)" in message
+
+
+def test_config_without_weights_names_the_weights(tmp_path):
+    build_tiny("wav2vec2").config.save_pretrained(tmp_path)  # config.json only
+    with pytest.raises(MissingWeightsError, match="cannot load the weights of model"):
+        HFUpstream(model_id=str(tmp_path))
+
+
+def test_a_missing_local_directory_is_named():
+    with pytest.raises(MissingWeightsError, match=r"'\./no/such/model' looks like a local directory"):
+        HFUpstream(model_id="./no/such/model")
+
+
+def test_model_id_or_config_is_required():
+    with pytest.raises(ValueError, match="upstream=hf model_id=<id>"):
+        HFUpstream()
+
+
+def test_unreachable_hub_fails_fast_without_offline_mode(monkeypatch, tmp_path):
+    """Not in offline mode and not cached: one quick reachability probe instead of huggingface_hub's
+    ~25 s of retries per file."""
+    import huggingface_hub
+
+    from speechbias.upstream import hub_loading
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    probes = []
+    monkeypatch.setattr(hub_loading, "hub_reachable", lambda timeout_s=3.0: probes.append(1) or False)
+    start = time.monotonic()
+    with pytest.raises(MissingWeightsError, match="hub .* is unreachable") as caught:
+        HFUpstream(model_id="microsoft/wavlm-large", cache_dir=str(tmp_path))
+    assert time.monotonic() - start < 5.0
+    assert probes == [1]
+    assert "'microsoft/wavlm-large' from the hub or the local cache" in str(caught.value)
+
+
+def test_cached_files_load_without_touching_the_network(monkeypatch, saved_tiny):
+    import huggingface_hub
+
+    from speechbias.upstream import hub_loading
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hub_loading, "hub_reachable", lambda timeout_s=3.0: pytest.fail("probed the network"))
+    assert HFUpstream(model_id=str(saved_tiny)).family == "wav2vec2"

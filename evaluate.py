@@ -1,0 +1,21 @@
+"""Evaluate bias: ``python evaluate.py [task=speat|report|wer_disparity|spoken_stereoset] [overrides]``.
+
+Thin Hydra entry point: compose the config, instantiate the task's runner, run it. The runner
+writes results.csv/json and report.md into the run's output folder and logs to W&B.
+"""
+
+from __future__ import annotations
+
+import hydra
+from omegaconf import DictConfig
+
+from speechbias.entry import run_task
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
+def main(cfg: DictConfig) -> dict:
+    return run_task(cfg)
+
+
+if __name__ == "__main__":
+    main()

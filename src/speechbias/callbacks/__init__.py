@@ -1,0 +1,1 @@
+"""Lightning callbacks that turn predictions and fits into bias results and log them."""

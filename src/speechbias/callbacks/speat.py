@@ -1,0 +1,137 @@
+"""SpEAT after extraction: aggregate cached statistics, test association, write and log results.
+
+Runs in ``on_predict_end`` of the extraction loop (on global rank 0, after every rank has written
+its cache entries), so the same code path serves a cold run, a warm run and a DDP run.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytorch_lightning as pl
+import torch
+
+from speechbias import stats
+from speechbias.aggregation import Aggregation, aggregate_layers
+from speechbias.features.cache import FeatureCache
+from speechbias.features.extraction import StackedStatistics, load_statistics
+from speechbias.report import speat_report
+
+log = logging.getLogger(__name__)
+
+
+def split_roles(embeddings: np.ndarray, roles: np.ndarray) -> dict[str, np.ndarray]:
+    """Rows of ``embeddings`` (N, D) by manifest role X, Y, A, B."""
+    return {r: embeddings[roles == r] for r in ("X", "Y", "A", "B")}
+
+
+def speat_by_layer(per_layer: np.ndarray, roles: np.ndarray, n_permutations: int, seed: int) -> pd.DataFrame:
+    """SpEAT d and p at every single layer of (N, L, D) statistics."""
+    rows = []
+    for layer in range(per_layer.shape[1]):
+        parts = split_roles(per_layer[:, layer, :], roles)
+        res = stats.speat(parts["X"], parts["Y"], parts["A"], parts["B"], n_permutations=n_permutations, seed=seed)
+        rows.append({"layer": layer, "d": res.d, "p": res.p})
+    return pd.DataFrame(rows)
+
+
+class SpeatCallback(pl.Callback):
+    """Computes SpEAT for one bias test and aggregation and writes/logs the results."""
+
+    def __init__(self, bias_test, manifest: pd.DataFrame, aggregation: Aggregation, cache: FeatureCache,
+                 fingerprint: str, output_dir: str | Path, run_info: dict, n_permutations: int = 1_000_000,
+                 seed: int = 0, per_layer: bool = True, se_curve: bool = False, n_resamples: int = 10_000,
+                 wandb_run=None):
+        self.bias_test = bias_test
+        self.manifest = manifest
+        self.aggregation = aggregation
+        self.cache = cache
+        self.fingerprint = fingerprint
+        self.output_dir = Path(output_dir)
+        self.run_info = dict(run_info)
+        self.n_permutations = int(n_permutations)
+        self.seed = int(seed)
+        self.per_layer = per_layer
+        self.se_curve = se_curve
+        self.n_resamples = int(n_resamples)
+        self.wandb_run = wandb_run
+        self.summary: dict | None = None
+
+    def on_predict_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        # collective calls first: every rank has written its cache entries, forwards summed over ranks
+        n_local = torch.tensor(float(getattr(pl_module, "n_forward_clips", 0)))
+        n_forward = int(trainer.strategy.reduce(n_local, reduce_op="sum").item())
+        trainer.strategy.barrier()
+        if not trainer.is_global_zero:
+            return
+        self.run_info["n_upstream_forwards"] = n_forward
+        statistics = load_statistics(list(self.manifest["path"]), self.cache, self.fingerprint)
+        self.summary = self.compute(statistics)
+
+    def compute(self, statistics: StackedStatistics) -> dict:
+        roles = self.manifest["role"].to_numpy()
+        per_layer = statistics.stat(self.aggregation.temporal)
+        emb = self.aggregation(per_layer)
+        parts = split_roles(emb, roles)
+        res = stats.speat(parts["X"], parts["Y"], parts["A"], parts["B"],
+                          n_permutations=self.n_permutations, seed=self.seed)
+        test = self.bias_test.name
+        row = {
+            **self.run_info,
+            "test": test,
+            "aggregation": self.aggregation.name,
+            "temporal": self.aggregation.temporal,
+            "layer": self.aggregation.layer,
+            "d": res.d,
+            "p": res.p,
+            "n_x": res.n_x,
+            "n_y": res.n_y,
+            "n_a": int(len(parts["A"])),
+            "n_b": int(len(parts["B"])),
+            "n_permutations": res.n_permutations,
+            "exact": res.exact,
+            "seed": self.seed,
+            "human_iat_d": self.bias_test.human_iat_d,
+            "num_layers": int(per_layer.shape[1]),
+            "mean_frames": float(np.mean(statistics.n_frames)),
+        }
+        layers = None
+        if self.per_layer:
+            layers = speat_by_layer(per_layer, roles, min(self.n_permutations, 10_000), self.seed)
+            layers.insert(0, "test", test)
+            layers.insert(1, "temporal", self.aggregation.temporal)
+            for k in ("upstream", "family"):
+                if k in self.run_info:
+                    layers.insert(0, k, self.run_info[k])
+        se = None
+        if self.se_curve:
+            se = self._se_curve(emb)
+            se.insert(0, "test", test)
+            if "upstream" in self.run_info:
+                se.insert(0, "upstream", self.run_info["upstream"])
+        speat_report.write_speat_outputs(self.output_dir, row, layers, se, self.bias_test, self.wandb_run)
+        return row
+
+    def _se_curve(self, emb: np.ndarray) -> pd.DataFrame:
+        m = self.manifest
+        res = stats.bootstrap_se(
+            X=emb[(m["role"] == "X").to_numpy()], Y=emb[(m["role"] == "Y").to_numpy()],
+            A=emb[(m["role"] == "A").to_numpy()], B=emb[(m["role"] == "B").to_numpy()],
+            design=self.bias_test.resampling, n_resamples=self.n_resamples, seed=self.seed,
+            **_design_ids(m, self.bias_test.resampling),
+        )
+        return res.to_frame() if hasattr(res, "to_frame") else pd.DataFrame(res)
+
+
+def _design_ids(m: pd.DataFrame, design: str) -> dict:
+    """The id arrays a resampling design needs, taken from the manifest's X and Y rows."""
+    if design == "paired":
+        return {"x_ids": m.loc[m["role"] == "X", "pair_id"].to_numpy(),
+                "y_ids": m.loc[m["role"] == "Y", "pair_id"].to_numpy()}
+    if design == "stratified":
+        return {"x_ids": m.loc[m["role"] == "X", "stratum"].to_numpy(),
+                "y_ids": m.loc[m["role"] == "Y", "stratum"].to_numpy()}
+    return {}

@@ -1,0 +1,105 @@
+"""`python evaluate.py` end to end: offline default, tiny models of every family, warm cache, W&B offline."""
+
+from __future__ import annotations
+
+import json
+import re
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+
+from speechbias.entry import run_task
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _compose(tmp_path: Path, *overrides: str):
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        return compose("evaluate", overrides=[
+            f"paths.output_dir={tmp_path / 'out'}", f"paths.cache_dir={tmp_path / 'cache'}",
+            f"paths.root_dir={REPO}", "logger=none", "trainer.enable_progress_bar=false", *overrides,
+        ])
+
+
+def test_default_run_in_a_subprocess(tmp_path):
+    """The README's offline default: no overrides but where outputs and the cache go."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline", SPEECHBIAS_CACHE=str(tmp_path / "cache"))
+    proc = subprocess.run(
+        [sys.executable, "evaluate.py", f"hydra.run.dir={tmp_path / 'run'}", "speat.n_permutations=20000"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = tmp_path / "run"
+    res = pd.read_csv(run / "results.csv")
+    assert res.loc[0, "test"] == "demo_voice" and res.loc[0, "upstream"] == "fbank"
+    assert res.loc[0, "n_x"] == 10 and res.loc[0, "n_a"] == 10 and 0 < res.loc[0, "p"] <= 1
+    report = (run / "report.md").read_text()
+    assert "synthetic" in report and re.search(r"\|\s*d\s*\|\s*p\s*\|", report)
+    assert (run / "layer_profile.png").stat().st_size > 1000
+    assert json.loads((run / "results.json").read_text())[0]["d"] == pytest.approx(res.loc[0, "d"])
+    assert list(run.glob("wandb/offline-run-*")), "logger=wandb (default) must leave an offline run"
+
+
+def _independent_d(manifest: pd.DataFrame, cache_dir: Path, fingerprint: str) -> float:
+    """SpEAT d from the cached layer means, written from the formula with plain loops."""
+    from speechbias.features.cache import FeatureCache
+
+    cache = FeatureCache(cache_dir)
+    emb = {}
+    for _, row in manifest.iterrows():
+        sha = cache.lookup_audio(row["path"])[0]
+        emb.setdefault(row["role"], []).append(cache.get(fingerprint, sha).mean.sum(axis=0))
+
+    def cos(u, v):
+        return float(np.dot(u, v) / np.linalg.norm(u) / np.linalg.norm(v))
+
+    def s(w):
+        return np.mean([cos(w, a) for a in emb["A"]]) - np.mean([cos(w, b) for b in emb["B"]])
+
+    sx, sy = [s(x) for x in emb["X"]], [s(y) for y in emb["Y"]]
+    return (np.mean(sx) - np.mean(sy)) / np.std(sx + sy, ddof=1)
+
+
+@pytest.mark.parametrize("upstream", ["tiny_wav2vec2", "tiny_hubert", "tiny_wavlm", "tiny_whisper", "mfcc"])
+def test_every_family_end_to_end_and_warm_rerun(tmp_path, upstream):
+    cfg = _compose(tmp_path, f"upstream={upstream}", "bias_test=demo_accent", "speat.n_permutations=2000",
+                   "speat.per_layer=false")
+    first = run_task(cfg)
+    res = pd.read_csv(tmp_path / "out" / "results.csv")
+    assert first["n_upstream_forwards"] == 40
+    from speechbias.stimuli import load_manifest
+
+    m = load_manifest(REPO / "experiments/demo/demo_accent.csv")
+    assert res.loc[0, "d"] == pytest.approx(_independent_d(m, tmp_path / "cache", res.loc[0, "fingerprint"]),
+                                            rel=1e-5, abs=1e-6)  # float32 statistics
+    again = run_task(_compose(tmp_path, f"upstream={upstream}", "bias_test=demo_accent",
+                              "speat.n_permutations=2000", "speat.per_layer=false", "force=true"))
+    assert again["n_upstream_forwards"] == 0
+    assert again["d"] == pytest.approx(first["d"], abs=1e-12)
+
+
+def test_existing_results_are_not_recomputed(tmp_path):
+    cfg = _compose(tmp_path, "speat.n_permutations=1000", "speat.per_layer=false")
+    run_task(cfg)
+    (tmp_path / "out" / "report.md").unlink()
+    run_task(cfg)  # skipped: results.json exists and force=false
+    assert not (tmp_path / "out" / "report.md").exists()
+
+
+@pytest.mark.slow
+def test_two_process_ddp_extraction_matches_single_process(tmp_path):
+    """trainer=ddp_sim (2 CPU processes, gloo) shards extraction; the cache gathers it; d is unchanged."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", SPEECHBIAS_CACHE=str(tmp_path / "cache_ddp"))
+    common = ["logger=none", "speat.n_permutations=5000", "speat.per_layer=false", "bias_test=demo_accent"]
+    proc = subprocess.run([sys.executable, "evaluate.py", "trainer=ddp_sim", f"hydra.run.dir={tmp_path / 'ddp'}",
+                           *common], cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    single = run_task(_compose(tmp_path, *common[1:]))
+    ddp = pd.read_csv(tmp_path / "ddp" / "results.csv").iloc[0]
+    assert ddp["n_upstream_forwards"] >= 40
+    assert ddp["d"] == pytest.approx(single["d"], abs=1e-9) and ddp["p"] == pytest.approx(single["p"])

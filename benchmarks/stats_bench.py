@@ -1,0 +1,225 @@
+"""Benchmark of speechbias.stats, measured side by side in one run.
+
+1. Vectorised engine vs. a simple loop reference written from the formulas (ratios):
+   association + d, permutation test, bootstrap SE curve.
+2. The two hand-written kernels vs. the obvious numpy alternatives they replace:
+   random partitions (selection sampling vs. argpartition of random keys) and small random
+   integers (16-bit Lemire draws vs. Generator.integers).
+3. Wall time of the full SpEAT paper workload: 96 tests (n = 60 targets per group, 60 + 60
+   attribute vectors, D = 1024), each with 1,000,000 permutations and a bootstrap SE curve
+   (10,000 resamples at every n from 2 to 60), spread over all CPU cores.
+
+Usage: python benchmarks/stats_bench.py [--quick] [--workers N]
+The machine's load average is printed before and after: other processes slow every figure down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing as mp
+import os
+import random
+import time
+
+import numpy as np
+
+from speechbias.stats import bootstrap_se, effect_size, permutation_test, speat
+from speechbias.stats.random_integers import UniformIntegers
+
+# ---- loop references (plain Python, straight from the formulas) ------------------------------
+
+
+def loop_association(w, A, B):
+    def cos(u, v):
+        dot = uu = vv = 0.0
+        for a, b in zip(u, v):
+            dot += a * b
+            uu += a * a
+            vv += b * b
+        return dot / math.sqrt(uu * vv)
+
+    return sum(cos(w, a) for a in A) / len(A) - sum(cos(w, b) for b in B) / len(B)
+
+
+def loop_d(sx, sy):
+    pooled = sx + sy
+    mean = sum(pooled) / len(pooled)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in pooled) / (len(pooled) - 1))
+    return (sum(sx) / len(sx) - sum(sy) / len(sy)) / sd
+
+
+def loop_permutation_p(sx, sy, n_perm, seed):
+    rng = random.Random(seed)
+    pooled = sx + sy
+    observed = sum(sx)
+    hits = 0
+    for _ in range(n_perm):
+        hits += sum(rng.sample(pooled, len(sx))) >= observed
+    return (1 + hits) / (1 + n_perm)
+
+
+def loop_bootstrap_se(sx, sy, sizes, n_resamples, seed):
+    rng = random.Random(seed)
+    out = []
+    for n in sizes:
+        ds = [loop_d([rng.choice(sx) for _ in range(n)], [rng.choice(sy) for _ in range(n)]) for _ in range(n_resamples)]
+        mean = sum(ds) / len(ds)
+        out.append(math.sqrt(sum((d - mean) ** 2 for d in ds) / (len(ds) - 1)))
+    return out
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+
+
+def timed(fn, *args, **kwargs):
+    start = time.perf_counter()
+    value = fn(*args, **kwargs)
+    return time.perf_counter() - start, value
+
+
+def paper_test_data(seed, n=60, n_attr=60, dim=1024):
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(n_attr, dim)) + 0.05
+    B = rng.normal(size=(n_attr, dim)) - 0.05
+    X = rng.normal(size=(n, dim)) + 0.02
+    Y = rng.normal(size=(n, dim))
+    return X, Y, A, B
+
+
+def one_paper_test(args):
+    """speat + SE curve for one synthetic test; returns (speat s, bootstrap s, d, p) in CPU seconds."""
+    seed, n_permutations, n_resamples = args
+    X, Y, A, B = paper_test_data(seed)
+    t0 = time.process_time()
+    result = speat(X, Y, A, B, n_permutations=n_permutations, seed=seed)
+    t1 = time.process_time()
+    curve = bootstrap_se(s_x=result.s_x, s_y=result.s_y, sizes=np.arange(2, 61), n_resamples=n_resamples, seed=seed)
+    t2 = time.process_time()
+    assert curve.se.shape == (59,)
+    return t1 - t0, t2 - t1, result.d, result.p
+
+
+def argpartition_count(centred, k, t_obs, n_perm, rng, chunk=4096):
+    """The obvious vectorised alternative: random keys, argpartition, gather, sum."""
+    hits = 0
+    for start in range(0, n_perm, chunk):
+        size = min(chunk, n_perm - start)
+        keys = rng.random((size, centred.size), dtype=np.float32)
+        picked = np.argpartition(keys, k, axis=1)[:, :k]
+        hits += int(np.count_nonzero(centred[picked].sum(axis=1) >= t_obs))
+    return hits
+
+
+def load() -> str:
+    return "load average %.2f %.2f %.2f" % os.getloadavg()
+
+
+# ---- sections -----------------------------------------------------------------------------------
+
+
+def section_loop_reference(quick: bool) -> None:
+    print("\n== 1. vectorised engine vs. simple loop reference (same inputs, same run) ==")
+    n, dim = (20, 256) if quick else (60, 1024)
+    X, Y, A, B = paper_test_data(0, n=n, n_attr=n, dim=dim)
+    lists = [m.tolist() for m in (X, Y, A, B)]
+    t_loop, d_loop = timed(lambda: loop_d([loop_association(x, lists[2], lists[3]) for x in lists[0]],
+                                          [loop_association(y, lists[2], lists[3]) for y in lists[1]]))
+    t_vec, d_vec = timed(effect_size, X, Y, A, B)
+    print(f"association + d   n={n}/group, {n}+{n} attributes, D={dim}: loop {t_loop:8.3f} s   "
+          f"engine {t_vec:8.5f} s   ratio {t_loop / t_vec:8.0f}x   |d diff| {abs(d_loop - d_vec):.1e}")
+
+    rng = np.random.default_rng(1)
+    sx, sy = rng.normal(0.1, 1, 60), rng.normal(0, 1, 60)
+    n_perm = 5_000 if quick else 20_000
+    t_loop, p_loop = timed(loop_permutation_p, sx.tolist(), sy.tolist(), n_perm, 0)
+    t_vec, res = timed(permutation_test, sx, sy, n_permutations=n_perm, seed=0)
+    t_big, res_big = timed(permutation_test, sx, sy, n_permutations=1_000_000, seed=0)
+    print(f"permutation test  60/group, {n_perm} perms:            loop {t_loop:8.3f} s   "
+          f"engine {t_vec:8.5f} s   ratio {t_loop / t_vec:8.0f}x   (p {p_loop:.4f} vs {res.p:.4f})")
+    print(f"  per permutation: loop {t_loop / n_perm * 1e6:7.2f} us, engine at 1e6 perms "
+          f"{t_big:.3f} s = {t_big:.3f} us  -> ratio {t_loop / n_perm / (t_big / 1e6):.0f}x   (p {res_big.p:.4f})")
+
+    sizes = list(range(2, 61))
+    n_res = 50 if quick else 200
+    t_loop, se_loop = timed(loop_bootstrap_se, sx.tolist(), sy.tolist(), sizes, n_res, 0)
+    t_vec, curve = timed(bootstrap_se, s_x=sx, s_y=sy, sizes=sizes, n_resamples=10_000, seed=0)
+    per_loop = t_loop / (n_res * len(sizes))
+    per_vec = t_vec / (10_000 * (len(sizes) + 1))
+    print(f"bootstrap SE curve n=2..60: loop {n_res} resamples/size {t_loop:7.3f} s; engine 10,000/size "
+          f"{t_vec:.3f} s  -> per resample ratio {per_loop / per_vec:.0f}x   "
+          f"(SE at n=60: loop {se_loop[-1]:.3f} vs engine {curve.se[-1]:.3f})")
+
+
+def section_kernels(quick: bool) -> None:
+    print("\n== 2. hand-written kernels vs. the numpy alternatives they replace ==")
+    n_perm = 200_000 if quick else 1_000_000
+    rng = np.random.default_rng(2)
+    s = rng.normal(size=120)
+    centred = s - s.mean()
+    t_obs = float(centred[:60].sum())
+    from speechbias.stats.permutation import _count_sampled_at_least
+
+    t_sel, c_sel = timed(_count_sampled_at_least, centred, 60, t_obs, n_perm, np.random.default_rng(0))
+    t_arg, c_arg = timed(argpartition_count, centred, 60, t_obs, n_perm, np.random.default_rng(0))
+    print(f"random partitions 60 of 120, {n_perm} partitions: selection sampling {t_sel:.3f} s, "
+          f"argpartition {t_arg:.3f} s  -> {t_arg / t_sel:.1f}x   (tail shares {c_sel / n_perm:.4f} vs {c_arg / n_perm:.4f})")
+
+    shape = (120, 4096)
+    reps = 50 if quick else 250
+    drawer = UniformIntegers()
+    highs = np.arange(120, 0, -1)[:, None]
+    gen = np.random.default_rng(3)
+    t_ours, _ = timed(lambda: [drawer.draw(gen, highs, shape) for _ in range(reps)])
+    t_np, _ = timed(lambda: [gen.integers(0, highs, size=shape) for _ in range(reps)])
+    total = reps * shape[0] * shape[1]
+    print(f"uniform integers in [0, 120-i), {total / 1e6:.0f}M values: UniformIntegers {t_ours:.3f} s, "
+          f"Generator.integers {t_np:.3f} s  -> {t_np / t_ours:.1f}x")
+
+
+def section_paper_workload(quick: bool, workers: int) -> None:
+    n_tests, n_perm, n_res = (8, 100_000, 1_000) if quick else (96, 1_000_000, 10_000)
+    print(f"\n== 3. paper workload: {n_tests} tests x (speat, {n_perm:,} permutations; SE curve n=2..60, "
+          f"{n_res:,} resamples/size), {workers} worker process(es) ==")
+    print("before:", load())
+    jobs = [(seed, n_perm, n_res) for seed in range(n_tests)]
+    start = time.perf_counter()
+    startup = 0.0
+    if workers == 1:
+        rows = [one_paper_test(job) for job in jobs]
+    else:
+        # One BLAS thread per worker process (set before the spawned interpreters import numpy).
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+        os.environ["OMP_NUM_THREADS"] = "1"
+        with mp.get_context("spawn").Pool(workers) as pool:
+            pool.map(abs, range(workers), chunksize=1)  # wait for the workers to start (imports included)
+            startup = time.perf_counter() - start
+            rows = pool.map(one_paper_test, jobs, chunksize=1)
+    wall = time.perf_counter() - start
+    speat_cpu = sum(r[0] for r in rows)
+    boot_cpu = sum(r[1] for r in rows)
+    print("after: ", load())
+    print(f"wall time {wall:.1f} s for {n_tests} tests, of which {startup:.1f} s starting worker processes "
+          f"({wall / n_tests:.2f} s/test wall); CPU time per test: "
+          f"speat {speat_cpu / n_tests:.3f} s, SE curve {boot_cpu / n_tests:.3f} s; goal for the full workload: < 60 s")
+    ps = np.array([r[3] for r in rows])
+    print(f"sanity: d range [{min(r[2] for r in rows):.2f}, {max(r[2] for r in rows):.2f}], p range [{ps.min():.4f}, {ps.max():.4f}]")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (about a minute or less)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes for the paper workload")
+    parser.add_argument("--only", choices=["loop", "kernels", "paper"], help="run one section")
+    args = parser.parse_args()
+    print(f"speechbias.stats benchmark ({'quick' if args.quick else 'full'}), {os.cpu_count()} CPU cores, {load()}")
+    if args.only in (None, "loop"):
+        section_loop_reference(args.quick)
+    if args.only in (None, "kernels"):
+        section_kernels(args.quick)
+    if args.only in (None, "paper"):
+        section_paper_workload(args.quick, args.workers)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""Statistics of all four methods: pure, vectorised, seeded functions on arrays (no I/O).
+
+SpEAT: :func:`speat` (effect size d + one-sided permutation p), :func:`effect_size`,
+:func:`association`, :func:`permutation_test`, :func:`bootstrap_se` (SE of d vs number of
+targets). Two-sample effect size: :func:`cohens_d`. Families of tests: :func:`correct_pvalues`,
+:func:`two_way_anova`. Congruence with humans and downstream: :data:`HUMAN_IAT_D`,
+:func:`sign_congruence`, :func:`sign_agreement`. Bad input raises :class:`StatsInputError`
+(a ``ValueError``) naming the argument. Random numbers: ``np.random.default_rng(seed)`` (PCG64);
+every result records its seed, group sizes and number of permutations or resamples.
+"""
+
+from speechbias.stats.anova import AnovaResult, two_way_anova
+from speechbias.stats.association import association, effect_size, effect_size_from_associations
+from speechbias.stats.bootstrap import BootstrapSEResult, bootstrap_se
+from speechbias.stats.cohen import CohensDResult, cohens_d
+from speechbias.stats.congruence import HUMAN_IAT_D, SignCongruence, sign_agreement, sign_congruence
+from speechbias.stats.corrections import CorrectedPValues, correct_pvalues
+from speechbias.stats.permutation import PermutationTestResult, permutation_test
+from speechbias.stats.speat import SpeatResult, speat
+from speechbias.stats.validation import StatsInputError
+
+__all__ = [
+    "HUMAN_IAT_D",
+    "AnovaResult",
+    "BootstrapSEResult",
+    "CohensDResult",
+    "CorrectedPValues",
+    "PermutationTestResult",
+    "SignCongruence",
+    "SpeatResult",
+    "StatsInputError",
+    "association",
+    "bootstrap_se",
+    "cohens_d",
+    "correct_pvalues",
+    "effect_size",
+    "effect_size_from_associations",
+    "permutation_test",
+    "sign_agreement",
+    "sign_congruence",
+    "speat",
+    "two_way_anova",
+]

@@ -1,0 +1,65 @@
+"""Cosine association of embeddings with two attribute sets, and the SpEAT/WEAT effect size.
+
+For a vector w and attribute sets A, B:
+
+    s(w) = mean_{a in A} cos(w, a) - mean_{b in B} cos(w, b)
+
+Since cos(w, a) = w_hat . a_hat (hats: unit vectors), s(w) = w_hat . (mean(A_hat) - mean(B_hat)):
+one matrix-vector product for all targets. The effect size of targets X against Y is
+
+    d = (mean_{x in X} s(x) - mean_{y in Y} s(y)) / std_{w in X u Y} s(w)   (ddof = 1)
+
+d > 0 means X is closer to A (pleasant) than Y is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from speechbias.stats.validation import StatsInputError, as_embeddings, as_sample, check_same_dim
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit Euclidean norm; rows are pre-scaled by their max |value| so the norm
+    neither overflows nor underflows. Input must be finite with no zero rows (see validation)."""
+    scaled = vectors / np.max(np.abs(vectors), axis=1, keepdims=True)
+    return scaled / np.linalg.norm(scaled, axis=1, keepdims=True)
+
+
+def attribute_direction(A, B) -> np.ndarray:
+    """mean(A_hat) - mean(B_hat), shape (D,): the vector whose dot product with w_hat is s(w)."""
+    A = as_embeddings(A, "A")
+    B = as_embeddings(B, "B")
+    check_same_dim(A=A, B=B)
+    return unit_rows(A).mean(axis=0) - unit_rows(B).mean(axis=0)
+
+
+def association(W, A, B) -> np.ndarray:
+    """s(w) for each row of ``W`` (n, D) against attributes ``A`` (n_a, D), ``B`` (n_b, D); shape (n,)."""
+    W = as_embeddings(W, "W")
+    direction = attribute_direction(A, B)
+    if W.shape[1] != direction.shape[0]:
+        raise StatsInputError(f"embedding dimensions differ: W has D={W.shape[1]}, A and B have D={direction.shape[0]}")
+    return unit_rows(W) @ direction
+
+
+def effect_size_from_associations(s_x, s_y) -> float:
+    """d from per-target associations ``s_x`` (n_x,), ``s_y`` (n_y,); each group needs >= 2 targets."""
+    s_x = as_sample(s_x, "s_x", min_size=2)
+    s_y = as_sample(s_y, "s_y", min_size=2)
+    pooled = np.concatenate([s_x, s_y])
+    if np.ptp(pooled) == 0.0:  # std would be 0 (or rounding noise around 0)
+        raise StatsInputError(
+            "s_x, s_y: all association values are equal (standard deviation 0); the effect size d is undefined"
+        )
+    return float((s_x.mean() - s_y.mean()) / pooled.std(ddof=1))
+
+
+def effect_size(X, Y, A, B) -> float:
+    """SpEAT effect size d of targets ``X`` (n_x, D) vs ``Y`` (n_y, D) on attributes ``A`` vs ``B``."""
+    X = as_embeddings(X, "X", min_rows=2)
+    Y = as_embeddings(Y, "Y", min_rows=2)
+    A = as_embeddings(A, "A")
+    B = as_embeddings(B, "B")
+    check_same_dim(X=X, Y=Y, A=A, B=B)
+    return effect_size_from_associations(association(X, A, B), association(Y, A, B))

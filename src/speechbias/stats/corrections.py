@@ -1,0 +1,60 @@
+"""Multiple-comparison corrections over a family of p-values (statsmodels ``multipletests``).
+
+Methods: ``bonferroni`` (family-wise, one step), ``holm`` (family-wise, step down) and ``bh``
+(Benjamini-Hochberg false discovery rate; ``fdr_bh`` is accepted as an alias). Adjusted p-values
+are capped at 1 and returned in the input order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from speechbias.stats.validation import StatsInputError, as_sample, check_level, read_only
+
+_METHODS = {"bonferroni": "bonferroni", "holm": "holm", "bh": "fdr_bh", "fdr_bh": "fdr_bh"}
+
+
+@dataclass(frozen=True, eq=False)  # holds arrays/tables: compare fields, not objects
+class CorrectedPValues:
+    """Adjusted p-values and rejections at ``alpha``; ``labels`` are the input's keys (or None)."""
+
+    p_adjusted: np.ndarray
+    reject: np.ndarray
+    p_raw: np.ndarray
+    method: str
+    alpha: float
+    n_tests: int
+    labels: tuple | None = None
+
+    def as_dict(self) -> dict:
+        """label (or position) -> adjusted p-value."""
+        keys = self.labels if self.labels is not None else range(self.n_tests)
+        return {k: float(p) for k, p in zip(keys, self.p_adjusted)}
+
+
+def correct_pvalues(pvalues, method: str = "holm", alpha: float = 0.05) -> CorrectedPValues:
+    """Adjust a family of p-values (sequence, array, pandas Series or mapping label -> p)."""
+    if method not in _METHODS:
+        raise StatsInputError(f"method: must be one of {sorted(_METHODS)}, got {method!r}")
+    alpha = check_level(alpha, "alpha")
+    labels = None
+    if isinstance(pvalues, Mapping):
+        labels = tuple(pvalues.keys())
+        pvalues = list(pvalues.values())
+    elif hasattr(pvalues, "index") and hasattr(pvalues, "to_numpy"):  # pandas Series
+        labels = tuple(pvalues.index)
+        pvalues = pvalues.to_numpy()
+    p = as_sample(pvalues, "pvalues", min_size=1)
+    outside = np.flatnonzero((p < 0.0) | (p > 1.0))
+    if outside.size:
+        raise StatsInputError(f"pvalues: must lie in [0, 1]; index {outside[:5].tolist()} has {p[outside[:5]].tolist()}")
+    from statsmodels.stats.multitest import multipletests  # deferred: statsmodels imports slowly
+
+    reject, adjusted, _, _ = multipletests(p, alpha=alpha, method=_METHODS[method])
+    return CorrectedPValues(
+        p_adjusted=read_only(np.asarray(adjusted, dtype=np.float64)), reject=read_only(np.asarray(reject, dtype=bool)),
+        p_raw=read_only(p), method=method if method != "fdr_bh" else "bh", alpha=alpha, n_tests=p.size, labels=labels,
+    )

@@ -1,0 +1,150 @@
+"""Permutation test: exact p by brute-force enumeration, sampled p within Monte-Carlo error of it."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from speechbias.stats import permutation_test
+from speechbias.stats.permutation import _count_sampled_at_least, exact_null_sums
+
+
+def brute_force_p(s_x, s_y):
+    """Share of all re-partitions (observed included) whose X-sum is >= the observed X-sum."""
+    pooled = list(s_x) + list(s_y)
+    observed = sum(s_x)
+    subsets = list(itertools.combinations(range(len(pooled)), len(s_x)))
+    hits = sum(1 for c in subsets if sum(pooled[i] for i in c) >= observed - 1e-12)
+    return hits / len(subsets)
+
+
+@pytest.mark.parametrize("n_x, n_y, seed", [(4, 4, 0), (5, 3, 1), (2, 7, 2), (6, 6, 3)])
+def test_exact_p_equals_brute_force_enumeration(n_x, n_y, seed):
+    rng = np.random.default_rng(seed)
+    s_x, s_y = rng.normal(0.3, 1, n_x), rng.normal(0, 1, n_y)
+    result = permutation_test(s_x, s_y, n_permutations=10_000)
+    assert result.exact
+    assert result.n_permutations == math.comb(n_x + n_y, n_x)
+    assert result.seed is None
+    assert (result.n_x, result.n_y) == (n_x, n_y)
+    assert result.p == pytest.approx(brute_force_p(s_x, s_y), abs=1e-15)
+    assert result.statistic == pytest.approx(s_x.sum())
+
+
+def test_exact_enumeration_lists_every_subset_sum():
+    s = np.random.default_rng(4).normal(size=11)
+    expected = sorted(sum(c) for c in itertools.combinations(s.tolist(), 4))
+    np.testing.assert_allclose(np.sort(exact_null_sums(s, 4)), expected, rtol=0, atol=1e-12)
+
+
+def test_ties_count_as_at_least_the_observed_statistic():
+    # Every partition has the same sum: p must be exactly 1 (exact) and 1 (sampled).
+    s_x, s_y = [0.1, 0.1, 0.1], [0.1, 0.1, 0.1, 0.1]
+    assert permutation_test(s_x, s_y, n_permutations=100).p == 1.0
+    assert permutation_test(s_x, s_y, n_permutations=10, seed=1).p == 1.0
+    # Duplicated values: swapping equal-valued targets across groups gives tied sums.
+    s_x, s_y = [0.3, 0.7, 0.7], [0.3, 0.2, 0.7]
+    assert permutation_test(s_x, s_y, n_permutations=100).p == pytest.approx(brute_force_p(s_x, s_y))
+
+
+def test_most_extreme_partition_gets_the_smallest_p():
+    s_x, s_y = [5.0, 6.0, 7.0], [0.0, 1.0, 2.0, 3.0]
+    assert permutation_test(s_x, s_y, n_permutations=1000).p == pytest.approx(1 / math.comb(7, 3))
+    sampled = permutation_test(s_x, s_y, n_permutations=20, seed=0)
+    assert not sampled.exact
+    assert sampled.p >= 1 / 21  # the observed partition is always counted
+
+
+@pytest.mark.parametrize("n_x, n_y, seed", [(10, 10, 5), (13, 7, 6)])
+def test_sampled_p_is_within_monte_carlo_error_of_exact(n_x, n_y, seed):
+    rng = np.random.default_rng(seed)
+    s_x, s_y = rng.normal(0.4, 1, n_x), rng.normal(0, 1, n_y)
+    exact = permutation_test(s_x, s_y, n_permutations=math.comb(n_x + n_y, n_x))
+    assert exact.exact
+    assert exact.p == pytest.approx(brute_force_p(s_x, s_y))
+    n_perm = 40_000
+    sampled = permutation_test(s_x, s_y, n_permutations=n_perm, seed=11)
+    assert not sampled.exact and sampled.n_permutations == n_perm and sampled.seed == 11
+    sigma = math.sqrt(exact.p * (1 - exact.p) / n_perm) + 1 / n_perm
+    assert abs(sampled.p - exact.p) < 5 * sigma
+
+
+def test_sampled_partitions_are_uniform_over_all_subsets():
+    # With s = powers of two every 4-subset of 9 items has its own sum, so the counts of sums
+    # >= each threshold give the whole sampled distribution; compare with exact tail shares.
+    s = 2.0 ** np.arange(9)
+    sums = np.sort(np.array([sum(c) for c in itertools.combinations(s.tolist(), 4)]))
+    n_perm = 60_000
+    rng = np.random.default_rng(0)
+    centred = s - s.mean()
+    shift = 4 * s.mean()
+    for threshold in sums[::7]:
+        count = _count_sampled_at_least(centred, 4, threshold - shift, n_perm, rng)
+        share = np.mean(sums >= threshold)
+        sigma = math.sqrt(share * (1 - share) / n_perm) + 1e-9
+        assert abs(count / n_perm - share) < 5 * sigma, threshold
+
+
+def test_each_item_is_included_with_probability_k_over_n():
+    # Indicator weights: the count of sampled subsets containing item i (sum >= 1 with weight 1 on i).
+    n, k, n_perm = 30, 9, 30_000
+    for item in (0, 14, 29):
+        weights = np.zeros(n)
+        weights[item] = 1.0
+        count = _count_sampled_at_least(weights, k, 0.5, n_perm, np.random.default_rng(item))
+        share = k / n
+        assert abs(count / n_perm - share) < 5 * math.sqrt(share * (1 - share) / n_perm)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    n_x=st.integers(2, 9),
+    n_y=st.integers(2, 9),
+    seed=st.integers(0, 2**32 - 1),
+    n_perm=st.integers(1, 300),
+)
+def test_p_is_in_unit_interval_and_seed_reproducible(n_x, n_y, seed, n_perm):
+    rng = np.random.default_rng(seed)
+    s_x, s_y = rng.normal(size=n_x), rng.normal(size=n_y)
+    first = permutation_test(s_x, s_y, n_permutations=n_perm, seed=seed)
+    again = permutation_test(s_x, s_y, n_permutations=n_perm, seed=seed)
+    assert 0.0 < first.p <= 1.0
+    assert first == again
+    if not first.exact:
+        assert first.p * (n_perm + 1) == pytest.approx(round(first.p * (n_perm + 1)))
+
+
+def test_different_seeds_give_different_samples():
+    rng = np.random.default_rng(1)
+    s_x, s_y = rng.normal(0.2, 1, 30), rng.normal(0, 1, 30)
+    ps = {permutation_test(s_x, s_y, n_permutations=5_000, seed=seed).p for seed in range(5)}
+    assert len(ps) > 1
+
+
+def test_seed_none_records_a_reusable_seed():
+    rng = np.random.default_rng(2)
+    s_x, s_y = rng.normal(size=20), rng.normal(size=20)
+    first = permutation_test(s_x, s_y, n_permutations=2_000, seed=None)
+    assert isinstance(first.seed, int)
+    assert permutation_test(s_x, s_y, n_permutations=2_000, seed=first.seed) == first
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(s_x=[], s_y=[1.0, 2.0]), "s_x: is empty"),
+        (dict(s_x=[1.0], s_y=[1.0, 2.0]), "s_x: has 1 value"),
+        (dict(s_x=[1.0, 2.0], s_y=[np.nan, 2.0]), "s_y: contains NaN or inf at index 0"),
+        (dict(s_x=[1.0, 2.0], s_y=[1.0, 3.0], n_permutations=0), "n_permutations: must be >= 1"),
+        (dict(s_x=[1.0, 2.0], s_y=[1.0, 3.0], n_permutations=2.5), "n_permutations: must be an integer"),
+        (dict(s_x=[1.0, 2.0, 4.0], s_y=[1.0, 3.0], n_permutations=3, seed=-1), "seed: must be a non-negative"),
+    ],
+)
+def test_bad_input_raises_value_error(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        permutation_test(**kwargs)

@@ -103,3 +103,14 @@ def test_two_process_ddp_extraction_matches_single_process(tmp_path):
     ddp = pd.read_csv(tmp_path / "ddp" / "results.csv").iloc[0]
     assert ddp["n_upstream_forwards"] >= 40
     assert ddp["d"] == pytest.approx(single["d"], abs=1e-9) and ddp["p"] == pytest.approx(single["p"])
+
+
+def test_se_curve_uses_the_tests_resampling_design(tmp_path):
+    cfg = _compose(tmp_path, "speat.se_curve=true", "speat.n_resamples=500", "speat.n_permutations=1000",
+                   "speat.per_layer=false")
+    summary = run_task(cfg)
+    curve = pd.read_csv(tmp_path / "out" / "se_curve.csv")
+    assert list(curve["n"]) == list(range(2, 11))  # 10 pairs in demo_voice
+    assert set(curve["design"]) == {"paired"} and (curve["se"] > 0).all()
+    assert curve["se"].iloc[-1] < curve["se"].iloc[0]  # more stimuli, smaller standard error
+    assert summary["ci_low"] < summary["d"] < summary["ci_high"]

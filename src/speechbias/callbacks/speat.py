@@ -108,30 +108,34 @@ class SpeatCallback(pl.Callback):
                     layers.insert(0, k, self.run_info[k])
         se = None
         if self.se_curve:
-            se = self._se_curve(emb)
+            se, ci = self._se_curve(emb)
+            row.update(ci)
             se.insert(0, "test", test)
             if "upstream" in self.run_info:
                 se.insert(0, "upstream", self.run_info["upstream"])
         speat_report.write_speat_outputs(self.output_dir, row, layers, se, self.bias_test, self.wandb_run)
         return row
 
-    def _se_curve(self, emb: np.ndarray) -> pd.DataFrame:
+    def _se_curve(self, emb: np.ndarray) -> tuple[pd.DataFrame, dict]:
+        """Bootstrap SE of d vs. number of targets with the test's resampling design (+ full-size CI)."""
         m = self.manifest
+        rows = {r: (m["role"] == r).to_numpy() for r in "XYAB"}
         res = stats.bootstrap_se(
-            X=emb[(m["role"] == "X").to_numpy()], Y=emb[(m["role"] == "Y").to_numpy()],
-            A=emb[(m["role"] == "A").to_numpy()], B=emb[(m["role"] == "B").to_numpy()],
+            X=emb[rows["X"]], Y=emb[rows["Y"]], A=emb[rows["A"]], B=emb[rows["B"]],
             design=self.bias_test.resampling, n_resamples=self.n_resamples, seed=self.seed,
             **_design_ids(m, self.bias_test.resampling),
         )
-        return res.to_frame() if hasattr(res, "to_frame") else pd.DataFrame(res)
+        curve = pd.DataFrame({"n": res.sizes, "se": res.se, "n_valid": res.n_valid})
+        curve["design"], curve["n_resamples"], curve["seed"] = res.design, res.n_resamples, res.seed
+        return curve, {"ci_low": res.ci_low, "ci_high": res.ci_high, "ci_level": res.ci_level,
+                       "se_design": res.design}
 
 
 def _design_ids(m: pd.DataFrame, design: str) -> dict:
     """The id arrays a resampling design needs, taken from the manifest's X and Y rows."""
+    x, y = m["role"] == "X", m["role"] == "Y"
     if design == "paired":
-        return {"x_ids": m.loc[m["role"] == "X", "pair_id"].to_numpy(),
-                "y_ids": m.loc[m["role"] == "Y", "pair_id"].to_numpy()}
+        return {"pair_ids_x": m.loc[x, "pair_id"].to_numpy(), "pair_ids_y": m.loc[y, "pair_id"].to_numpy()}
     if design == "stratified":
-        return {"x_ids": m.loc[m["role"] == "X", "stratum"].to_numpy(),
-                "y_ids": m.loc[m["role"] == "Y", "stratum"].to_numpy()}
+        return {"strata_x": m.loc[x, "stratum"].to_numpy(), "strata_y": m.loc[y, "stratum"].to_numpy()}
     return {}

@@ -2,7 +2,8 @@
 
 SpEAT: :func:`speat` (effect size d + one-sided permutation p), :func:`effect_size`,
 :func:`association`, :func:`permutation_test`, :func:`bootstrap_se` (SE of d vs number of
-targets). Two-sample effect size: :func:`cohens_d`. Families of tests: :func:`correct_pvalues`,
+targets). Two-sample effect size: :func:`cohens_d`. ASR disparities: :func:`fit_poisson_glmm` (mixed-effects
+Poisson by ML), :func:`pairwise_wer_ratios`, :func:`bootstrap_wer_ratios` (speaker cluster bootstrap). Families of tests: :func:`correct_pvalues`,
 :func:`two_way_anova`. Congruence with humans and downstream: :data:`HUMAN_IAT_D`,
 :func:`sign_congruence`, :func:`sign_agreement`. Bad input raises :class:`StatsInputError`
 (a ``ValueError``) naming the argument. Random numbers: ``np.random.default_rng(seed)`` (PCG64);
@@ -15,6 +16,13 @@ from speechbias.stats.bootstrap import BootstrapSEResult, bootstrap_se
 from speechbias.stats.cohen import CohensDResult, cohens_d
 from speechbias.stats.congruence import HUMAN_IAT_D, SignCongruence, sign_agreement, sign_congruence
 from speechbias.stats.corrections import CorrectedPValues, correct_pvalues
+from speechbias.stats.glmm import (
+    PoissonGLMMFit,
+    RatioBootstrap,
+    bootstrap_wer_ratios,
+    fit_poisson_glmm,
+    pairwise_wer_ratios,
+)
 from speechbias.stats.permutation import PermutationTestResult, permutation_test
 from speechbias.stats.speat import SpeatResult, speat
 from speechbias.stats.validation import StatsInputError
@@ -26,15 +34,20 @@ __all__ = [
     "CohensDResult",
     "CorrectedPValues",
     "PermutationTestResult",
+    "PoissonGLMMFit",
+    "RatioBootstrap",
     "SignCongruence",
     "SpeatResult",
     "StatsInputError",
     "association",
     "bootstrap_se",
+    "bootstrap_wer_ratios",
     "cohens_d",
     "correct_pvalues",
     "effect_size",
     "effect_size_from_associations",
+    "fit_poisson_glmm",
+    "pairwise_wer_ratios",
     "permutation_test",
     "sign_agreement",
     "sign_congruence",

@@ -1,0 +1,1 @@
+"""ASR disparity analysis: transcription, text normalisation, per-utterance WER counts, disparity tables."""

@@ -1,0 +1,75 @@
+"""From a corpus and its hypotheses to per-utterance error counts and the disparity tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from speechbias.asr.corpora import EXCLUDED_COLUMNS, ASRCorpus
+from speechbias.asr.disparity import relative_gaps, wer_by_group, wer_ratio_table
+from speechbias.asr.scoring import score_utterances
+
+
+@dataclass
+class WerDisparityResult:
+    utterances: pd.DataFrame  # corpus columns + hypothesis, normalised texts, error counts
+    table2: pd.DataFrame
+    gaps: pd.DataFrame
+    table3: pd.DataFrame
+    excluded: pd.DataFrame  # EXCLUDED_COLUMNS
+    notes: list[str] = field(default_factory=list)
+    fits: dict = field(default_factory=dict)
+    categories: list[str] = field(default_factory=list)
+    speaker_column: str | None = None
+
+
+def analyse_wer_disparity(corpus: ASRCorpus, hypotheses: pd.DataFrame, failed: pd.DataFrame | None = None,
+                          normalizer: str = "whisper_english", categories: list[str] | None = None,
+                          covariates: list[str] | None = None, n_agq: int = 1, n_resamples: int = 1000,
+                          wer_ci_resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
+                          min_speakers: int = 5, n_jobs: int = 1) -> WerDisparityResult:
+    """Score every utterance with a hypothesis and build Table 2 and Table 3.
+
+    Utterances whose audio could not be decoded (``failed``) or whose reference is empty after
+    normalisation are excluded and listed with the reason.
+    """
+    cats = list(categories) if categories else list(corpus.categories)
+    unknown = [c for c in cats if c not in corpus.utterances.columns]
+    if unknown:
+        raise ValueError(f"categories {unknown} are not columns of corpus {corpus.source} "
+                         f"(has {list(corpus.utterances.columns)})")
+    excluded = [corpus.excluded]
+    utts = corpus.utterances.merge(hypotheses[["utterance_id", "hypothesis"]], on="utterance_id", how="left")
+    if failed is not None and len(failed):
+        f = failed.assign(row=pd.NA)[EXCLUDED_COLUMNS]
+        excluded.append(f)
+    no_hyp = utts["hypothesis"].isna()
+    if failed is not None and len(failed):
+        no_hyp &= ~utts["utterance_id"].isin(failed["utterance_id"])
+    if no_hyp.any():
+        excluded.append(utts.loc[no_hyp, ["utterance_id", "path"]].assign(
+            row=pd.NA, reason="no hypothesis (not transcribed: other shard?)")[EXCLUDED_COLUMNS])
+    utts = utts[utts["hypothesis"].notna()].reset_index(drop=True)
+    scores = score_utterances(utts["reference"].tolist(), utts["hypothesis"].tolist(), normalizer)
+    utts = pd.concat([utts, scores], axis=1)
+    empty = utts["ref_words"] == 0
+    if empty.any():
+        excluded.append(utts.loc[empty, ["utterance_id", "path"]].assign(
+            row=pd.NA, reason=f"reference empty after {normalizer} normalisation")[EXCLUDED_COLUMNS])
+        utts = utts[~empty].reset_index(drop=True)
+    excl = pd.concat([e for e in excluded if len(e)], ignore_index=True) if any(len(e) for e in excluded) else \
+        pd.DataFrame(columns=EXCLUDED_COLUMNS)
+    notes = list(corpus.notes)
+    if len(excl):
+        counts = excl["reason"].str.split(":").str[0].value_counts().to_dict()
+        notes.append(f"{len(excl)} utterance(s) excluded ({counts}); see excluded.csv for which rows.")
+    if utts.empty:
+        raise ValueError(f"{corpus.source}: no utterance left to score ({len(excl)} excluded)")
+    spk = corpus.speaker_column
+    table2 = wer_by_group(utts, cats, spk, n_resamples=wer_ci_resamples, seed=seed, confidence=confidence)
+    ratios = wer_ratio_table(utts, cats, spk, covariates=covariates, n_agq=n_agq, n_resamples=n_resamples,
+                             seed=seed, confidence=confidence, min_speakers=min_speakers, n_jobs=n_jobs)
+    return WerDisparityResult(utterances=utts, table2=table2, gaps=relative_gaps(table2), table3=ratios.table,
+                              excluded=excl, notes=notes + ratios.notes, fits=ratios.fits, categories=cats,
+                              speaker_column=spk)

@@ -1,0 +1,158 @@
+"""Transcribed speech corpora with demographic columns -> one utterance table.
+
+:class:`ASRCorpus.utterances` columns: ``utterance_id``, ``path`` (absolute), ``reference``
+(the transcript), ``speaker`` (only when the corpus has speaker ids) and one column per
+demographic category. Rows that cannot be used (empty transcript, audio file missing) are not
+dropped silently: they are listed in ``excluded`` (source row number, id, path, reason) and the
+rest of the corpus is analysed.
+
+Fair-Speech (Veliche et al., 2024) as released: a TSV with columns hash_name, transcription, age,
+gender, first_language, socioeconomic_bkgd, ethnicity and audio at
+``asr_fairness_audio/<hash_name>.wav``. The public release has no speaker column; one can be
+named (``speaker_column``) when a version with speaker ids is available. Nothing invents speakers.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+FAIR_SPEECH_COLUMNS = ("hash_name", "transcription", "age", "gender", "first_language", "socioeconomic_bkgd",
+                       "ethnicity")
+FAIR_SPEECH_CATEGORIES = ("age", "gender", "ethnicity", "socioeconomic_bkgd", "first_language")
+EXCLUDED_COLUMNS = ["row", "utterance_id", "path", "reason"]
+
+
+class CorpusError(ValueError):
+    """A corpus that cannot be read at all (missing file, missing columns)."""
+
+
+@dataclass
+class ASRCorpus:
+    utterances: pd.DataFrame
+    categories: list[str]
+    speaker_column: str | None  # "speaker" when utterances has speaker ids, else None
+    excluded: pd.DataFrame
+    source: str
+    notes: list[str] = field(default_factory=list)
+
+
+def _read_table(path: Path, sep: str | None) -> pd.DataFrame:
+    if not path.is_file():
+        raise CorpusError(f"{path}: metadata file does not exist")
+    if sep is None:
+        sep = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
+    try:
+        return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, quoting=3 if sep == "\t" else 0)
+    except Exception as exc:
+        raise CorpusError(f"{path}: not a readable {'TSV' if sep == chr(9) else 'CSV'} ({exc})") from exc
+
+
+def _build(df: pd.DataFrame, source: str, ids, paths, transcripts, speaker, categories: list[str],
+           notes: list[str]) -> ASRCorpus:
+    out = pd.DataFrame({"utterance_id": ids, "path": paths, "reference": transcripts})
+    if speaker is not None:
+        out["speaker"] = speaker
+    for c in categories:
+        vals = df[c].astype(str).str.strip()
+        out[c] = vals.where(vals != "", None)
+    out["row"] = range(2, len(out) + 2)  # 1-based data rows after the header line
+    excluded = []
+    dup = out["utterance_id"].duplicated(keep="first")
+    empty = out["reference"].str.strip() == ""
+    missing = ~out["path"].map(lambda p: Path(p).is_file())
+    no_speaker = (out["speaker"].str.strip() == "") if speaker is not None else pd.Series(False, index=out.index)
+    for mask, reason in ((dup, "duplicate utterance id"), (empty, "empty transcript"),
+                         (missing & ~empty & ~dup, "audio file not found"),
+                         (no_speaker & ~missing & ~empty & ~dup, "empty speaker id")):
+        for _, r in out[mask].iterrows():
+            excluded.append({"row": int(r["row"]), "utterance_id": r["utterance_id"], "path": r["path"], "reason": reason})
+    bad = dup | empty | missing | no_speaker
+    excl = pd.DataFrame(excluded, columns=EXCLUDED_COLUMNS).sort_values("row", kind="stable").reset_index(drop=True)
+    if len(excl):
+        summary = excl["reason"].value_counts().to_dict()
+        log.warning("%s: %d row(s) excluded %s, e.g. row %d (%s)", source, len(excl), summary,
+                    excl["row"].iloc[0], excl["reason"].iloc[0])
+    kept = out[~bad].drop(columns="row").reset_index(drop=True)
+    if kept.empty:
+        raise CorpusError(f"{source}: no usable rows ({len(excl)} excluded: {excl['reason'].value_counts().to_dict()})")
+    return ASRCorpus(utterances=kept, categories=list(categories), speaker_column="speaker" if speaker is not None else None,
+                     excluded=excl, source=source, notes=notes)
+
+
+def load_fair_speech(root: str | Path, metadata: str | None = None, audio_dir: str = "asr_fairness_audio",
+                     speaker_column: str | None = None, categories: list[str] | tuple[str, ...] = FAIR_SPEECH_CATEGORIES,
+                     l1_languages: list[str] | None = None) -> ASRCorpus:
+    """Load Fair-Speech from ``root``.
+
+    ``metadata``: the TSV (relative to ``root``); ``None`` = the only ``*.tsv`` in ``root``.
+    ``l1_languages``: first_language values counted as L1; when given, ``first_language`` is
+    recoded to "L1" / "L2" (the paper's split) and the original kept as ``first_language_raw``.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise CorpusError(f"{root}: Fair-Speech folder does not exist (set corpus.root or paths.data_root)")
+    if metadata is None:
+        tsvs = sorted(root.glob("*.tsv"))
+        if len(tsvs) != 1:
+            raise CorpusError(f"{root}: expected exactly one metadata *.tsv, found {[p.name for p in tsvs]}; "
+                              "set corpus.metadata")
+        meta = tsvs[0]
+    else:
+        meta = root / metadata
+    df = _read_table(meta, "\t")
+    needed = ["hash_name", "transcription", *categories] + ([speaker_column] if speaker_column else [])
+    missing = sorted(set(needed) - set(df.columns))
+    if missing:
+        raise CorpusError(f"{meta}: missing column(s) {missing}; has {list(df.columns)}")
+    notes = []
+    if speaker_column is None:
+        notes.append("No speaker column: the public Fair-Speech release has no speaker ids, so the WER model is "
+                     "fitted without a speaker random effect (a Poisson GLM) and bootstrap CIs resample utterances; "
+                     "they are too narrow when a speaker's utterances are correlated. Set corpus.speaker_column "
+                     "to a speaker id column to fit the paper's mixed model.")
+    if l1_languages is not None and "first_language" in categories:
+        df = df.copy()
+        df["first_language_raw"] = df["first_language"]
+        l1 = {s.strip().lower() for s in l1_languages}
+        vals = df["first_language"].str.strip()
+        df["first_language"] = vals.map(lambda v: "" if v == "" else ("L1" if v.lower() in l1 else "L2"))
+        notes.append(f"first_language recoded: L1 = {sorted(l1_languages)}, L2 = any other language.")
+    audio = root / audio_dir
+    paths = [str(audio / f"{h.strip()}.wav") for h in df["hash_name"]]
+    speaker = df[speaker_column].astype(str).str.strip() if speaker_column else None
+    return _build(df, str(meta), df["hash_name"].str.strip().tolist(), paths, df["transcription"].tolist(), speaker,
+                  list(categories), notes)
+
+
+def load_asr_manifest(manifest: str | Path, category_columns: list[str] | tuple[str, ...], path_column: str = "path",
+                      transcript_column: str = "transcript", id_column: str | None = None,
+                      speaker_column: str | None = None, root: str | Path | None = None,
+                      sep: str | None = None) -> ASRCorpus:
+    """Load any CSV/TSV manifest with an audio path, a transcript and demographic columns.
+
+    Relative audio paths resolve against ``root`` (default: the manifest's folder). ``id_column``
+    defaults to the path. Works for Common Voice (``path``, ``sentence``, ``client_id``, ``age``,
+    ``gender``, ``accents``), CORAAL segment tables, or a user's own data.
+    """
+    manifest = Path(manifest)
+    df = _read_table(manifest, sep)
+    needed = [path_column, transcript_column, *category_columns] + [c for c in (id_column, speaker_column) if c]
+    missing = sorted(set(needed) - set(df.columns))
+    if missing:
+        raise CorpusError(f"{manifest}: missing column(s) {missing}; has {list(df.columns)}")
+    if not category_columns:
+        raise CorpusError(f"{manifest}: no demographic category columns given (corpus.category_columns)")
+    base = Path(root) if root is not None else manifest.parent
+    paths = [str(p if Path(p).is_absolute() else base / p) for p in df[path_column].str.strip()]
+    ids = df[id_column].str.strip().tolist() if id_column else df[path_column].str.strip().tolist()
+    speaker = df[speaker_column].astype(str).str.strip() if speaker_column else None
+    notes = [] if speaker_column else [
+        "No speaker column given: the WER model is a Poisson GLM without a speaker random effect and "
+        "bootstrap CIs resample utterances (too narrow when a speaker's utterances are correlated)."]
+    return _build(df, str(manifest), ids, paths, df[transcript_column].tolist(), speaker, list(category_columns), notes)

@@ -1,0 +1,266 @@
+"""ASR models through transformers: Whisper (seq2seq generation) and wav2vec2/HuBERT CTC.
+
+A transcriber turns 16 kHz float32 mono waveforms into text. Models are loaded lazily (only when
+something has to be transcribed), from their real hub ids or a local folder; with
+``HF_HUB_OFFLINE=1`` only local files are used and a missing model raises :class:`ASRModelError`
+naming the model id and how to make it available.
+
+``fingerprint`` identifies everything that determines the output text (model id, revision,
+weights hash for local folders, decoding settings, dtype); it namespaces the hypothesis cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+SAMPLE_RATE = 16_000
+WHISPER_WINDOW_SAMPLES = 30 * SAMPLE_RATE
+
+
+class ASRModelError(RuntimeError):
+    """The ASR model cannot be loaded; the message names the model id and what to do."""
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
+
+
+def _resolve_device(device: str) -> str:
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _local_weights_digest(folder: Path) -> str:
+    """sha256 over the weight files of a local model folder (a retrained folder gets a new cache)."""
+    h = hashlib.sha256()
+    files = sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file())
+    for p in files:
+        h.update(p.name.encode())
+        with p.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+class Transcriber(ABC):
+    """Waveforms in, text out. Subclasses load their model in :meth:`_load`."""
+
+    family: str = ""
+
+    def __init__(self, model_id: str, revision: str | None = None, name: str | None = None, batch_size: int = 8,
+                 device: str = "auto", dtype: str = "float32"):
+        if not model_id:
+            raise ValueError("model_id is empty: give a hub id (e.g. openai/whisper-small) or a local folder")
+        if int(batch_size) < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.model_id = str(model_id)
+        self.revision = revision
+        self.name = name or Path(self.model_id).name
+        self.batch_size = int(batch_size)
+        self.device_request = device
+        self.dtype_name = dtype
+        self._model = None
+        self._processor = None
+        self._weights_digest = None
+
+    # -- identity -------------------------------------------------------------------------
+    def decoding_fields(self) -> dict:
+        return {}
+
+    def fingerprint_fields(self) -> dict:
+        fields = {"family": self.family, "model_id": self.model_id, "revision": self.revision,
+                  "dtype": self.dtype_name, **self.decoding_fields()}
+        local = Path(self.model_id)
+        if local.is_dir():
+            if self._weights_digest is None:
+                self._weights_digest = _local_weights_digest(local)
+            fields["model_id"] = "local"
+            fields["weights_sha256"] = self._weights_digest
+        return fields
+
+    @property
+    def fingerprint(self) -> str:
+        blob = json.dumps(self.fingerprint_fields(), sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+    # -- loading --------------------------------------------------------------------------
+    def _from_pretrained(self, cls, **kwargs):
+        try:
+            return cls.from_pretrained(self.model_id, revision=self.revision, local_files_only=_offline(), **kwargs)
+        except (OSError, ValueError) as exc:
+            hint = ("HF_HUB_OFFLINE=1 is set, so only local files are used: download it first "
+                    f"(`huggingface-cli download {self.model_id}`), point HF_HOME at a cache that has it, "
+                    "or pass a local folder as model_id") if _offline() else (
+                "check the id and your network, or pass a local folder as model_id")
+            raise ASRModelError(f"cannot load ASR model {self.model_id!r} (revision {self.revision!r}): "
+                                f"{type(exc).__name__}: {str(exc).splitlines()[0]}; {hint}") from exc
+
+    def load(self) -> None:
+        if self._model is None:
+            import torch
+
+            self.device = _resolve_device(self.device_request)
+            dtype = getattr(torch, self.dtype_name)
+            self._processor, self._model = self._load(dtype)
+            self._model.to(self.device).eval()
+
+    @abstractmethod
+    def _load(self, dtype):
+        """Return (processor, model)."""
+
+    @abstractmethod
+    def _transcribe_batch(self, wavs: list[np.ndarray]) -> list[str]:
+        ...
+
+    def transcribe(self, wavs: list[np.ndarray]) -> list[str]:
+        """Transcribe 16 kHz mono float32 waveforms; one string per input, in order."""
+        if not wavs:
+            return []
+        self.load()
+        import torch
+
+        with torch.inference_mode():
+            return self._transcribe_batch(list(wavs))
+
+
+class WhisperTranscriber(Transcriber):
+    """Whisper via ``WhisperForConditionalGeneration.generate``: English, transcribe, greedy by default.
+
+    Clips up to 30 s are decoded in batches (Whisper pads every clip to its 30 s window, so batching
+    does not change a clip's output). Longer clips use transformers' sequential long-form decoding
+    (timestamps, one clip at a time).
+    """
+
+    family = "whisper"
+
+    def __init__(self, model_id: str = "openai/whisper-small", revision: str | None = None, name: str | None = None,
+                 language: str = "en", task: str = "transcribe", num_beams: int = 1,
+                 max_new_tokens: int | None = None, batch_size: int = 8, device: str = "auto",
+                 dtype: str = "float32"):
+        super().__init__(model_id, revision, name, batch_size, device, dtype)
+        if int(num_beams) < 1:
+            raise ValueError(f"num_beams must be >= 1, got {num_beams}")
+        self.language, self.task = language, task
+        self.num_beams = int(num_beams)
+        self.max_new_tokens = None if max_new_tokens is None else int(max_new_tokens)
+
+    def decoding_fields(self) -> dict:
+        return {"language": self.language, "task": self.task, "num_beams": self.num_beams,
+                "max_new_tokens": self.max_new_tokens, "long_form": "sequential-timestamps"}
+
+    def _load(self, dtype):
+        from transformers import WhisperForConditionalGeneration, WhisperProcessor
+
+        processor = self._from_pretrained(WhisperProcessor)
+        model = self._from_pretrained(WhisperForConditionalGeneration, dtype=dtype)
+        return processor, model
+
+    def _generate(self, features, attention_mask=None, long_form=False):
+        kwargs = dict(language=self.language, task=self.task, num_beams=self.num_beams,
+                      return_dict_in_generate=True)
+        if self.max_new_tokens is not None:
+            kwargs["max_new_tokens"] = self.max_new_tokens
+        if long_form:
+            kwargs.update(return_timestamps=True, attention_mask=attention_mask, condition_on_prev_tokens=False)
+        out = self._model.generate(features, **kwargs)
+        seqs = out["sequences"] if isinstance(out, dict) else out.sequences
+        return [t.strip() for t in self._processor.batch_decode(seqs, skip_special_tokens=True)]
+
+    def _transcribe_batch(self, wavs):
+        dtype = next(self._model.parameters()).dtype
+        out: list[str | None] = [None] * len(wavs)
+        short = [i for i, w in enumerate(wavs) if w.shape[0] <= WHISPER_WINDOW_SAMPLES]
+        for start in range(0, len(short), self.batch_size):
+            idx = short[start:start + self.batch_size]
+            feats = self._processor([wavs[i] for i in idx], sampling_rate=SAMPLE_RATE, return_tensors="pt")
+            texts = self._generate(feats.input_features.to(self.device, dtype))
+            for i, t in zip(idx, texts):
+                out[i] = t
+        for i, w in enumerate(wavs):
+            if out[i] is None:
+                feats = self._processor([w], sampling_rate=SAMPLE_RATE, return_tensors="pt", truncation=False,
+                                        padding="longest", return_attention_mask=True)
+                out[i] = self._generate(feats.input_features.to(self.device, dtype),
+                                        feats.attention_mask.to(self.device), long_form=True)[0]
+        return out
+
+
+class CTCTranscriber(Transcriber):
+    """wav2vec2 / HuBERT CTC models (``AutoModelForCTC``) with greedy CTC decoding.
+
+    Models with a group-norm feature encoder or without an attention mask (e.g.
+    facebook/wav2vec2-base-960h) are not invariant to zero padding: they are run one clip at a time.
+    """
+
+    family = "ctc"
+
+    def decoding_fields(self) -> dict:
+        return {"decoding": "greedy-ctc"}
+
+    def _load(self, dtype):
+        from transformers import AutoModelForCTC, AutoProcessor
+
+        processor = self._from_pretrained(AutoProcessor)
+        model = self._from_pretrained(AutoModelForCTC, dtype=dtype)
+        return processor, model
+
+    @property
+    def pad_invariant(self) -> bool:
+        self.load()
+        fe = getattr(self._processor, "feature_extractor", self._processor)
+        return (getattr(self._model.config, "feat_extract_norm", "layer") == "layer"
+                and bool(getattr(fe, "return_attention_mask", False)))
+
+    def _transcribe_batch(self, wavs):
+        import torch
+
+        dtype = next(self._model.parameters()).dtype
+        step = self.batch_size if self.pad_invariant else 1
+        out: list[str] = []
+        for start in range(0, len(wavs), step):
+            chunk = wavs[start:start + step]
+            inputs = self._processor(chunk, sampling_rate=SAMPLE_RATE, return_tensors="pt", padding=True,
+                                     return_attention_mask=step > 1)
+            kwargs = {}
+            if step > 1:
+                kwargs["attention_mask"] = inputs.attention_mask.to(self.device)
+            logits = self._model(inputs.input_values.to(self.device, dtype), **kwargs).logits
+            ids = torch.argmax(logits, dim=-1).cpu()
+            if step > 1:
+                # frames past each clip's end are padding: blank them out before decoding
+                frames = self._model._get_feat_extract_output_lengths(inputs.attention_mask.sum(-1)).cpu()
+                pad_id = self._processor.tokenizer.pad_token_id
+                mask = torch.arange(ids.shape[1])[None, :] >= frames[:, None]
+                ids = ids.masked_fill(mask, pad_id)
+            out.extend(t.strip() for t in self._processor.batch_decode(ids))
+        return out
+
+
+def tiny_random_whisper(cache_dir: str | Path, seed: int = 0, **kwargs) -> WhisperTranscriber:
+    """A WhisperTranscriber over a tiny random Whisper saved under ``cache_dir`` (tests, demos)."""
+    from speechbias.asr.tiny_models import build_tiny_whisper
+
+    folder = build_tiny_whisper(Path(cache_dir) / "tiny_models" / f"whisper_seed{seed}", seed=seed)
+    kwargs.setdefault("name", "tiny_random_whisper")
+    return WhisperTranscriber(model_id=str(folder), **kwargs)
+
+
+def tiny_random_ctc(cache_dir: str | Path, family: str = "wav2vec2", seed: int = 0, **kwargs) -> CTCTranscriber:
+    """A CTCTranscriber over a tiny random wav2vec2/HuBERT CTC model saved under ``cache_dir``."""
+    from speechbias.asr.tiny_models import build_tiny_ctc
+
+    folder = build_tiny_ctc(Path(cache_dir) / "tiny_models" / f"{family}_ctc_seed{seed}", family=family, seed=seed)
+    kwargs.setdefault("name", f"tiny_random_{family}_ctc")
+    return CTCTranscriber(model_id=str(folder), **kwargs)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytorch_lightning as pl
 import torch
@@ -76,3 +78,28 @@ def test_corrupt_entry_is_recomputed(tmp_path, caplog):
     up = ToyUpstream()
     _, n_fwd = extract_statistics(up, paths, cache, _trainer())
     assert n_fwd == 1 and "corrupt" in caplog.text
+
+
+def _extract_in_child(data: str, cache: str, out: str) -> None:
+    import json
+
+    up = ToyUpstream()
+    _, n = extract_statistics(up, sorted(str(p) for p in Path(data).glob("clips/*.wav")), cache, _trainer())
+    Path(out).write_text(json.dumps(n))
+
+
+def test_concurrent_jobs_extract_a_stimulus_set_once(tmp_path):
+    import json
+    import multiprocessing as mp
+
+    write_manifest_tree(tmp_path / "data")
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_extract_in_child, args=(str(tmp_path / "data"), str(tmp_path / "cache"),
+                                                         str(tmp_path / f"n{i}.json"))) for i in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    counts = sorted(json.loads((tmp_path / f"n{i}.json").read_text()) for i in range(2))
+    assert counts == [0, 16]  # one job did every forward, the other waited and found all cached

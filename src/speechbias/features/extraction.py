@@ -12,8 +12,10 @@ of exactly equal length, so no clip is ever padded.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections import defaultdict
+from contextlib import contextmanager
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,7 @@ import numpy as np
 import pytorch_lightning as pl
 import soundfile as sf
 import torch
+from filelock import FileLock, Timeout
 from pytorch_lightning.callbacks import BasePredictionWriter
 from torch.utils.data import DataLoader, Dataset
 
@@ -226,6 +229,32 @@ def load_statistics(paths: Sequence[str], cache: FeatureCache, fingerprint: str)
         audio_sha=shas)
 
 
+@contextmanager
+def _stimulus_set_lock(cache: FeatureCache, fingerprint: str, paths: Sequence[str], world_size: int):
+    """Serialise extraction of one stimulus set by one upstream across concurrent sweep jobs.
+
+    A second job waits, then finds every clip cached (zero forwards). Entries are write-once and
+    atomic anyway, so this saves compute, not correctness. Skipped under DDP, whose ranks must all
+    enter the predict loop together.
+    """
+    if world_size > 1:
+        yield
+        return
+    key = hashlib.sha256("\n".join(sorted(map(str, paths))).encode()).hexdigest()[:16]
+    lock_path = cache.root / "locks" / f"{fingerprint}-{key}.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(lock_path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        log.info("another job is extracting these clips with this upstream; waiting for it (%s)", lock_path)
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def extract_statistics(upstream: Upstream, paths: Sequence[str], cache: FeatureCache | str | Path,
                        trainer: pl.Trainer, batch_size: int = 8, num_workers: int = 0,
                        pad_short: bool = False) -> tuple[StackedStatistics, int]:
@@ -235,7 +264,8 @@ def extract_statistics(upstream: Upstream, paths: Sequence[str], cache: FeatureC
     so callbacks attached to ``trainer`` see one uniform ``on_predict_end`` on every run.
     """
     cache = cache if isinstance(cache, FeatureCache) else FeatureCache(cache)
-    module = run_extraction(upstream, paths, cache, trainer, batch_size, num_workers, pad_short)
+    with _stimulus_set_lock(cache, upstream.fingerprint, paths, trainer.world_size):
+        module = run_extraction(upstream, paths, cache, trainer, batch_size, num_workers, pad_short)
     log.info("%s: %d of %d clips needed an upstream forward", upstream.name, module.n_forward_clips, len(paths))
     trainer.strategy.barrier()
     return load_statistics(paths, cache, upstream.fingerprint), module.n_forward_clips

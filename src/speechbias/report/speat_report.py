@@ -20,7 +20,6 @@ def write_speat_outputs(output_dir: Path, row: dict, layers: pd.DataFrame | None
     """results.csv/json, layers.csv, se_curve.csv, report.md and figures; the same to W&B when on."""
     output_dir = Path(output_dir)
     results = pd.DataFrame([row])
-    write_results(results, output_dir)
     images = {}
     if layers is not None:
         write_results(layers, output_dir, stem="layers")
@@ -45,6 +44,9 @@ def write_speat_outputs(output_dir: Path, row: dict, layers: pd.DataFrame | None
         sections.append(("Bootstrap standard error of d vs. number of stimuli", markdown_table(se)))
     title = f"SpEAT: {row.get('upstream', '')} / {test} / {row['aggregation']}"
     write_report(output_dir, title, sections)
+    # results.json last: its presence marks the run as finished (a rerun skips it), so a run killed
+    # before this line leaves no results.json and is redone in full
+    write_results(results, output_dir)
     wandb_run.log_metrics(run, {f"speat/{test}/d": row["d"], f"speat/{test}/p": row["p"]})
     wandb_run.log_table(run, f"speat/{test}/results", results)
     if layers is not None:

@@ -1,0 +1,198 @@
+"""Gather the results of every run under one or more sweep folders into tables.
+
+A run folder is any folder below a sweep folder that holds a ``results.json`` (written last, by
+``run_files.write_results``, so its presence means the run finished). Its ``results.csv`` says what
+kind of run it was:
+
+* SpEAT runs (``python evaluate.py``): columns ``test``, ``aggregation``, ``d``, ``p`` (one row);
+  beside it ``layers.csv`` (d at every layer) and ``se_curve.csv`` (bootstrap SE vs. stimuli);
+* SER propagation runs (``python train.py``): column ``cohens_d`` (one row per bias test); beside
+  it ``predictions.csv`` (one row per target clip, for pooling heads over learning rates).
+
+Folders holding :data:`REPORT_MARKER` (a sweep report's own output) are skipped, as is everything
+under them. Hydra job folders (``.hydra/``) without results are listed as incomplete.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+REPORT_MARKER = ".speechbias_sweep_report"
+# a SpEAT result is identified by what produced it; the same key twice means a duplicated run
+SPEAT_KEY = ("fingerprint", "test", "aggregation", "seed", "n_permutations")
+FAMILY_ORDER = ("wav2vec2", "hubert", "wavlm", "whisper", "s3prl", "classical", "tiny")
+
+
+@dataclass
+class SweepResults:
+    """Every run's results below the sweep folders.
+
+    ``speat``: one row per SpEAT run (its results.csv row + ``run_dir``, ``overrides``).
+    ``layers``: d at every single layer (``upstream, family, test, temporal, layer, d, p, run_dir``).
+    ``se_curves``: bootstrap SE of d vs. number of stimuli (the run's se_curve.csv + ``run_dir``).
+    ``propagation``: one row per SER run and bias test (the run's results.csv + ``run_dir``).
+    ``predictions``: predicted valence per target clip and head (for pooling over learning rates).
+    ``incomplete``: job folders (relative paths) with a Hydra config but no results.
+    """
+
+    sweep_dirs: list[Path]
+    speat: pd.DataFrame = field(default_factory=pd.DataFrame)
+    layers: pd.DataFrame = field(default_factory=pd.DataFrame)
+    se_curves: pd.DataFrame = field(default_factory=pd.DataFrame)
+    propagation: pd.DataFrame = field(default_factory=pd.DataFrame)
+    predictions: pd.DataFrame = field(default_factory=pd.DataFrame)
+    incomplete: list[str] = field(default_factory=list)
+    duplicates: int = 0
+
+    @property
+    def n_runs(self) -> int:
+        n_ser = self.propagation["run_dir"].nunique() if "run_dir" in self.propagation else 0
+        return len(self.speat) + int(n_ser)
+
+
+def _walk_runs(sweep_dir: Path, exclude: Sequence[Path]) -> Iterable[tuple[Path, bool]]:
+    """(folder, has_results) for every run or Hydra job folder below ``sweep_dir``, in sorted order."""
+    excluded = {p.resolve() for p in exclude}
+    for root, dirs, files in os.walk(sweep_dir):
+        here = Path(root)
+        if REPORT_MARKER in files or here.resolve() in excluded:
+            dirs[:] = []
+            continue
+        dirs[:] = sorted(d for d in dirs if d not in (".hydra", ".submitit", "wandb", "lightning_logs"))
+        if "results.json" in files and "results.csv" in files:
+            yield here, True
+        elif ".hydra" in os.listdir(here) and here != sweep_dir:
+            yield here, False
+
+
+def _overrides(run_dir: Path) -> str:
+    """The job's command-line overrides (``.hydra/overrides.yaml``) as one space-separated string."""
+    path = run_dir / ".hydra" / "overrides.yaml"
+    if not path.is_file():
+        return ""
+    lines = [ln[2:].strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.startswith("- ")]
+    return " ".join(lines)
+
+
+def _mark_random_control(df: pd.DataFrame, overrides: str) -> pd.DataFrame:
+    """Rename the upstream of a random-weights control (``upstream.randomize=true``) so that it does
+    not share its name with the trained model."""
+    if "upstream.randomize=true" not in overrides.split() or "upstream" not in df.columns:
+        return df
+    names = df["upstream"].astype(str)
+    return df.assign(upstream=names.where(names.str.contains("random"), names + " (random init)"))
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: unreadable results table ({exc})") from exc
+
+
+def is_speat_table(df: pd.DataFrame) -> bool:
+    return {"test", "aggregation", "d", "p"} <= set(df.columns)
+
+
+def is_propagation_table(df: pd.DataFrame) -> bool:
+    return {"test", "cohens_d"} <= set(df.columns)
+
+
+def model_order(table: pd.DataFrame) -> list[str]:
+    """Upstream names ordered by family (wav2vec2, HuBERT, WavLM, Whisper, others), then depth, then name."""
+    if table.empty:
+        return []
+    cols = [c for c in ("upstream", "family", "num_layers") if c in table.columns]
+    models = table[cols].drop_duplicates("upstream").copy()
+    if "family" not in models:
+        models["family"] = "other"
+    if "num_layers" not in models:
+        models["num_layers"] = 0
+    rank = {f: i for i, f in enumerate(FAMILY_ORDER)}
+    models["_rank"] = models["family"].map(lambda f: rank.get(str(f), len(rank)))
+    models["_depth"] = pd.to_numeric(models["num_layers"], errors="coerce").fillna(0)
+    models = models.sort_values(["_rank", "family", "_depth", "upstream"], kind="stable")
+    return models["upstream"].astype(str).tolist()
+
+
+def _sorted(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    if df.empty:
+        return df
+    order = {m: i for i, m in enumerate(model_order(df))} if "upstream" in df.columns else {}
+    out = df.assign(_model=df["upstream"].map(order)) if order else df.assign(_model=0)
+    by = ["_model"] + [k for k in keys if k in out.columns]
+    return out.sort_values(by, kind="stable").drop(columns="_model").reset_index(drop=True)
+
+
+def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str | Path] = ()) -> SweepResults:
+    """Read every finished run below ``sweep_dirs`` (folders ``exclude`` and report folders skipped).
+
+    SpEAT runs that repeat the same :data:`SPEAT_KEY` (e.g. one sweep run twice under different
+    folder names) are kept once, the most recently written one, and counted in ``duplicates``.
+    Raises ``ValueError`` when a sweep folder does not exist.
+    """
+    if isinstance(sweep_dirs, (str, Path)):
+        sweep_dirs = [sweep_dirs]
+    dirs = [Path(d) for d in sweep_dirs]
+    for d in dirs:
+        if not d.is_dir():
+            raise ValueError(f"sweep_dir {d}: no such folder (give the multirun folder of a sweep, e.g. "
+                             f"multirun/2024-05-01/12-00-00)")
+    speat, layers, se, prop, preds, incomplete = [], [], [], [], [], []
+    for sweep in dirs:
+        for run_dir, done in _walk_runs(sweep, [Path(p) for p in exclude]):
+            rel = str(run_dir.relative_to(sweep)) if len(dirs) == 1 else str(run_dir)
+            if not done:
+                incomplete.append(rel)
+                continue
+            results = _read_csv(run_dir / "results.csv")
+            tags = {"run_dir": rel, "overrides": _overrides(run_dir)}
+            results = _mark_random_control(results, tags["overrides"])
+            if is_speat_table(results):
+                mtime = (run_dir / "results.json").stat().st_mtime_ns
+                speat.append(results.assign(**tags, _mtime=mtime))
+                for name, bucket in (("layers.csv", layers), ("se_curve.csv", se)):
+                    if (run_dir / name).is_file():
+                        extra = _mark_random_control(_read_csv(run_dir / name), tags["overrides"])
+                        bucket.append(extra.assign(run_dir=rel, aggregation=results["aggregation"].iloc[0]))
+            elif is_propagation_table(results):
+                prop.append(results.assign(**tags))
+                if (run_dir / "predictions.csv").is_file():
+                    preds.append(_read_csv(run_dir / "predictions.csv").assign(run_dir=rel))
+            else:
+                log.debug("%s: results.csv is neither a SpEAT nor a propagation table; skipped", run_dir)
+    out = SweepResults(sweep_dirs=dirs, incomplete=sorted(incomplete))
+    if speat:
+        table = pd.concat(speat, ignore_index=True)
+        key = [k for k in SPEAT_KEY if k in table.columns]
+        table = table.sort_values("_mtime", kind="stable")
+        dup = table.duplicated(key, keep="last")
+        out.duplicates = int(dup.sum())
+        if out.duplicates:
+            log.warning("%d SpEAT run(s) repeat an earlier run (same %s); keeping the newest of each",
+                        out.duplicates, ", ".join(key))
+            kept = set(table.loc[~dup, "run_dir"])
+            layers = [t for t in layers if t["run_dir"].iloc[0] in kept] if layers else layers
+            se = [t for t in se if t["run_dir"].iloc[0] in kept] if se else se
+        out.speat = _sorted(table.loc[~dup].drop(columns="_mtime"), ["test", "aggregation", "seed"])
+    if layers:
+        out.layers = _sorted(pd.concat(layers, ignore_index=True), ["test", "aggregation", "layer"])
+    if se:
+        out.se_curves = _sorted(pd.concat(se, ignore_index=True), ["test", "aggregation"])
+    if prop:
+        out.propagation = _sorted(pd.concat(prop, ignore_index=True), ["test", "lr", "seed"])
+    if preds:
+        out.predictions = pd.concat(preds, ignore_index=True)
+    log.info("collected %d SpEAT and %d SER run(s) from %s; %d incomplete", len(out.speat),
+             len(prop), ", ".join(map(str, dirs)), len(out.incomplete))
+    return out

@@ -1,0 +1,348 @@
+"""The SpEAT paper's figures from a sweep's tables (matplotlib, Agg; PNG at 200 dpi).
+
+Every figure draws a model in the same way: its family's colour (``figures.FAMILY_COLOURS``) and
+a marker / line style that tells the models of one family apart, so the legend of one figure
+reads for all of them.
+
+* :func:`effect_sizes_figure` (Figure 1): d per test for every model, the mean over models and the human IAT D;
+* :func:`propagation_figure` (Figure 2): SpEAT d vs. downstream Cohen's d, pooled and per learning rate;
+* :func:`se_curves_figure` (Figure 3): bootstrap SE of d vs. number of stimuli with the mean curve;
+* :func:`positive_heatmap` (appendix D): proportion of d > 0 per temporal x layer strategy;
+* :func:`layer_lines_figure`: d at every single layer, one line per model, one panel per test;
+* :func:`significance_heatmap`: significant after correction / uncorrected only / not, per model x test;
+* :func:`paper_comparison_figure`: this sweep's d against the paper's published d.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.colors import ListedColormap  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+from speechbias.report import figures  # noqa: E402
+from speechbias.report.collect import model_order  # noqa: E402
+
+DPI = 200
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
+LINESTYLES = ("-", "--", "-.", ":")
+MEAN_COLOUR = "#000000"
+HUMAN_COLOUR = "#1E88E5"
+SIGNIFICANCE_COLOURS = {"corrected": "#08306B", "uncorrected": "#6AAED6", "none": "#F7FBFF"}
+
+plt.rcParams.update({"font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
+                     "xtick.labelsize": 8, "ytick.labelsize": 8, "axes.spines.top": False,
+                     "axes.spines.right": False})
+
+
+@dataclass(frozen=True)
+class ModelStyle:
+    colour: str
+    marker: str
+    linestyle: str
+    family: str
+
+
+def family_colour(family) -> str:
+    """The family's colour; weight-free baselines without a family read as ``classical``."""
+    family = str(family) if family is not None and str(family) not in ("", "nan", "other") else "classical"
+    return figures.family_colour(family)
+
+
+def model_styles(table: pd.DataFrame) -> dict[str, ModelStyle]:
+    """upstream -> style: family colour; marker and line style numbered within the family."""
+    styles, seen = {}, {}
+    fam = dict(zip(table["upstream"].astype(str), table["family"].astype(str))) if "family" in table else {}
+    for model in model_order(table):
+        family = fam.get(model, "other")
+        k = seen.get(family, 0)
+        seen[family] = k + 1
+        styles[model] = ModelStyle(family_colour(family), MARKERS[k % len(MARKERS)],
+                                   LINESTYLES[k % len(LINESTYLES)], family)
+    return styles
+
+
+def test_label(test: str) -> str:
+    """``european_african_american`` -> ``european / african american`` style labels for axes."""
+    return str(test).replace("_", " ")
+
+
+def _save(fig, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def _model_handles(styles: dict[str, ModelStyle], models, line: bool = False) -> list:
+    return [Line2D([0], [0], color=styles[m].colour, marker=styles[m].marker,
+                   linestyle=styles[m].linestyle if line else "none", markersize=6, label=m) for m in models]
+
+
+def _empty(path: str | Path, title: str, message: str) -> Path:
+    fig, ax = plt.subplots(figsize=(6, 1.6))
+    ax.axis("off")
+    ax.set_title(title)
+    ax.text(0.5, 0.4, message, ha="center", va="center", wrap=True)
+    return _save(fig, path)
+
+
+def effect_sizes_figure(table: pd.DataFrame, path: str | Path, title: str = "", styles: dict | None = None) -> Path:
+    """Figure 1: one row per test; a marker per model (spread vertically in model order), the mean
+    d over models (black diamond) and the human IAT D (blue triangle) where known."""
+    if table.empty:
+        return _empty(path, "SpEAT effect sizes", "no SpEAT results")
+    styles = styles or model_styles(table)
+    models = [m for m in styles if m in set(table["upstream"])]
+    tests = list(dict.fromkeys(table["test"]))
+    fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.75 * len(tests)))
+    # first model (in legend order) at the top of each row
+    offsets = np.linspace(0.3, -0.3, len(models)) if len(models) > 1 else np.zeros(1)
+    offset = dict(zip(models, offsets))
+    ypos = {t: len(tests) - 1 - i for i, t in enumerate(tests)}
+    for m in models:
+        rows = table[table["upstream"] == m]
+        s = styles[m]
+        ax.scatter(rows["d"], [ypos[t] + offset[m] for t in rows["test"]], color=s.colour, marker=s.marker,
+                   s=28, edgecolors="white", linewidths=0.4, zorder=3)
+    means = table.groupby("test", sort=False)["d"].mean()
+    ax.scatter([means[t] for t in tests], [ypos[t] for t in tests], marker="D", s=90, color=MEAN_COLOUR,
+               zorder=4, edgecolors="white", linewidths=0.8)
+    human = table.dropna(subset=["human_iat_d"]).drop_duplicates("test") if "human_iat_d" in table else table.iloc[:0]
+    if len(human):
+        ax.scatter(human["human_iat_d"].astype(float), [ypos[t] for t in human["test"]], marker="v", s=110,
+                   color=HUMAN_COLOUR, zorder=5, edgecolors="white", linewidths=0.8)
+    for t in tests[1:]:
+        ax.axhline(ypos[t] + 0.5, color="#cccccc", lw=0.6, zorder=0)
+    ax.axvline(0, color="black", lw=0.8, zorder=1)
+    lim = max(2.0, float(np.nanmax(np.abs(table["d"]))) * 1.05)
+    ax.set_xlim(-lim, lim)
+    ax.set_ylim(-0.5, len(tests) - 0.5)
+    ax.set_yticks([ypos[t] for t in tests], [test_label(t) for t in tests])
+    ax.set_xlabel("effect size (SpEAT d; human IAT D)  —  > 0: X group associated with pleasant")
+    ax.set_title(title or "SpEAT effect size d per bias test")
+    handles = _model_handles(styles, models) + [
+        Line2D([0], [0], marker="D", color=MEAN_COLOUR, linestyle="none", markersize=7, label="mean SpEAT d")]
+    if len(human):
+        handles.append(Line2D([0], [0], marker="v", color=HUMAN_COLOUR, linestyle="none", markersize=8,
+                              label="human IAT D"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+              ncol=1 if len(handles) <= 20 else 2)
+    return _save(fig, path)
+
+
+def propagation_figure(prop: pd.DataFrame, agreement: pd.DataFrame, path: str | Path,
+                       styles: dict | None = None) -> Path:
+    """Figure 2: SpEAT d (x) vs. Cohen's d of predicted valence (y), one panel for the pooled heads
+    and one per learning rate, titled with the sign agreement count."""
+    if prop.empty:
+        return _empty(path, "Bias propagation to SER", "no SER propagation runs in this sweep")
+    styles = styles or model_styles(prop)
+    lrs = list(dict.fromkeys(prop["lr"]))  # in table order: pooled first, then large to small
+    tests = list(dict.fromkeys(prop["test"]))
+    test_marker = {t: MARKERS[i % len(MARKERS)] for i, t in enumerate(tests)}
+    n = len(lrs)
+    fig, axes = plt.subplots(1, n, figsize=(3.3 * n + 1.8, 3.4), squeeze=False, sharex=True, sharey=True)
+    lim_x = max(0.5, float(np.nanmax(np.abs(prop["speat_d"])))) * 1.1
+    lim_y = max(0.5, float(np.nanmax(np.abs(prop["cohens_d"])))) * 1.1
+    counts = {str(r.lr): (int(r.n_agree), int(r.n_total)) for r in agreement.itertuples()}
+    for ax, lr in zip(axes[0], lrs):
+        rows = prop[prop["lr"] == lr]
+        for r in rows.itertuples():
+            ax.scatter(r.speat_d, r.cohens_d, color=styles[r.upstream].colour, marker=test_marker[r.test], s=30,
+                       edgecolors="white", linewidths=0.4, zorder=3)
+        ax.axhline(0, color="black", lw=0.8)
+        ax.axvline(0, color="black", lw=0.8)
+        ax.fill_between([0, lim_x], 0, lim_y, color="#e8f5e9", zorder=0)
+        ax.fill_between([-lim_x, 0], -lim_y, 0, color="#e8f5e9", zorder=0)
+        ax.set_xlim(-lim_x, lim_x)
+        ax.set_ylim(-lim_y, lim_y)
+        k, tot = counts.get(str(lr), (0, 0))
+        head = "heads pooled" if lr == "pooled" else f"learning rate {lr}"
+        ax.set_title(f"{head}\nsigns agree: {k} of {tot}")
+        ax.set_xlabel("SpEAT d")
+    axes[0][0].set_ylabel("Cohen's d of predicted valence (X vs. Y)")
+    families = list(dict.fromkeys(s.family for m, s in styles.items() if m in set(prop["upstream"])))
+    handles = [Patch(color=family_colour(f), label=f) for f in families] + [
+        Line2D([0], [0], marker=test_marker[t], color="#555555", linestyle="none", label=test_label(t))
+        for t in tests]
+    axes[0][-1].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    return _save(fig, path)
+
+
+def _se_columns(se: pd.DataFrame) -> tuple[str, str]:
+    size = next((c for c in ("sizes", "size", "n", "n_stimuli", "n_targets") if c in se.columns), None)
+    value = next((c for c in ("se", "standard_error", "stdev") if c in se.columns), None)
+    if size is None or value is None:
+        raise ValueError(f"se_curve tables need a size column (sizes|size|n) and an SE column (se); "
+                         f"have {list(se.columns)}")
+    return size, value
+
+
+def se_curves_figure(se: pd.DataFrame, path: str | Path, styles: dict | None = None) -> Path:
+    """Figure 3: bootstrap SE of d vs. number of stimuli per target group; a thin line per model x
+    test in family colours and the mean over them in black."""
+    if se.empty:
+        return _empty(path, "Bootstrap SE of d", "no SE curves (run the sweep with speat.se_curve=true)")
+    size, value = _se_columns(se)
+    styles = styles or (model_styles(se) if "upstream" in se.columns else {})
+    fig, ax = plt.subplots(figsize=(6.0, 3.8))
+    keys = [c for c in ("upstream", "test", "run_dir") if c in se.columns]
+    for key, g in se.groupby(keys, sort=False):
+        model = key[0] if isinstance(key, tuple) else key
+        colour = styles[model].colour if model in styles else "#888888"
+        ax.plot(g[size], g[value], color=colour, lw=0.9, alpha=0.45)
+    mean = se.groupby(size)[value].mean()
+    ax.plot(mean.index, mean.to_numpy(), color=MEAN_COLOUR, lw=2.6, label="mean over models and tests")
+    ax.set_xlabel("number of stimuli per target group")
+    ax.set_ylabel("bootstrap standard error of d")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    shown = set(se["upstream"]) if "upstream" in se.columns else set()
+    families = list(dict.fromkeys(s.family for m, s in styles.items() if m in shown))
+    handles = [Line2D([0], [0], color=MEAN_COLOUR, lw=2.6, label="mean")] + [
+        Line2D([0], [0], color=family_colour(f), lw=1.2, label=f) for f in families]
+    ax.legend(handles=handles, frameon=False, loc="upper right")
+    ax.set_title("Standard error of SpEAT d vs. number of stimuli")
+    return _save(fig, path)
+
+
+def positive_heatmap(pivot: pd.DataFrame, path: str | Path, n_results: int | None = None) -> Path:
+    """Appendix D: proportion of positive d, rows = layer strategy, columns = temporal strategy."""
+    if pivot.empty:
+        return _empty(path, "Proportion of positive d", "no SpEAT results")
+    fig, ax = plt.subplots(figsize=(max(4.6, 1.8 + 1.1 * pivot.shape[1]), max(2.6, 1.0 + 0.38 * pivot.shape[0])))
+    im = ax.imshow(pivot.to_numpy(dtype=float), cmap="RdBu", vmin=0, vmax=1, aspect="auto")
+    for i in range(pivot.shape[0]):
+        for j in range(pivot.shape[1]):
+            v = pivot.iat[i, j]
+            if np.isfinite(v):
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
+                        color="white" if abs(v - 0.5) > 0.3 else "black")
+    ax.set_xticks(range(pivot.shape[1]), list(pivot.columns))
+    ax.set_yticks(range(pivot.shape[0]), list(pivot.index))
+    ax.set_xlabel("temporal aggregation (over frames)")
+    ax.set_ylabel("layer aggregation")
+    sub = f"\n({n_results} model x test results per strategy)" if n_results else ""
+    ax.set_title("Proportion of d > 0 per aggregation strategy" + sub)
+    fig.colorbar(im, ax=ax, label="proportion of d > 0", fraction=0.08)
+    return _save(fig, path)
+
+
+def layer_lines_figure(layers: pd.DataFrame, path: str | Path, temporal: str = "mean",
+                       styles: dict | None = None) -> Path:
+    """d at every single layer: x = layer index (0 = input to the first block), one line per model,
+    one panel per test."""
+    if layers.empty:
+        return _empty(path, "SpEAT d per layer", "no per-layer results (speat.per_layer=false)")
+    data = layers[layers["temporal"] == temporal] if "temporal" in layers and temporal in set(layers["temporal"]) \
+        else layers
+    data = data.drop_duplicates(["upstream", "test", "layer"])
+    styles = styles or model_styles(data)
+    tests = list(dict.fromkeys(data["test"]))
+    ncols = min(3, len(tests))
+    nrows = math.ceil(len(tests) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 2.7 * nrows + 0.6), squeeze=False, sharey=True)
+    lim = max(1.0, float(np.nanmax(np.abs(data["d"]))) * 1.05)
+    for ax, t in zip(axes.flat, tests):
+        rows = data[data["test"] == t]
+        for m in [m for m in styles if m in set(rows["upstream"])]:
+            s = styles[m]
+            g = rows[rows["upstream"] == m].sort_values("layer")
+            ax.plot(g["layer"], g["d"], color=s.colour, linestyle=s.linestyle, marker=s.marker, ms=3.5, lw=1.1,
+                    markevery=max(1, len(g) // 8))
+        ax.axhline(0, color="black", lw=0.7)
+        ax.set_ylim(-lim, lim)
+        ax.set_title(test_label(t))
+        ax.set_xlabel("layer (0 = input to first block)")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("SpEAT d")
+    for ax in list(axes.flat)[len(tests):]:
+        ax.axis("off")
+    models = [m for m in styles if m in set(data["upstream"])]
+    fig.legend(handles=_model_handles(styles, models, line=True), loc="lower center", frameon=False,
+               ncol=min(4, len(models)), bbox_to_anchor=(0.5, -0.02 - 0.035 * math.ceil(len(models) / 4)))
+    fig.suptitle(f"SpEAT d at every layer (temporal {temporal})")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def significance_heatmap(table: pd.DataFrame, path: str | Path, alpha: float = 0.05,
+                         method: str = "bonferroni", styles: dict | None = None) -> Path:
+    """Rows = tests, columns = models; colour = significant after correction / uncorrected only / not;
+    each cell shows d."""
+    if table.empty:
+        return _empty(path, "Significance", "no SpEAT results")
+    models = [m for m in (styles or model_styles(table)) if m in set(table["upstream"])]
+    tests = list(dict.fromkeys(table["test"]))
+    levels = list(SIGNIFICANCE_COLOURS)
+    grid = np.full((len(tests), len(models)), np.nan)
+    d = np.full_like(grid, np.nan)
+    for r in table.itertuples():
+        i, j = tests.index(r.test), models.index(r.upstream)
+        grid[i, j] = levels.index(r.significance)
+        d[i, j] = r.d
+    fig, ax = plt.subplots(figsize=(1.8 + 0.62 * len(models), 0.9 + 0.45 * len(tests)))
+    ax.imshow(np.ma.masked_invalid(grid), cmap=ListedColormap([SIGNIFICANCE_COLOURS[v] for v in levels]),
+              vmin=-0.5, vmax=len(levels) - 0.5, aspect="auto")
+    for i in range(len(tests)):
+        for j in range(len(models)):
+            if np.isfinite(d[i, j]):
+                ax.text(j, i, f"{d[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                        color="white" if grid[i, j] == 0 else "black")
+    ax.set_xticks(np.arange(len(models) + 1) - 0.5, minor=True)
+    ax.set_yticks(np.arange(len(tests) + 1) - 0.5, minor=True)
+    ax.grid(which="minor", color="black", lw=0.5)
+    ax.tick_params(which="minor", length=0)
+    ax.set_xticks(range(len(models)), models, rotation=40, ha="right")
+    colours = styles or model_styles(table)
+    for lab in ax.get_xticklabels():
+        lab.set_color(colours[lab.get_text()].colour)
+    ax.set_yticks(range(len(tests)), [test_label(t) for t in tests])
+    ax.set_xlabel("model (label colour = family)")
+    ax.set_ylabel("bias test")
+    ax.set_title(f"One-sided permutation test, alpha = {alpha} (cells: d)")
+    names = {"corrected": f"significant after {method.capitalize()} correction",
+             "uncorrected": "significant uncorrected only", "none": "not significant"}
+    ax.legend(handles=[Patch(facecolor=SIGNIFICANCE_COLOURS[v], edgecolor="black", label=names[v]) for v in levels],
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return _save(fig, path)
+
+
+def paper_comparison_figure(comparison: pd.DataFrame, path: str | Path, styles: dict | None = None) -> Path:
+    """This sweep's d (y) against the paper's published d (x), one marker per model (family colour)
+    and test; the diagonal is perfect reproduction."""
+    if comparison.empty:
+        return _empty(path, "Reproduction check", "no (model, test) in both this sweep and the paper's table")
+    table = comparison if "family" in comparison.columns else comparison.assign(family="other")
+    styles = styles or model_styles(table)
+    fig, ax = plt.subplots(figsize=(5.6, 4.4))
+    lim = max(1.0, float(np.nanmax(np.abs(comparison[["d", "paper_d"]].to_numpy(float))))) * 1.1
+    ax.plot([-lim, lim], [-lim, lim], color="#888888", lw=0.8, linestyle="--", label="d = paper d")
+    for m in [m for m in styles if m in set(table["upstream"])]:
+        g, s = table[table["upstream"] == m], styles[m]
+        ax.scatter(g["paper_d"], g["d"], color=s.colour, marker=s.marker, s=30, edgecolors="white",
+                   linewidths=0.4, label=m, zorder=3)
+    ax.axhline(0, color="black", lw=0.6)
+    ax.axvline(0, color="black", lw=0.6)
+    ax.set_xlim(-lim, lim)
+    ax.set_ylim(-lim, lim)
+    ax.set_aspect("equal")
+    ax.set_xlabel("paper's published SpEAT d")
+    ax.set_ylabel("this sweep's SpEAT d")
+    n = len(comparison)
+    mad = float(np.mean(np.abs(comparison["d_minus_paper"].astype(float))))
+    ax.set_title(f"Reproduction check: {n} model x test pairs, mean |difference| = {mad:.3f}")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    return _save(fig, path)

@@ -1,0 +1,92 @@
+"""The report folder: every table and figure, report.md embedding them, W&B logging, determinism."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+from PIL import Image
+
+from speechbias.report import collect, sweep_report, wandb_report
+from sweep.fake_sweep import PAPER_MODELS, write_propagation_sweep, write_speat_sweep
+
+FIGURES = ["figure1_effect_sizes", "figure2_propagation", "figure3_se_curves", "appendix_d_positive",
+           "layer_profiles", "significance_heatmap"]
+
+
+class FakeRun:
+    """Records what the report logs (the parts of a wandb run that wandb_run uses)."""
+
+    def __init__(self):
+        self.logged: dict = {}
+        self.summary: dict = {}
+
+    def log(self, data, step=None):
+        self.logged.update(data)
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    root = tmp_path / "s"
+    write_speat_sweep(root, models=PAPER_MODELS[::5], aggregations=("mean_sum",))
+    write_propagation_sweep(root, models=PAPER_MODELS[::5][:3], tests=("female_male", "young_old"))
+    (root / "aggregation=mean_sum,bias_test=young_old,upstream=x" / ".hydra").mkdir(parents=True)
+    return root
+
+
+def test_report_writes_every_table_and_figure_embeds_them_and_is_reproducible(sweep):
+    run = FakeRun()
+    rep = sweep_report.write_sweep_report(collect.collect(sweep), sweep / "report", run=run)
+    out = sweep / "report"
+    for name in FIGURES:
+        with Image.open(out / f"{name}.png") as im:
+            assert im.size[0] > 600 and im.size[1] > 300
+    results = pd.read_csv(out / "results.csv")
+    assert len(results) == len(PAPER_MODELS[::5]) * 6
+    assert {"d", "p", "n_x", "p_bonferroni", "p_holm", "significant_bonferroni", "significance"} <= set(results.columns)
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "results.parquet"), results, check_dtype=False)
+    md = (out / "report.md").read_text()
+    embedded = set(re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md))
+    assert embedded == {f"{n}.png" for n in FIGURES}
+    for table in ("appendix_d", "anova", "congruence", "propagation", "propagation_agreement", "layers",
+                  "se_curves"):
+        assert (out / f"{table}.csv").is_file(), table
+    assert "signs agree" not in md or "pooled" in md
+    assert "1e-3" in (out / "propagation_agreement.csv").read_text()
+    # W&B summary run: tables and figures
+    assert {"report/results", "report/appendix_d", "report/propagation"} <= set(run.logged)
+    assert {f"report/{n}" for n in FIGURES} <= set(run.logged)
+    assert run.summary["report/n_speat_runs"] == len(results) == rep.summary["report/n_speat_runs"]
+    assert "1 job folder(s) have no results yet" in md and "upstream=x" in md
+    # the same runs give the same report (the first report folder is not read as a run)
+    again = sweep_report.write_sweep_report(collect.collect(sweep), sweep / "again").output_dir
+    for name in ("results.csv", "appendix_d.csv", "propagation.csv", "congruence.csv", "report.md"):
+        assert (again / name).read_text() == (out / name).read_text(), name
+
+
+def test_report_of_an_empty_sweep_still_writes_every_figure(tmp_path):
+    rep = sweep_report.write_sweep_report(collect.collect(tmp_path), tmp_path / "report")
+    assert all(p.is_file() for p in rep.figures.values()) and len(rep.figures) == len(FIGURES)
+
+
+def test_d_pivot_marks_significance():
+    main = pd.DataFrame({"upstream": ["a", "a", "b", "b"], "family": "hubert", "test": ["t1", "t2", "t1", "t2"],
+                         "d": [0.5, -0.2, 1.2, 0.1], "significance": ["uncorrected", "none", "corrected", "none"],
+                         "human_iat_d": [0.3, None, 0.3, None]})
+    pivot = sweep_report.d_pivot(main).set_index("model")
+    assert pivot.loc["a", "t1"] == "+0.50*" and pivot.loc["b", "t1"] == "+1.20**" and pivot.loc["a", "t2"] == "-0.20"
+    assert pivot.loc["mean over models", "t1"] == "+0.85" and pivot.loc["human IAT D", "t1"] == "+0.30"
+
+
+def test_wandb_report_is_built_from_the_summary_run_and_skipped_offline():
+    pytest.importorskip("wandb_workspaces")
+    report = wandb_report.build_report("speechbias", "me", "sweep-1", "title", "desc",
+                                       ["report/figure1_effect_sizes"], ["report/results"], [("Sweep", "- 6 runs")])
+    assert report.title == "title" and len(report.blocks) == 5
+
+    class OfflineRun:
+        settings = type("S", (), {"mode": "offline", "_offline": True})()
+
+    assert wandb_report.create_report(OfflineRun(), "g", "t", "d", [], []) is None
+    assert wandb_report.create_report(None, "g", "t", "d", [], []) is None

@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
 from speechbias.report import wandb_run
+
+log = logging.getLogger(__name__)
+
+
+def finished_results(cfg: DictConfig, output_dir: Path, marker: str = "results.json") -> Path | None:
+    """The run's ``marker`` file when the run already finished and ``force`` is off, else None.
+
+    Every task writes its marker last, so its presence means the run completed; sweeps rerun into
+    the same folders and skip finished jobs this way.
+    """
+    done = Path(output_dir) / marker
+    if done.is_file() and not cfg.get("force", False):
+        log.info("results already exist in %s; skipping (force=true reruns)", output_dir)
+        return done
+    return None
 
 
 def config_choice(cfg: DictConfig, group: str, fallback: str = "") -> str:

@@ -43,10 +43,7 @@ def table3_markdown(table3: pd.DataFrame) -> str:
 
 def wer_bar_chart(table2: pd.DataFrame, path: str | Path, title: str = "WER by group") -> Path:
     """One panel per category: WER % per group with bootstrap CI error bars. Saved as PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from speechbias.report.figures import plt, save
 
     cats = list(dict.fromkeys(table2["category"]))
     fig, axes = plt.subplots(1, max(1, len(cats)), figsize=(max(4.0, 3.2 * len(cats)), 3.8), squeeze=False)
@@ -65,12 +62,7 @@ def wer_bar_chart(table2: pd.DataFrame, path: str | Path, title: str = "WER by g
         ax.set_xlabel("group")
         ax.set_ylabel("WER (%)")
     fig.suptitle(f"{title} (error bars: 95% bootstrap CI)")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
 def results_table(result, run_info: dict) -> pd.DataFrame:

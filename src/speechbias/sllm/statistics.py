@@ -70,10 +70,7 @@ def dataset_statistics(table: pd.DataFrame, rouge: pd.DataFrame | None = None) -
 
 def plot_rouge_l_histogram(rouge: pd.DataFrame, path: str | Path, bins: int = 30) -> Path:
     """Fig. 1: histogram of each continuation's mean ROUGE-L against its domain, one colour per domain."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from speechbias.report.figures import plt, save
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     values = rouge["mean_rouge_l"].dropna()
@@ -84,9 +81,4 @@ def plot_rouge_l_histogram(rouge: pd.DataFrame, path: str | Path, bins: int = 30
     ax.set_ylabel("number of continuations")
     ax.set_title("Diversity of continuations")
     ax.legend()
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save(fig, path)

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import hydra
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from speechbias.callbacks.speat import SpeatCallback
 from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import extract_statistics
 from speechbias.report import wandb_run
-from speechbias.run_context import config_choice, start_logger_run, upstream_info
+from speechbias.run_context import finished_results, start_logger_run, upstream_info
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +25,7 @@ log = logging.getLogger(__name__)
 def run(cfg: DictConfig, output_dir: Path) -> dict:
     output_dir = Path(output_dir)
     done = output_dir / "results.json"
-    if done.is_file() and not cfg.get("force", False):
-        log.info("results already exist in %s; skipping (force=true reruns)", output_dir)
+    if finished_results(cfg, output_dir):
         return pd.read_json(done).iloc[0].to_dict()
     bias_test = hydra.utils.instantiate(cfg.bias_test)
     manifest = bias_test.load()

@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from speechbias.report import wandb_run
 from speechbias.report.run_files import markdown_table, write_json, write_report, write_results
-from speechbias.run_context import start_logger_run
+from speechbias.run_context import finished_results, start_logger_run
 from speechbias.sllm import OTHER
 from speechbias.sllm.adapters.base import SamplingParams
 from speechbias.sllm.baselines import DEFINES, DISPLAY_NAMES, all_baselines
@@ -50,8 +50,7 @@ def run(cfg: DictConfig, output_dir: Path) -> dict:
     output_dir = Path(output_dir)
     task = cfg.task
     done = output_dir / "summary.json"
-    if done.is_file() and (output_dir / "results.csv").is_file() and not cfg.get("force", False):
-        log.info("results already exist in %s; skipping (force=true reruns)", output_dir)
+    if finished_results(cfg, output_dir, marker=done.name) and (output_dir / "results.csv").is_file():
         return json.loads(done.read_text())
     dataset = load_spoken_stereoset(task.data_dir, domains=list(task.domains), version=task.version,
                                     on_missing_audio=task.on_missing_audio, max_items=task.max_items)

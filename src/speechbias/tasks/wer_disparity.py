@@ -20,16 +20,14 @@ from speechbias.asr.report import write_wer_outputs
 from speechbias.asr.transcribe import transcribe_corpus
 from speechbias.report import wandb_run
 from speechbias.report.run_files import write_report, write_results
-from speechbias.run_context import start_logger_run
+from speechbias.run_context import finished_results, start_logger_run
 
 log = logging.getLogger(__name__)
 
 
 def run(cfg: DictConfig, output_dir: Path) -> dict:
     output_dir = Path(output_dir)
-    done = output_dir / "results.json"
-    if done.is_file() and not cfg.get("force", False):
-        log.info("results already exist in %s; skipping (force=true reruns)", output_dir)
+    if finished_results(cfg, output_dir):
         return {"skipped": True}
     if cfg.get("asr") is None or cfg.get("corpus") is None:
         raise ValueError("task=wer_disparity needs an ASR model and a corpus, e.g. asr=whisper_small corpus=fair_speech")

@@ -95,3 +95,24 @@ def run_in_length_groups(
         for layer, state in enumerate(states):
             out[layer][rows, : state.shape[1]] = state
     return out, frame_lengths
+
+
+def forward_batch_invariant(
+    forward_batch: Callable[[torch.Tensor, torch.Tensor], tuple[list[torch.Tensor], torch.Tensor]],
+    wavs: torch.Tensor,
+    lengths: torch.Tensor,
+    *,
+    pad_invariant: bool,
+    min_samples: int,
+    max_samples: int | None = None,
+    upstream: str = "upstream",
+) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """The contract's ``forward`` around a family's ``forward_batch``: validate, no grad, never pad
+    a padding-sensitive model (equal-length groups instead), zero the frames past each clip's end."""
+    lengths = check_batch(wavs, lengths, min_samples=min_samples, max_samples=max_samples, upstream=upstream)
+    with torch.no_grad():
+        if pad_invariant:
+            states, frame_lengths = forward_batch(wavs, lengths)
+        else:
+            states, frame_lengths = run_in_length_groups(forward_batch, wavs, lengths)
+        return mask_frames(states, frame_lengths), frame_lengths

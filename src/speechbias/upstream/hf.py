@@ -40,7 +40,7 @@ from transformers import (
 
 from speechbias.upstream import whisper_frontend
 from speechbias.upstream.base import Upstream
-from speechbias.upstream.batching import check_batch, mask_frames, run_in_length_groups, zero_padding
+from speechbias.upstream.batching import forward_batch_invariant, zero_padding
 from speechbias.upstream.block_states import LAYER_CONVENTION, BlockStateRecorder
 from speechbias.upstream.hub_loading import (
     MissingWeightsError,
@@ -265,15 +265,9 @@ class HFUpstream(Upstream):
         return super().train(False)
 
     def forward(self, wavs: torch.Tensor, lengths: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
-        lengths = check_batch(
-            wavs, lengths, min_samples=self.min_samples, max_samples=self.max_samples, upstream=self.name
-        )
-        with torch.no_grad():
-            if self.pad_invariant:
-                states, frame_lengths = self._forward_batch(wavs, lengths)
-            else:
-                states, frame_lengths = run_in_length_groups(self._forward_batch, wavs, lengths)
-            return mask_frames(states, frame_lengths), frame_lengths
+        return forward_batch_invariant(
+            self._forward_batch, wavs, lengths, pad_invariant=self.pad_invariant, min_samples=self.min_samples,
+            max_samples=self.max_samples, upstream=self.name)
 
     def _forward_batch(self, wavs: torch.Tensor, lengths: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
         width = int(lengths.max())

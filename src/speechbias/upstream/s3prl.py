@@ -14,7 +14,7 @@ import importlib.metadata
 import torch
 
 from speechbias.upstream.base import Upstream
-from speechbias.upstream.batching import check_batch, mask_frames, run_in_length_groups
+from speechbias.upstream.batching import forward_batch_invariant
 
 INSTALL_HINT = (
     "install the optional extra beside a torchaudio built for the same torch version and device, e.g. "
@@ -107,13 +107,9 @@ class S3PRLUpstream(Upstream):
         return super().train(False)
 
     def forward(self, wavs: torch.Tensor, lengths: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
-        lengths = check_batch(wavs, lengths, min_samples=self.min_samples, upstream=self.name)
-        with torch.no_grad():
-            if self.pad_invariant:
-                states, frame_lengths = self._forward_batch(wavs, lengths)
-            else:
-                states, frame_lengths = run_in_length_groups(self._forward_batch, wavs, lengths)
-            return mask_frames(states, frame_lengths), frame_lengths
+        return forward_batch_invariant(
+            self._forward_batch, wavs, lengths, pad_invariant=self.pad_invariant, min_samples=self.min_samples,
+            upstream=self.name)
 
     def _forward_batch(self, wavs: torch.Tensor, lengths: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
         all_hs, all_lens = self.model(wavs[:, : int(lengths.max())].float(), lengths)

@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import Wav2Vec2FeatureExtractor, Wav2Vec2Model, WhisperModel
 
-from speechbias.upstream.hf import HFUpstream, receptive_field, zero_mean_unit_variance
+from speechbias.upstream.hf import _bake_parametrizations, HFUpstream, receptive_field, zero_mean_unit_variance
 from upstream.tiny_models import VARIANT_IDS, VARIANTS, W2V_TINY, build_tiny, random_wavs, tiny_config
 
 LENGTHS = [16_000, 9_001, 4_007, 9_001]  # 1 s, odd lengths, a repeated length (one length group of two)
@@ -189,13 +189,17 @@ def test_loads_weights_from_a_local_directory(tmp_path, family):
         full = WhisperModel(source.config)
         full.save_pretrained(tmp_path)
         reference = WhisperModel.from_pretrained(tmp_path).get_encoder()
-    else:
-        source.model.save_pretrained(tmp_path)
+    else:  # an unbaked transformers model, saved as a hub checkpoint would be
+        torch.manual_seed(3)
+        Wav2Vec2Model(source.config).save_pretrained(tmp_path)
         reference = Wav2Vec2Model.from_pretrained(tmp_path)
     loaded = HFUpstream(model_id=str(tmp_path), family=family)
     assert loaded.family == family and loaded.randomize is False
-    for (name, p), (_, q) in zip(loaded.model.state_dict().items(), reference.state_dict().items()):
-        assert torch.equal(p, q), name
+    _bake_parametrizations(reference)  # weight norm baked into a plain weight, as HFUpstream does
+    ours, theirs = loaded.model.state_dict(), reference.state_dict()
+    assert ours.keys() == theirs.keys()
+    for name, p in ours.items():
+        assert torch.equal(p, theirs[name]), name
     wavs, lengths = random_wavs([6_000, 3_000])
     states, frames = loaded(wavs, lengths)
     assert len(states) == 3 and frames.tolist() == [expected_frames(family, n) for n in (6_000, 3_000)]
@@ -249,3 +253,35 @@ def test_bad_batches_are_rejected(tiny_models):
         up(torch.zeros(1, 800), torch.tensor([900]))
     with pytest.raises(ValueError, match=r"\(B, S\) tensor"):
         up(torch.zeros(800), torch.tensor([800]))
+
+
+@pytest.mark.parametrize(("family", "stable"), VARIANTS, ids=VARIANT_IDS)
+def test_upstreams_pickle_for_ddp_spawn(tiny_models, family, stable):
+    """ddp_spawn (DDP inside Hydra multiruns) pickles the module: a round trip gives the same states."""
+    import pickle
+
+    up = build_tiny(family, stable)
+    wavs, lengths = random_wavs([6_000, 4_000])
+    before, _ = up(wavs, lengths)
+    after, _ = pickle.loads(pickle.dumps(up))(wavs, lengths)
+    for a, b in zip(before, after):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("family", ["wav2vec2", "hubert", "wavlm"])
+def test_baked_weight_norm_computes_what_the_parametrized_model_does(family):
+    """The positional conv's weight norm is baked into a plain weight: same states as transformers' own model."""
+    from speechbias.upstream.hf import FAMILIES
+
+    config_cls, model_cls = FAMILIES[family][0], FAMILIES[family][1]
+    torch.manual_seed(0)
+    reference = model_cls(config_cls(**tiny_config(family))).eval()
+    assert any(torch.nn.utils.parametrize.is_parametrized(m) for m in reference.modules())
+    up = build_tiny(family, seed=0)
+    wavs, lengths = random_wavs([6_000])
+    ours, _ = up(wavs, lengths)
+    with torch.no_grad():
+        theirs = reference(wavs, output_hidden_states=True).hidden_states
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):  # post-LN base variants: hidden_states are the block inputs/outputs
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)

@@ -105,6 +105,24 @@ def _family_of(config: PretrainedConfig, requested: str | None, source: str) -> 
     return detected
 
 
+def _bake_parametrizations(model: torch.nn.Module) -> None:
+    """Replace parametrized weights (wav2vec2's weight-normed positional conv) by their values.
+
+    The upstream is frozen, so the computation is unchanged; without parametrizations the module
+    pickles, which ``ddp_spawn`` (the strategy for DDP inside Hydra multiruns) needs.
+    """
+    from torch.nn.utils import parametrize
+
+    for module in model.modules():
+        if parametrize.is_parametrized(module):
+            for name in list(module.parametrizations.keys()):
+                parametrize.remove_parametrizations(module, name, leave_parametrized=True)
+        # weight_norm also leaves a local-function load_state_dict hook behind; it has nothing to convert now
+        hooks = module._load_state_dict_pre_hooks
+        for key in [k for k, h in hooks.items() if "_weight_norm_compat_hook" in getattr(h, "__qualname__", repr(h))]:
+            del hooks[key]
+
+
 class HFUpstream(Upstream):
     """A transformers speech encoder; see the module docstring for conventions.
 
@@ -198,6 +216,7 @@ class HFUpstream(Upstream):
             self._init_whisper(model.get_encoder(), normalize)
         else:
             self._init_wav2vec2_family(model, normalize, load_kwargs)
+        _bake_parametrizations(self.model)
         self.model.eval()
         self.model.requires_grad_(False)
         self._recorder = BlockStateRecorder(self._blocks())

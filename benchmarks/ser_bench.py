@@ -1,0 +1,180 @@
+"""SER head benchmark, everything measured side by side in one run.
+
+A. Training on cached per-layer means vs. on full frame sequences: a randomly initialised
+   wav2vec2 (default 4 blocks, 256 wide: between the tiny test model and base) encodes
+   ``--seq-clips`` tone clips of 1-3 s once; two heads from the same initial weights take the same
+   ``--seq-steps`` Adam steps on the same batches, one on the means (B, L, D), one on the padded
+   frame sequences (B, L, T, D). Printed: wall-time ratio, max |difference| of the trained heads'
+   predictions on all clips (should be float rounding only).
+
+B. The paper's training budget: 3 learning rates x ``--steps`` (20,000) steps on ``--clips``
+   (1,800) cached clips of a ``--layers`` (25) x ``--dim`` (1024) model (e.g. wav2vec2-large), batch 32.
+   (1) the plain in-memory loop (speechbias.ser.in_memory; the 3 heads share each gathered
+   batch, which gives the same heads as 3 separate runs), (2) Lightning as ``python train.py``
+   runs it (datamodule, validation every epoch, best/last checkpoints, no progress bar). Lightning
+   runs ``--lightning-steps`` per lr (default: the same as ``--steps``); when fewer, its total is
+   extrapolated from the measured ms/step and marked as such.
+
+Usage: python benchmarks/ser_bench.py [--steps 20000] [--lightning-steps 20000] [--threads 2]
+The machine may be shared: the load average is printed before and after; compare ratios, not
+absolute times, when it is high.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import logging
+import os
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+
+def load() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def part_a(args) -> None:
+    from speechbias.features.statistics import temporal_statistics
+    from speechbias.ser.head import ValenceHead
+    from speechbias.upstream.hf import HFUpstream
+
+    upstream = HFUpstream.from_config_dict("wav2vec2", {
+        "hidden_size": args.seq_dim, "num_hidden_layers": args.seq_blocks, "num_attention_heads": 4,
+        "intermediate_size": 4 * args.seq_dim, "conv_dim": [128] * 7,
+        "conv_kernel": [10, 3, 3, 3, 3, 2, 2], "conv_stride": [5, 2, 2, 2, 2, 2, 2]}, seed=0)
+    rng = np.random.default_rng(0)
+    states, lengths = [], []
+    for i in range(args.seq_clips):
+        n = int(rng.uniform(1.0, 3.0) * 16000)
+        t = np.arange(n) / 16000
+        wav = (0.3 * np.sin(2 * np.pi * (120 + 5 * i) * t) + 0.05 * rng.standard_normal(n)).astype(np.float32)
+        hs, fl = upstream(torch.from_numpy(wav)[None], torch.tensor([n]))
+        states.append(torch.stack([h[0] for h in hs]))  # (L, T, D)
+        lengths.append(int(fl[0]))
+    t_max = max(lengths)
+    n_layers, dim = states[0].shape[0], states[0].shape[2]
+    full = torch.zeros(len(states), n_layers, t_max, dim)
+    for i, s in enumerate(states):
+        full[i, :, : s.shape[1]] = s
+    frame_lengths = torch.tensor(lengths)
+    means = temporal_statistics([full[:, l] for l in range(n_layers)], frame_lengths)["mean"]
+    target = torch.from_numpy(rng.uniform(0, 1, len(states)).astype(np.float32))
+    torch.manual_seed(0)
+    head_means = ValenceHead(n_layers, dim)
+    head_full = copy.deepcopy(head_means)
+
+    def train(head, forward) -> float:
+        opt = torch.optim.Adam(head.parameters(), lr=1e-3)
+        g = torch.Generator().manual_seed(0)
+        t0 = time.perf_counter()
+        step = 0
+        while step < args.seq_steps:
+            order = torch.randperm(len(states), generator=g)
+            for start in range(0, len(states), 32):
+                idx = order[start: start + 32]
+                loss = torch.nn.functional.mse_loss(forward(head, idx), target[idx])
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                step += 1
+                if step >= args.seq_steps:
+                    break
+        return time.perf_counter() - t0
+
+    t_means = train(head_means, lambda h, idx: h(means[idx]))
+    t_full = train(head_full, lambda h, idx: h.forward_frames(full[idx], frame_lengths[idx]))
+    with torch.no_grad():
+        p_means = head_means(means)
+        p_full = head_full.forward_frames(full, frame_lengths)
+    print(f"A. cached means vs full sequences: random wav2vec2 L={n_layers} D={dim}, {len(states)} clips of "
+          f"{min(lengths)}-{t_max} frames, {args.seq_steps} steps, batch 32")
+    print(f"   full sequences {t_full:8.2f} s   cached means {t_means:8.3f} s   ratio {t_full / t_means:8.1f}x")
+    print(f"   max |prediction difference| after training: {float((p_means - p_full).abs().max()):.2e} "
+          f"(predictions span {float(p_full.min()):.3f}..{float(p_full.max()):.3f})")
+
+
+def part_b(args) -> None:
+    import pytorch_lightning as pl
+
+    from speechbias.ser.datamodule import LayerMeansDataModule
+    from speechbias.ser.fit import fit_trainer, fit_valence_head
+    from speechbias.ser.head import ValenceHead
+    from speechbias.ser.in_memory import train_heads_in_memory
+    from speechbias.ser.module import ValenceRegressor
+    from speechbias.ser.split import dev_split
+
+    logging.getLogger("pytorch_lightning").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore")
+    rng = np.random.default_rng(0)
+    features = rng.standard_normal((args.clips, args.layers, args.dim)).astype(np.float32)
+    target = np.clip(0.5 + 0.1 * features[:, args.layers // 2, :8].sum(1) / np.sqrt(8), 0, 1).astype(np.float32)
+    dev = dev_split(np.repeat(np.arange(6), args.clips // 6 + 1)[: args.clips], seed=0)
+    x_train, y_train = torch.from_numpy(features[~dev]), torch.from_numpy(target[~dev])
+    print(f"B. 3 learning rates x {args.steps} steps, {args.clips} cached clips ({int((~dev).sum())} train), "
+          f"L={args.layers} D={args.dim}, batch 32")
+    lrs = (1e-3, 1e-4, 1e-5)
+    torch.manual_seed(0)
+    init = ValenceHead(args.layers, args.dim)
+    plain_heads = [copy.deepcopy(init) for _ in lrs]
+    t0 = time.perf_counter()
+    train_heads_in_memory(plain_heads, lrs, x_train, y_train, max_steps=args.steps, seed=0)
+    total_plain = time.perf_counter() - t0
+    print(f"   plain loop, 3 heads sharing each batch: {total_plain:7.1f} s  "
+          f"({1000 * total_plain / (3 * args.steps):.2f} ms per head-step)", flush=True)
+    steps_l = args.lightning_steps or args.steps
+    light, diffs = [], []
+    for lr, ref in zip(lrs, plain_heads):
+        module = ValenceRegressor(args.layers, args.dim, lr=lr, valence_range=(0.0, 100.0))
+        module.head.load_state_dict(init.state_dict())
+        with tempfile.TemporaryDirectory() as tmp:
+            def make(**kw):
+                return pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
+                                  enable_model_summary=False, **kw)
+            trainer = fit_trainer(make, Path(tmp), max_steps=steps_l, val_every_n_epochs=1)
+            dm = LayerMeansDataModule(features, target, dev, batch_size=32, seed=0)
+            t0 = time.perf_counter()
+            fit_valence_head(trainer, module, dm, Path(tmp))
+            light.append(time.perf_counter() - t0)
+        if steps_l == args.steps:
+            with torch.no_grad():
+                diffs.append(float((module.head(x_train) - ref(x_train)).abs().max()))
+        print(f"   Lightning   lr={lr:g}: {light[-1]:7.1f} s  ({1000 * light[-1] / steps_l:.2f} ms/step, "
+              f"{steps_l} steps, validation + checkpoints every epoch)", flush=True)
+    total_light = sum(t * args.steps / steps_l for t in light)
+    note = "" if steps_l == args.steps else f" (EXTRAPOLATED from {steps_l} steps per lr)"
+    print(f"   total plain loop {total_plain:7.1f} s   total Lightning {total_light:7.1f} s{note}   "
+          f"ratio Lightning/plain {total_light / total_plain:.2f}x   goal < 120 s")
+    if diffs:
+        print(f"   max |prediction difference| Lightning vs plain loop (same init, same batches): {max(diffs):.2e}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--steps", type=int, default=20_000)
+    p.add_argument("--lightning-steps", type=int, default=None)
+    p.add_argument("--clips", type=int, default=1800)
+    p.add_argument("--layers", type=int, default=25)
+    p.add_argument("--dim", type=int, default=1024)
+    p.add_argument("--seq-clips", type=int, default=64)
+    p.add_argument("--seq-steps", type=int, default=100)
+    p.add_argument("--seq-dim", type=int, default=256)
+    p.add_argument("--seq-blocks", type=int, default=4)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--skip-a", action="store_true")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {args.threads} threads, {os.cpu_count()} CPUs, load average {load()}")
+    if not args.skip_a:
+        part_a(args)
+    part_b(args)
+    print(f"load average at the end: {load()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""DataModule over in-memory per-layer temporal means (read from the feature cache by the runner).
+
+Batches are gathered by tensor indexing (``__getitems__``), not by collating B single items, so a
+step costs one gather of (B, L, D) floats. The training order is a permutation seeded by
+``(seed, epoch)``: the same seed gives the same batches, and a run resumed from an epoch-end
+checkpoint continues with exactly the batches the uninterrupted run would have seen. The epoch is
+read from the trainer when an epoch starts, not taken from ``set_epoch``: on resume Lightning
+2.6 calls ``set_epoch`` with the next epoch's number plus one, which would change the order.
+Under DDP a :class:`torch.utils.data.DistributedSampler` is seeded the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytorch_lightning as pl
+import torch
+from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler
+
+
+class LayerMeansDataset(Dataset):
+    """Rows of ``features`` (N, L, D) with ``target`` (N,); items and batches are dicts.
+
+    Stored layer-last, (N, D, L) contiguous, and handed out as (B, L, D) views of it: the head's
+    layer mix is then one matrix-vector product (see :meth:`ValenceHead.forward`).
+    """
+
+    def __init__(self, features: torch.Tensor, target: torch.Tensor):
+        if features.ndim != 3 or target.ndim != 1 or features.shape[0] != target.shape[0]:
+            raise ValueError(f"features must be (N, L, D) and target (N,), got {tuple(features.shape)} "
+                             f"and {tuple(target.shape)}")
+        self.layer_last = features.transpose(1, 2).contiguous()  # (N, D, L)
+        self.target = target
+
+    @property
+    def features(self) -> torch.Tensor:
+        """(N, L, D) view."""
+        return self.layer_last.transpose(1, 2)
+
+    def __len__(self) -> int:
+        return self.layer_last.shape[0]
+
+    def __getitem__(self, i: int) -> dict:
+        return {"features": self.layer_last[i].T, "target": self.target[i], "index": torch.tensor(i)}
+
+    def __getitems__(self, indices: list[int]) -> dict:
+        idx = torch.as_tensor(indices, dtype=torch.long)
+        return {"features": self.layer_last[idx].transpose(1, 2), "target": self.target[idx], "index": idx}
+
+
+def already_collated(batch: dict) -> dict:
+    """``collate_fn`` for datasets whose ``__getitems__`` returns a whole batch."""
+    return batch
+
+
+class EpochSeededSampler(Sampler[int]):
+    """A random permutation of ``range(n)`` drawn from ``seed + epoch``; the epoch comes from
+    ``epoch_source()`` when given (the trainer's current epoch), else from ``set_epoch``."""
+
+    def __init__(self, n: int, seed: int = 0, epoch_source: Callable[[], int] | None = None):
+        self.n = int(n)
+        self.seed = int(seed)
+        self.epoch = 0
+        self.epoch_source = epoch_source
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def __iter__(self):
+        if self.epoch_source is not None:
+            self.epoch = int(self.epoch_source())
+        g = torch.Generator().manual_seed(self.seed + self.epoch)
+        return iter(torch.randperm(self.n, generator=g).tolist())
+
+    def __len__(self) -> int:
+        return self.n
+
+
+class TrainerEpochDistributedSampler(DistributedSampler):
+    """:class:`DistributedSampler` whose epoch is read from ``epoch_source()`` when an epoch starts."""
+
+    def __init__(self, dataset, epoch_source: Callable[[], int], **kwargs):
+        super().__init__(dataset, **kwargs)
+        self.epoch_source = epoch_source
+
+    def __iter__(self):
+        self.epoch = int(self.epoch_source())
+        return super().__iter__()
+
+
+class LayerMeansDataModule(pl.LightningDataModule):
+    """Train/dev loaders over per-layer means.
+
+    Args:
+        features: (N, L, D) float array of per-layer temporal means, one row per rated clip.
+        target: (N,) valence on the [0, 1] training scale.
+        dev_mask: (N,) bool, True for dev clips.
+        batch_size: training batch size (the paper: 32).
+        seed: seeds the training order.
+    """
+
+    def __init__(self, features, target, dev_mask, batch_size: int = 32, seed: int = 0, num_workers: int = 0):
+        super().__init__()
+        features = torch.as_tensor(np.asarray(features, dtype=np.float32))
+        target = torch.as_tensor(np.asarray(target, dtype=np.float32))
+        dev = np.asarray(dev_mask, dtype=bool)
+        if dev.shape != (features.shape[0],) or target.shape != (features.shape[0],):
+            raise ValueError(f"features {tuple(features.shape)}, target {tuple(target.shape)} and dev_mask "
+                             f"{dev.shape} must agree on N")
+        if dev.all() or not dev.any():
+            raise ValueError(f"dev_mask must hold some but not all clips, has {int(dev.sum())} of {dev.size}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        dev_t = torch.from_numpy(dev)
+        self.train_set = LayerMeansDataset(features[~dev_t], target[~dev_t].contiguous())
+        self.dev_set = LayerMeansDataset(features[dev_t], target[dev_t].contiguous())
+        self.batch_size = int(batch_size)
+        self.seed = int(seed)
+        self.num_workers = int(num_workers)
+
+    @property
+    def num_layers(self) -> int:
+        return int(self.train_set.features.shape[1])
+
+    @property
+    def input_size(self) -> int:
+        return int(self.train_set.features.shape[2])
+
+    def _current_epoch(self) -> int:
+        trainer = getattr(self, "trainer", None)
+        return int(trainer.current_epoch) if trainer is not None else 0
+
+    def _distributed(self) -> bool:
+        trainer = getattr(self, "trainer", None)
+        return trainer is not None and trainer.world_size > 1
+
+    def train_dataloader(self) -> DataLoader:
+        if self._distributed():
+            sampler = TrainerEpochDistributedSampler(
+                self.train_set, self._current_epoch, num_replicas=self.trainer.world_size,
+                rank=self.trainer.global_rank, shuffle=True, seed=self.seed)
+        else:
+            sampler = EpochSeededSampler(len(self.train_set), self.seed, self._current_epoch)
+        return DataLoader(self.train_set, batch_size=self.batch_size, sampler=sampler,
+                          collate_fn=already_collated, num_workers=self.num_workers)
+
+    def val_dataloader(self) -> DataLoader:
+        sampler = None
+        if self._distributed():
+            sampler = DistributedSampler(self.dev_set, num_replicas=self.trainer.world_size,
+                                         rank=self.trainer.global_rank, shuffle=False)
+        return DataLoader(self.dev_set, batch_size=256, sampler=sampler, shuffle=False,
+                          collate_fn=already_collated, num_workers=self.num_workers)

@@ -1,0 +1,98 @@
+"""DDP on CPU (2 gloo processes), Hydra multirun + DDP, and a run killed mid-training that resumes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import pytorch_lightning as pl
+import torch
+
+from ser.helpers import REPO_ROOT
+from ser.test_training import DIM, HIGH, LAYERS, LOW, _data
+from speechbias.ser.datamodule import LayerMeansDataModule
+from speechbias.ser.fit import fit_trainer, fit_valence_head
+from speechbias.ser.module import ValenceRegressor
+
+
+def _ddp_sim_trainer(**kw):
+    return pl.Trainer(accelerator="cpu", devices=2, strategy="ddp_spawn", logger=False,
+                      enable_progress_bar=False, enable_model_summary=False, **kw)
+
+
+@pytest.mark.slow
+def test_two_process_ddp_trains_layer_weights_and_reports_the_whole_dev_split(tmp_path):
+    features, target, dev, rating = _data()
+    pl.seed_everything(0, verbose=False)
+    module = ValenceRegressor(LAYERS, DIM, hidden_size=16, lr=1e-2, valence_range=(LOW, HIGH))
+    before = module.head.layer_logits.detach().clone()
+    trainer = fit_trainer(_ddp_sim_trainer, tmp_path, max_steps=4, val_every_n_epochs=1)  # 63 clips/2 ranks: 1 step/epoch
+    fit_valence_head(trainer, module, LayerMeansDataModule(features, target, dev, batch_size=32, seed=0), tmp_path)
+    assert trainer.world_size == 2
+    assert not torch.allclose(module.head.layer_logits.detach(), before)  # trained in the workers, sent back
+    ckpt = torch.load(tmp_path / "last.ckpt", weights_only=True)
+    assert ckpt["global_step"] == 4
+    last = ckpt["dev_history"][-1]
+    assert last["step"] == 4 and last["n_dev"] == 9  # 9 dev clips over 2 ranks: the padded repeat is dropped
+    sd = {k[len("head."):]: v.double() for k, v in ckpt["state_dict"].items()}
+    w = torch.softmax(sd["layer_logits"], 0).numpy()
+    mixed = np.tensordot(features[dev].astype(float), w, axes=([1], [0]))
+    pred = LOW + (HIGH - LOW) * ((mixed @ sd["project.weight"].numpy().T + sd["project.bias"].numpy())
+                                 @ sd["output.weight"].numpy().T + sd["output.bias"].numpy())[:, 0]
+    assert last["mse"] == pytest.approx(np.mean((pred - rating[dev]) ** 2), rel=1e-5)
+
+
+def _train_py(*args, cwd=REPO_ROOT, env_extra=None):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "offline", **(env_extra or {})}
+    return [sys.executable, str(REPO_ROOT / "train.py"), *args], env
+
+
+@pytest.mark.slow
+def test_multirun_with_ddp_runs_each_job_once(tmp_path):
+    """`-m lr=a,b trainer.strategy=ddp`: plain DDP would re-launch the whole sweep in each child;
+    the runner switches the job to ddp_spawn, so exactly one job folder per lr appears."""
+    cmd, env = _train_py("-m", "lr=1e-3,1e-4", "trainer=ddp_sim", "trainer.strategy=ddp", "max_steps=6",
+                         "ser_data.val_every_n_epochs=1", "bias_tests=[demo_voice]", "logger=none",
+                         "++trainer.enable_progress_bar=false", f"paths.cache_dir={tmp_path / 'cache'}",
+                         f"hydra.sweep.dir={tmp_path / 'sweep'}")
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    jobs = sorted(p for p in (tmp_path / "sweep").iterdir() if p.is_dir() and not p.name.startswith("."))
+    assert len(jobs) == 2, [p.name for p in jobs]
+    lrs = sorted(float(pd.read_csv(j / "results.csv")["lr"].iloc[0]) for j in jobs)
+    assert lrs == [1e-4, 1e-3]
+    assert "using strategy=ddp_spawn" in proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
+    run_dir = tmp_path / "run"
+    args = ("max_steps=1200", "ser_data.val_every_n_epochs=20", "logger=none", "bias_tests=[demo_voice]",
+            "++trainer.enable_progress_bar=false", f"paths.cache_dir={tmp_path / 'cache'}", f"hydra.run.dir={run_dir}")
+    cmd, env = _train_py(*args)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    last = run_dir / "checkpoints" / "last.ckpt"
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        if last.is_file():
+            time.sleep(0.5)
+            proc.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.2)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, "the run finished before it could be interrupted"
+    assert not (run_dir / "results.csv").exists()
+    step_at_kill = torch.load(last, weights_only=True)["global_step"]
+    assert 0 < step_at_kill < 1200
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "resuming from" in (run_dir / "train.log").read_text()
+    curve = pd.read_csv(run_dir / "dev_curve.csv")
+    assert curve["step"].is_unique and curve["step"].is_monotonic_increasing
+    assert curve["step"].iloc[-1] == 1200 and step_at_kill in set(curve["step"])

@@ -1,0 +1,128 @@
+"""The valence head: cached-mean path == full-sequence path; layer weights are trained parameters."""
+
+from __future__ import annotations
+
+import hydra
+import numpy as np
+import pytest
+import pytorch_lightning as pl
+import torch
+from omegaconf import OmegaConf
+
+from core.audio_fixtures import tone
+from core.toy_upstream import ToyUpstream
+from ser.helpers import CONF_DIR
+from speechbias.features.statistics import temporal_statistics
+from speechbias.ser.datamodule import LayerMeansDataModule
+from speechbias.ser.head import ValenceHead
+from speechbias.ser.module import ValenceRegressor
+
+
+def reference_prediction(head: ValenceHead, states: list[torch.Tensor], lengths: torch.Tensor) -> torch.Tensor:
+    """The SUPERB head written frame by frame from its definition, in float64."""
+    w = torch.softmax(head.layer_logits.double(), 0)
+    W1, b1 = head.project.weight.double(), head.project.bias.double()
+    W2, b2 = head.output.weight.double(), head.output.bias.double()
+    out = []
+    for b in range(states[0].shape[0]):
+        frames = []
+        for t in range(int(lengths[b])):
+            x_t = sum(w[l] * states[l][b, t].double() for l in range(len(states)))  # layer-weighted sum
+            frames.append(W1 @ x_t + b1)                                          # Linear(D, 256)
+        pooled = torch.stack(frames).mean(dim=0)                                  # mean over frames
+        out.append((W2 @ pooled + b2)[0])                                         # Linear(256, 1)
+    return torch.stack(out)
+
+
+def _grads(head: ValenceHead, pred: torch.Tensor, target: torch.Tensor) -> dict[str, np.ndarray]:
+    head.zero_grad()
+    torch.mean((pred - target) ** 2).backward()
+    return {n: p.grad.detach().double().numpy().copy() for n, p in head.named_parameters()}
+
+
+def _padded_batch(upstream, seconds=(0.35, 0.6, 0.9)):
+    wavs = [torch.from_numpy(tone(s, freq=140 + 90 * k, seed=k)) for k, s in enumerate(seconds)]
+    lengths = torch.tensor([w.shape[0] for w in wavs])
+    padded = torch.nn.utils.rnn.pad_sequence(wavs, batch_first=True)
+    with torch.no_grad():
+        states, frame_lengths = upstream(padded, lengths)
+    return [h.float() for h in states], frame_lengths
+
+
+def _check_equivalence(upstream):
+    torch.manual_seed(0)
+    states, frame_lengths = _padded_batch(upstream)
+    assert int(frame_lengths.min()) < states[0].shape[1]  # some clips really are padded
+    head = ValenceHead(len(states), states[0].shape[-1], hidden_size=256)
+    with torch.no_grad():
+        head.layer_logits.copy_(torch.randn(len(states)))  # unequal weights so the mixing matters
+    target = torch.tensor([0.2, 0.5, 0.9])
+    means = temporal_statistics(states, frame_lengths)["mean"]  # what the feature cache stores
+    ref = reference_prediction(head, states, frame_lengths)
+    g_ref = _grads(head, ref, target.double())
+    cached = head(means)
+    g_cached = _grads(head, cached, target)
+    full = head.forward_frames(states, frame_lengths)
+    g_full = _grads(head, full, target)
+    np.testing.assert_allclose(cached.detach().double().numpy(), ref.detach().numpy(), rtol=0, atol=1e-5)
+    np.testing.assert_allclose(full.detach().double().numpy(), ref.detach().numpy(), rtol=0, atol=1e-5)
+    for name in g_ref:
+        np.testing.assert_allclose(g_cached[name], g_ref[name], rtol=0, atol=1e-5, err_msg=name)
+        np.testing.assert_allclose(g_full[name], g_ref[name], rtol=0, atol=1e-5, err_msg=name)
+    assert any(np.abs(g).max() > 1e-3 for g in g_ref.values())  # the gradients are not trivially zero
+
+
+def test_cached_means_match_full_sequences_on_tiny_random_wav2vec2():
+    node = OmegaConf.load(CONF_DIR / "upstream" / "tiny_wav2vec2.yaml")
+    _check_equivalence(hydra.utils.instantiate(node))
+
+
+def test_cached_means_match_full_sequences_on_toy_upstream():
+    _check_equivalence(ToyUpstream())
+
+
+def test_layer_weights_start_equal_and_are_registered():
+    head = ValenceHead(5, 8)
+    np.testing.assert_allclose(head.layer_weights().detach().numpy(), np.full(5, 0.2), rtol=1e-7)
+    assert "layer_logits" in dict(head.named_parameters())
+    module = ValenceRegressor(5, 8)
+    assert any(p is module.head.layer_logits for p in module.configure_optimizers().param_groups[0]["params"])
+
+
+def test_layer_weights_change_after_a_few_steps():
+    rng = np.random.default_rng(0)
+    n, layers, dim = 64, 4, 6
+    features = rng.standard_normal((n, layers, dim)).astype(np.float32)
+    target = (0.5 + 0.1 * features[:, 2, 0]).astype(np.float32)  # only layer 2 carries the signal
+    dev = np.zeros(n, bool)
+    dev[:8] = True
+    module = ValenceRegressor(layers, dim, hidden_size=16, lr=1e-2)
+    before = module.head.layer_weights().detach().clone()
+    trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False, max_steps=5,
+                         num_sanity_val_steps=0, limit_val_batches=0)
+    trainer.fit(module, datamodule=LayerMeansDataModule(features, target, dev, batch_size=32, seed=0))
+    after = module.head.layer_weights().detach()
+    assert trainer.global_step == 5
+    assert float((after - before).abs().max()) > 1e-4
+    np.testing.assert_allclose(float(after.sum()), 1.0, rtol=1e-6)
+
+
+def test_wrong_feature_shape_is_a_clear_error():
+    with pytest.raises(ValueError, match="3 layers of width 4"):
+        ValenceHead(3, 4)(torch.zeros(2, 2, 4))
+
+
+def test_layer_last_fast_path_equals_the_einsum_path():
+    torch.manual_seed(0)
+    head = ValenceHead(7, 12, hidden_size=8)
+    with torch.no_grad():
+        head.layer_logits.copy_(torch.randn(7))
+    x = torch.randn(5, 7, 12)
+    view = x.transpose(1, 2).contiguous().transpose(1, 2)  # same values, (B, D, L) memory layout
+    assert not x.transpose(1, 2).is_contiguous() and view.transpose(1, 2).is_contiguous()
+    a, b = head(x), head(view)
+    torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+    ga = torch.autograd.grad(a.sum(), head.layer_logits)[0]
+    gb = torch.autograd.grad(b.sum(), head.layer_logits)[0]
+    torch.testing.assert_close(ga, gb, rtol=1e-5, atol=1e-6)

@@ -1,0 +1,76 @@
+"""``python train.py`` end to end on the offline demo (weight-free fbank upstream, shipped valence set)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ser.helpers import compose_train, write_valence_csv
+from speechbias.entry import run_task
+
+
+def _cfg(tmp_path, *extra):
+    return compose_train([f"paths.output_dir={tmp_path / 'run'}", f"paths.cache_dir={tmp_path / 'cache'}",
+                          "logger=none", "max_steps=40", "ser_data.val_every_n_epochs=4",
+                          "++trainer.enable_progress_bar=false", *extra])
+
+
+def pooled_sd_d(x, y):
+    nx, ny = len(x), len(y)
+    sp = np.sqrt(((nx - 1) * np.var(x, ddof=1) + (ny - 1) * np.var(y, ddof=1)) / (nx + ny - 2))
+    return (np.mean(x) - np.mean(y)) / sp
+
+
+def test_demo_run_writes_propagation_results(tmp_path):
+    summary = run_task(_cfg(tmp_path))
+    out = tmp_path / "run"
+    for name in ("results.csv", "results.json", "predictions.csv", "layer_weights.csv", "dev_curve.csv",
+                 "report.md", "dev_r2.png", "layer_weights.png", "propagation_demo_voice.png",
+                 "checkpoints/best.ckpt", "checkpoints/last.ckpt", "config.yaml"):
+        assert (out / name).is_file(), name
+    results = pd.read_csv(out / "results.csv")
+    assert list(results["test"]) == ["demo_voice", "demo_accent"]
+    assert (results["upstream"] == "fbank").all() and (results["lr"] == 1e-4).all()
+    assert (results["n_x"] == 10).all() and (results["n_train"] + results["n_dev"] == 48).all()
+    preds = pd.read_csv(out / "predictions.csv")
+    for r in results.itertuples():  # Cohen's d recomputed from the per-clip predictions
+        p = preds[preds["test"] == r.test]
+        d = pooled_sd_d(p.loc[p["role"] == "X", "predicted_valence"], p.loc[p["role"] == "Y", "predicted_valence"])
+        assert r.cohens_d == pytest.approx(d, rel=1e-9)
+        assert r.sign_agrees == (np.sign(r.cohens_d) == np.sign(r.speat_d))
+        assert summary[f"propagation/{r.test}/cohens_d"] == pytest.approx(r.cohens_d)
+    curve = pd.read_csv(out / "dev_curve.csv")
+    assert list(curve["step"]) == [8, 16, 24, 32, 40] and (curve["n_dev"] == 6).all()
+    assert summary["ser/val/r2"] == pytest.approx(curve.loc[curve["mse"].idxmin(), "r2"])
+    weights = pd.read_csv(out / "layer_weights.csv")
+    assert weights["weight"].sum() == pytest.approx(1.0) and len(weights) == 1  # fbank: one layer
+    report = (out / "report.md").read_text()
+    assert "Synthetic demo data" in report and "Cohen's d" in report
+    # a second run finds the results and does nothing; a forced rerun uses the warm cache
+    again = run_task(_cfg(tmp_path))
+    assert again["propagation/demo_voice/cohens_d"] == pytest.approx(summary["propagation/demo_voice/cohens_d"])
+
+
+def test_speaker_disjoint_split_and_custom_set(tmp_path):
+    csv = write_valence_csv(tmp_path / "data", n_speakers=4, per_speaker=8)
+    cfg = _cfg(tmp_path, f"ser_data.source.ratings={csv}", "ser_data.source.synthetic=false",
+               "ser_data.speaker_disjoint=true", "bias_tests=[demo_voice]", "lr=1e-3")
+    summary = run_task(cfg)
+    results = pd.read_csv(tmp_path / "run" / "results.csv")
+    assert results["n_dev"].iloc[0] == 8 and results["n_train"].iloc[0] == 24  # one of four speakers
+    assert summary["n_upstream_forwards"] == 32 + 40  # training clips + the test's X, Y, A, B clips
+
+
+def test_unknown_bias_test_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="no bias test 'nope'.*known: .*demo_voice"):
+        run_task(_cfg(tmp_path, "bias_tests=[nope]"))
+
+
+def test_same_seed_and_config_give_the_same_numbers(tmp_path):
+    a = run_task(_cfg(tmp_path / "a", "max_steps=16", "bias_tests=[demo_voice]"))
+    b = run_task(_cfg(tmp_path / "b", "max_steps=16", "bias_tests=[demo_voice]"))
+    assert a["propagation/demo_voice/cohens_d"] == b["propagation/demo_voice/cohens_d"]
+    pa = pd.read_csv(tmp_path / "a" / "run" / "predictions.csv")["predicted_valence"]
+    pb = pd.read_csv(tmp_path / "b" / "run" / "predictions.csv")["predicted_valence"]
+    np.testing.assert_array_equal(pa.to_numpy(), pb.to_numpy())

@@ -1,0 +1,23 @@
+"""Train a valence (SER) head and measure bias propagation: ``python train.py [overrides]``.
+
+Examples: ``python train.py`` (offline demo), ``python train.py upstream=hubert_xl lr=1e-4 ser_data=mess``,
+``python train.py -m upstream=glob(*) lr=1e-3,1e-4,1e-5 ser_data=mess``.
+Thin Hydra entry point like evaluate.py: compose ``conf/train.yaml``, run its task
+(:mod:`speechbias.tasks.train_ser`), which writes results into the run's output folder.
+"""
+
+from __future__ import annotations
+
+import hydra
+from omegaconf import DictConfig
+
+from speechbias.entry import run_task
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="train")
+def main(cfg: DictConfig) -> dict:
+    return run_task(cfg)
+
+
+if __name__ == "__main__":
+    main()

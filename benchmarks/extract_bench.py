@@ -31,7 +31,6 @@ import soundfile as sf
 import torch
 from transformers import Wav2Vec2Config, Wav2Vec2Model
 
-from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import extract_statistics
 from speechbias.upstream.hf import HFUpstream
 

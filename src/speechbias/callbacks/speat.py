@@ -15,7 +15,7 @@ import pytorch_lightning as pl
 import torch
 
 from speechbias import stats
-from speechbias.aggregation import Aggregation, aggregate_layers
+from speechbias.aggregation import Aggregation
 from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import StackedStatistics, load_statistics
 from speechbias.report import speat_report

@@ -26,6 +26,7 @@ import pandas as pd
 from speechbias.stimuli.corpora.layout import (
     CorpusLayoutError,
     find_first,
+    interview_segment_rows,
     normalise_sex,
     read_table,
     record_problems,
@@ -105,12 +106,7 @@ def load_buckeye_segments(root: str | Path, min_length_s: float = 5.0) -> pd.Dat
             continue
         segments = words_to_segments(read_words(words))
         segments = segments[segments["duration_s"] > min_length_s]
-        meta = info.loc[speaker]
-        for seg in segments.itertuples():
-            rows.append({"clip_id": f"buckeye:{words.stem}:{round(seg.start_s * 1000)}", "path": str(wav),
-                         "start_s": seg.start_s, "end_s": seg.end_s, "duration_s": seg.duration_s,
-                         "speaker": speaker, "corpus": CORPUS, "sex": meta["sex"], "age_group": meta["age_group"],
-                         "interviewer_sex": meta["interviewer_sex"], "text": seg.text, "source_file": wav.name})
+        rows += interview_segment_rows("buckeye", words.stem, wav, segments, speaker, CORPUS, info.loc[speaker])
     if not rows:
         raise CorpusLayoutError(CORPUS, root, f"no speaker segments longer than {min_length_s} s "
                                 f"(problems: {problems[:3]})")

@@ -26,6 +26,7 @@ import pandas as pd
 
 from speechbias.stimuli.corpora.layout import (
     CorpusLayoutError,
+    interview_segment_rows,
     normalise_sex,
     numeric_column,
     read_table,
@@ -92,11 +93,8 @@ def load_coraal_segments(root: str | Path, min_length_s: float = 5.0, components
                 problems.append(f"{comp.name}/{stem}: missing {'audio' if wav is None else 'transcript'}")
                 continue
             segments = read_transcript(txt, speaker)
-            for seg in segments[segments["duration_s"] > min_length_s].itertuples():
-                rows.append({"clip_id": f"coraal:{stem}:{round(seg.start_s * 1000)}", "path": str(wav),
-                             "start_s": seg.start_s, "end_s": seg.end_s, "duration_s": seg.duration_s,
-                             "speaker": speaker, "corpus": CORPUS, "sex": spk["sex"], "age_group": spk["age_group"],
-                             "interviewer_sex": spk["interviewer_sex"], "text": seg.text, "source_file": wav.name})
+            rows += interview_segment_rows("coraal", stem, wav, segments[segments["duration_s"] > min_length_s],
+                                           speaker, CORPUS, spk)
     if not rows:
         raise CorpusLayoutError(CORPUS, root, f"no eligible speaker segments longer than {min_length_s} s "
                                 f"(problems: {problems[:3]})")

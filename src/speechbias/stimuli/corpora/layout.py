@@ -127,3 +127,14 @@ def record_problems(df: pd.DataFrame, corpus: str, problems: list[str]) -> pd.Da
         log.warning("%s: %d file(s) skipped: %s", corpus, len(problems), shown)
     return df
 
+
+
+def interview_segment_rows(prefix: str, stem: str, wav: Path, segments: pd.DataFrame, speaker: str,
+                           corpus: str, meta) -> list[dict]:
+    """Clip-table rows for interview segments (Buckeye, CORAAL): one per row of ``segments``
+    (columns start_s, end_s, duration_s, text); ``meta`` gives sex, age_group, interviewer_sex."""
+    return [{"clip_id": f"{prefix}:{stem}:{round(seg.start_s * 1000)}", "path": str(wav),
+             "start_s": seg.start_s, "end_s": seg.end_s, "duration_s": seg.duration_s,
+             "speaker": speaker, "corpus": corpus, "sex": meta["sex"], "age_group": meta["age_group"],
+             "interviewer_sex": meta["interviewer_sex"], "text": seg.text, "source_file": wav.name}
+            for seg in segments.itertuples()]

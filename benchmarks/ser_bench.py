@@ -9,13 +9,18 @@ A. Training on cached per-layer means vs. on full frame sequences: a randomly in
 
 B. The paper's training budget: 3 learning rates x ``--steps`` (20,000) steps on ``--clips``
    (1,800) cached clips of a ``--layers`` (25) x ``--dim`` (1024) model (e.g. wav2vec2-large), batch 32.
-   (1) the plain in-memory loop (speechbias.ser.in_memory; the 3 heads share each gathered
-   batch, which gives the same heads as 3 separate runs), (2) Lightning as ``python train.py``
-   runs it (datamodule, validation every epoch, best/last checkpoints, no progress bar). Lightning
-   runs ``--lightning-steps`` per lr (default: the same as ``--steps``); when fewer, its total is
-   extrapolated from the measured ms/step and marked as such.
+   First, one head's cost per Adam step (gather included) with the forward in the textbook order
+   (layer mix -> Linear(D, 256) -> Linear(256, 1)) vs. re-associated (ValenceHead.forward).
+   Then (1) the plain in-memory loop (speechbias.ser.in_memory: the 3 heads in one pass over each
+   batch, one fused Adam), (2) the same with one process per lr (--skip-processes skips it),
+   (3) Lightning training the 3 heads in one run, as ``python train.py 'lr=[1e-3,1e-4,1e-5]'``
+   does (datamodule, validation every epoch, best/last checkpoints, no progress bar), all
+   ``--steps``; (4) the same with ``steps_per_call=1`` (a Lightning call per optimiser step) and
+   (5) Lightning with one run per lr, as ``python train.py -m lr=1e-3,1e-4,1e-5``: these two run
+   ``--lightning-steps`` (4,000) steps, their totals extrapolated from the measured ms/step (marked).
+   Max |prediction difference| between the paths' trained heads: float rounding only.
 
-Usage: python benchmarks/ser_bench.py [--steps 20000] [--lightning-steps 20000] [--threads 2]
+Usage: python benchmarks/ser_bench.py [--steps 20000] [--lightning-steps 20000] [--threads 2] [--skip-a]
 The machine may be shared: the load average is printed before and after; compare ratios, not
 absolute times, when it is high.
 """
@@ -127,14 +132,60 @@ def train_lrs_in_processes(init, lrs, x, y, steps: int) -> list:
     return heads
 
 
-def part_b(args) -> None:
+def textbook_forward(head, x):
+    """The head in the textbook order: softmax layer mix -> Linear(D, 256) -> Linear(256, 1)."""
+    mixed = torch.einsum("l,bld->bd", head.layer_weights(), x)
+    return head.output(head.project(mixed)).squeeze(-1)
+
+
+def time_one_head(init, x, y, steps: int, forward) -> float:
+    """ms per Adam step of one head with ``forward`` on random batches of 32 (gather included)."""
+    import torch.nn.functional as F
+
+    from speechbias.ser.datamodule import gather_rows
+    from speechbias.ser.module import adam
+
+    head = copy.deepcopy(init)
+    opt = adam(head.parameters(), 1e-4)
+    g = torch.Generator().manual_seed(0)
+    for step in range(steps + 20):  # 20 warm-up steps, not timed
+        if step == 20:
+            t0 = time.perf_counter()
+        idx = torch.randint(0, x.shape[0], (32,), generator=g)
+        loss = F.mse_loss(forward(head, gather_rows(x, idx)), y[idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return 1000 * (time.perf_counter() - t0) / steps
+
+
+def lightning_fit(init, lrs, features, target, dev, steps: int, args, steps_per_call: int = 16):
+    """``python train.py lr=...`` without the extraction: datamodule, validation every epoch,
+    best/last checkpoints, no progress bar. Returns (seconds, module)."""
     import pytorch_lightning as pl
 
     from speechbias.ser.datamodule import LayerMeansDataModule
     from speechbias.ser.fit import fit_trainer, fit_valence_head
+    from speechbias.ser.module import ValenceRegressor
+
+    module = ValenceRegressor(args.layers, args.dim, lr=list(lrs) if len(lrs) > 1 else lrs[0],
+                              valence_range=(0.0, 100.0))
+    for h in module.heads:
+        h.load_state_dict(init.state_dict())
+    with tempfile.TemporaryDirectory() as tmp:
+        def make(**kw):
+            return pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
+                              enable_model_summary=False, **kw)
+        trainer = fit_trainer(make, Path(tmp), max_steps=steps, val_every_n_epochs=1)
+        dm = LayerMeansDataModule(features, target, dev, batch_size=32, seed=0, steps_per_call=steps_per_call)
+        t0 = time.perf_counter()
+        fit_valence_head(trainer, module, dm, Path(tmp))
+        return time.perf_counter() - t0, module
+
+
+def part_b(args) -> None:
     from speechbias.ser.head import ValenceHead
     from speechbias.ser.in_memory import train_heads_in_memory
-    from speechbias.ser.module import ValenceRegressor
     from speechbias.ser.split import dev_split
 
     logging.getLogger("pytorch_lightning").setLevel(logging.ERROR)
@@ -149,51 +200,58 @@ def part_b(args) -> None:
     lrs = (1e-3, 1e-4, 1e-5)
     torch.manual_seed(0)
     init = ValenceHead(args.layers, args.dim)
+
+    n = args.order_steps
+    t_textbook = time_one_head(init, x_train, y_train, n, textbook_forward)
+    t_reassoc = time_one_head(init, x_train, y_train, n, lambda h, x: h(x))
+    print(f"   one head, {n} steps: textbook order {t_textbook:.2f} ms/step   re-associated (ValenceHead.forward) "
+          f"{t_reassoc:.2f} ms/step   ratio {t_textbook / t_reassoc:.1f}x", flush=True)
+
     plain_heads = [copy.deepcopy(init) for _ in lrs]
     t0 = time.perf_counter()
     train_heads_in_memory(plain_heads, lrs, x_train, y_train, max_steps=args.steps, seed=0)
     total_plain = time.perf_counter() - t0
-    print(f"   plain loop, 3 heads sharing each batch: {total_plain:7.1f} s  "
+    print(f"   plain loop (ser.in_memory), 3 heads in one pass per batch: {total_plain:7.1f} s  "
           f"({1000 * total_plain / (3 * args.steps):.2f} ms per head-step)", flush=True)
-    t0 = time.perf_counter()
-    parallel_heads = train_lrs_in_processes(init, lrs, x_train, y_train, args.steps)
-    total_parallel = time.perf_counter() - t0
-    same = max(float((a(x_train) - b(x_train)).abs().max()) for a, b in zip(parallel_heads, plain_heads))
-    print(f"   plain loop, one process per lr ({min(len(lrs), os.cpu_count() or 1)} at a time, 1 thread each, "
-          f"as a joblib sweep over lr runs them): {total_parallel:7.1f} s, process start included; "
-          f"max |prediction difference| vs the shared loop {same:.1e}", flush=True)
+    if not args.skip_processes:
+        t0 = time.perf_counter()
+        parallel_heads = train_lrs_in_processes(init, lrs, x_train, y_train, args.steps)
+        total_parallel = time.perf_counter() - t0
+        same = max(float((a(x_train) - b(x_train)).abs().max()) for a, b in zip(parallel_heads, plain_heads))
+        print(f"   plain loop, one process per lr ({min(len(lrs), os.cpu_count() or 1)} at a time, 1 thread each): "
+              f"{total_parallel:7.1f} s, process start included; max |prediction difference| vs 3 heads in one "
+              f"pass {same:.1e}", flush=True)
+
+    t_joint, joint = lightning_fit(init, lrs, features, target, dev, args.steps, args)
+    with torch.no_grad():
+        diff = max(float((h(x_train) - ref(x_train)).abs().max()) for h, ref in zip(joint.heads, plain_heads))
+    print(f"   Lightning, 3 heads in one run (python train.py 'lr=[1e-3,1e-4,1e-5]', steps_per_call=16): {t_joint:7.1f} s "
+          f"({1000 * t_joint / args.steps:.2f} ms/step, validation + checkpoints every epoch); "
+          f"max |prediction difference| vs the plain loop {diff:.1e}   goal < 120 s", flush=True)
+
     steps_l = args.lightning_steps or args.steps
-    light, diffs = [], []
-    for lr, ref in zip(lrs, plain_heads):
-        module = ValenceRegressor(args.layers, args.dim, lr=lr, valence_range=(0.0, 100.0))
-        module.head.load_state_dict(init.state_dict())
-        with tempfile.TemporaryDirectory() as tmp:
-            def make(**kw):
-                return pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
-                                  enable_model_summary=False, **kw)
-            trainer = fit_trainer(make, Path(tmp), max_steps=steps_l, val_every_n_epochs=1)
-            dm = LayerMeansDataModule(features, target, dev, batch_size=32, seed=0)
-            t0 = time.perf_counter()
-            fit_valence_head(trainer, module, dm, Path(tmp))
-            light.append(time.perf_counter() - t0)
-        if steps_l == args.steps:
-            with torch.no_grad():
-                diffs.append(float((module.head(x_train) - ref(x_train)).abs().max()))
-        print(f"   Lightning   lr={lr:g}: {light[-1]:7.1f} s  ({1000 * light[-1] / steps_l:.2f} ms/step, "
-              f"{steps_l} steps, validation + checkpoints every epoch)", flush=True)
-    total_light = sum(t * args.steps / steps_l for t in light)
-    note = "" if steps_l == args.steps else f" (EXTRAPOLATED from {steps_l} steps per lr)"
-    print(f"   total plain loop {total_plain:7.1f} s (one process), {total_parallel:7.1f} s (process per lr)   "
-          f"total Lightning {total_light:7.1f} s{note}   ratio Lightning/plain {total_light / total_plain:.2f}x   "
-          f"goal < 120 s")
-    if diffs:
-        print(f"   max |prediction difference| Lightning vs plain loop (same init, same batches): {max(diffs):.2e}")
+    note = "" if steps_l == args.steps else f", EXTRAPOLATED from {steps_l} steps"
+    t_ungrouped, _ = lightning_fit(init, lrs, features, target, dev, steps_l, args, steps_per_call=1)
+    total_ungrouped = t_ungrouped * args.steps / steps_l
+    print(f"   Lightning, 3 heads in one run, steps_per_call=1 (one Lightning call per step): {total_ungrouped:7.1f} s "
+          f"({1000 * t_ungrouped / steps_l:.2f} ms/step{note})", flush=True)
+    singles = []
+    for lr in lrs:
+        seconds, _ = lightning_fit(init, (lr,), features, target, dev, steps_l, args)
+        singles.append(seconds)
+    total_single = sum(t * args.steps / steps_l for t in singles)
+    print(f"   Lightning, one run per lr (python train.py -m lr=1e-3,1e-4,1e-5, run one after another): "
+          f"{total_single:7.1f} s ({1000 * sum(singles) / (3 * steps_l):.2f} ms/step{note} per lr)")
+    print(f"   ratios: one run per lr / 3 heads in one run {total_single / t_joint:.2f}x   "
+          f"steps_per_call 1 / 16 {total_ungrouped / t_joint:.2f}x   "
+          f"Lightning 3 heads / plain loop {t_joint / total_plain:.2f}x")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--steps", type=int, default=20_000)
-    p.add_argument("--lightning-steps", type=int, default=None)
+    p.add_argument("--lightning-steps", type=int, default=4000,
+                   help="steps per lr of the one-run-per-lr Lightning runs (their total is extrapolated)")
     p.add_argument("--clips", type=int, default=1800)
     p.add_argument("--layers", type=int, default=25)
     p.add_argument("--dim", type=int, default=1024)
@@ -202,7 +260,9 @@ def main() -> None:
     p.add_argument("--seq-dim", type=int, default=256)
     p.add_argument("--seq-blocks", type=int, default=4)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--order-steps", type=int, default=500)
     p.add_argument("--skip-a", action="store_true")
+    p.add_argument("--skip-processes", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {args.threads} threads, {os.cpu_count()} CPUs, load average {load()}")

@@ -27,25 +27,31 @@ def _ddp_sim_trainer(**kw):
 
 
 @pytest.mark.slow
-def test_two_process_ddp_trains_layer_weights_and_reports_the_whole_dev_split(tmp_path):
+@pytest.mark.parametrize("lr", [1e-2, [1e-2, 1e-3]], ids=["one_head", "two_heads"])
+def test_two_process_ddp_trains_layer_weights_and_reports_the_whole_dev_split(tmp_path, lr):
     features, target, dev, rating = _data()
     pl.seed_everything(0, verbose=False)
-    module = ValenceRegressor(LAYERS, DIM, hidden_size=16, lr=1e-2, valence_range=(LOW, HIGH))
-    before = module.head.layer_logits.detach().clone()
+    module = ValenceRegressor(LAYERS, DIM, hidden_size=16, lr=lr, valence_range=(LOW, HIGH))
+    before = [h.layer_logits.detach().clone() for h in module.heads]
     trainer = fit_trainer(_ddp_sim_trainer, tmp_path, max_steps=4, val_every_n_epochs=1)  # 63 clips/2 ranks: 1 step/epoch
-    fit_valence_head(trainer, module, LayerMeansDataModule(features, target, dev, batch_size=32, seed=0), tmp_path)
+    dm = LayerMeansDataModule(features, target, dev, batch_size=32, seed=0, steps_per_call=4)  # 1 under DDP
+    fit_valence_head(trainer, module, dm, tmp_path)
     assert trainer.world_size == 2
-    assert not torch.allclose(module.head.layer_logits.detach(), before)  # trained in the workers, sent back
+    for h, b in zip(module.heads, before):
+        assert not torch.allclose(h.layer_logits.detach(), b)  # trained in the workers, sent back
     ckpt = torch.load(tmp_path / "last.ckpt", weights_only=True)
     assert ckpt["global_step"] == 4
-    last = ckpt["dev_history"][-1]
-    assert last["step"] == 4 and last["n_dev"] == 9  # 9 dev clips over 2 ranks: the padded repeat is dropped
-    sd = {k[len("head."):]: v.double() for k, v in ckpt["state_dict"].items()}
-    w = torch.softmax(sd["layer_logits"], 0).numpy()
-    mixed = np.tensordot(features[dev].astype(float), w, axes=([1], [0]))
-    pred = LOW + (HIGH - LOW) * ((mixed @ sd["project.weight"].numpy().T + sd["project.bias"].numpy())
-                                 @ sd["output.weight"].numpy().T + sd["output.bias"].numpy())[:, 0]
-    assert last["mse"] == pytest.approx(np.mean((pred - rating[dev]) ** 2), rel=1e-5)
+    lrs = lr if isinstance(lr, list) else [lr]
+    for k, lr_k in enumerate(lrs):
+        last = [h for h in ckpt["dev_history"] if h["lr"] == lr_k][-1]
+        assert last["step"] == 4 and last["n_dev"] == 9  # 9 dev clips over 2 ranks: the padded repeat is dropped
+        prefix = f"heads.{k}."
+        sd = {n[len(prefix):]: v.double() for n, v in ckpt["state_dict"].items() if n.startswith(prefix)}
+        w = torch.softmax(sd["layer_logits"], 0).numpy()
+        mixed = np.tensordot(features[dev].astype(float), w, axes=([1], [0]))
+        pred = LOW + (HIGH - LOW) * ((mixed @ sd["project.weight"].numpy().T + sd["project.bias"].numpy())
+                                     @ sd["output.weight"].numpy().T + sd["output.bias"].numpy())[:, 0]
+        assert last["mse"] == pytest.approx(np.mean((pred - rating[dev]) ** 2), rel=1e-5)
 
 
 def _train_py(*args, cwd=REPO_ROOT, env_extra=None):

@@ -14,7 +14,7 @@ from core.toy_upstream import ToyUpstream
 from ser.helpers import CONF_DIR
 from speechbias.features.statistics import temporal_statistics
 from speechbias.ser.datamodule import LayerMeansDataModule
-from speechbias.ser.head import ValenceHead
+from speechbias.ser.head import ValenceHead, predict_with_heads
 from speechbias.ser.module import ValenceRegressor
 
 
@@ -113,16 +113,37 @@ def test_wrong_feature_shape_is_a_clear_error():
         ValenceHead(3, 4)(torch.zeros(2, 2, 4))
 
 
-def test_layer_last_fast_path_equals_the_einsum_path():
+def test_predict_with_heads_equals_each_head_in_the_textbook_order():
+    """Several heads in one pass == each head evaluated as Linear(Linear(sum_l w_l x_l)), with the
+    same gradients; also for a non-contiguous (B, L, D) view."""
     torch.manual_seed(0)
-    head = ValenceHead(7, 12, hidden_size=8)
-    with torch.no_grad():
-        head.layer_logits.copy_(torch.randn(7))
-    x = torch.randn(5, 7, 12)
-    view = x.transpose(1, 2).contiguous().transpose(1, 2)  # same values, (B, D, L) memory layout
-    assert not x.transpose(1, 2).is_contiguous() and view.transpose(1, 2).is_contiguous()
-    a, b = head(x), head(view)
-    torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
-    ga = torch.autograd.grad(a.sum(), head.layer_logits)[0]
-    gb = torch.autograd.grad(b.sum(), head.layer_logits)[0]
-    torch.testing.assert_close(ga, gb, rtol=1e-5, atol=1e-6)
+    heads = [ValenceHead(7, 12, hidden_size=8) for _ in range(3)]
+    for h in heads:
+        with torch.no_grad():
+            h.layer_logits.copy_(torch.randn(7))
+    x = torch.randn(12, 7, 5).transpose(1, 2).transpose(1, 2).permute(2, 1, 0)  # (5, 7, 12), not contiguous
+    assert not x.is_contiguous()
+    target = torch.rand(5)
+
+    def textbook(h):
+        mixed = (h.layer_weights()[None, :, None] * x).sum(dim=1)
+        return h.output(h.project(mixed)).squeeze(-1)
+
+    together = predict_with_heads(heads, x)
+    assert together.shape == (3, 5)
+    loss_together = ((together - target) ** 2).mean(dim=1).sum()
+    grads_together = torch.autograd.grad(loss_together, [p for h in heads for p in h.parameters()])
+    for k, h in enumerate(heads):
+        ref = textbook(h)
+        torch.testing.assert_close(together[k], ref, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(h(x), ref, rtol=1e-5, atol=1e-6)
+        grads_ref = torch.autograd.grad(((ref - target) ** 2).mean(), list(h.parameters()))
+        for a, b in zip(grads_together[5 * k: 5 * k + 5], grads_ref):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_predict_with_heads_rejects_bad_shapes():
+    with pytest.raises(ValueError, match="B, L, D"):
+        predict_with_heads([ValenceHead(3, 4)], torch.zeros(3, 4))
+    with pytest.raises(ValueError, match="at least one head"):
+        predict_with_heads([], torch.zeros(2, 3, 4))

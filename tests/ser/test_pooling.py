@@ -64,3 +64,17 @@ def test_bad_tables_are_clear_errors():
     b["ser_data"] = "eu_emotion"
     with pytest.raises(ValueError, match="different valence sets"):
         pooled_propagation([a, b])
+
+
+def test_one_table_with_several_heads_counts_each_head():
+    """One run that trained a head per learning rate writes them all into one predictions.csv; a
+    sweep's collected table tells runs apart by ``run_dir``."""
+    heads = [_head(lr, shift, seed) for lr, shift, seed in ((1e-3, 4, 0), (1e-4, 1, 1), (1e-5, -2, 2))]
+    one_run = pd.concat([df for df, _, _ in heads], ignore_index=True)
+    pooled = pooled_propagation([one_run]).set_index("lr").loc["pooled"]
+    assert pooled["n_heads"] == 3
+    all_x = [v for _, x, _ in heads for v in x]
+    all_y = [v for _, _, y in heads for v in y]
+    assert pooled["cohens_d"] == pytest.approx(pooled_sd_d(all_x, all_y), rel=1e-10)
+    two_runs = pd.concat([heads[0][0].assign(run_dir="seed0"), heads[1][0].assign(run_dir="seed1", lr=1e-3)])
+    assert pooled_propagation([two_runs]).set_index("lr").loc["pooled", "n_heads"] == 2

@@ -74,3 +74,37 @@ def test_same_seed_and_config_give_the_same_numbers(tmp_path):
     pa = pd.read_csv(tmp_path / "a" / "run" / "predictions.csv")["predicted_valence"]
     pb = pd.read_csv(tmp_path / "b" / "run" / "predictions.csv")["predicted_valence"]
     np.testing.assert_array_equal(pa.to_numpy(), pb.to_numpy())
+
+
+def test_three_learning_rates_in_one_run_with_the_pooled_figure(tmp_path):
+    summary = run_task(_cfg(tmp_path, "lr=[1e-3,1e-4,1e-5]", "max_steps=16"))
+    out = tmp_path / "run"
+    results = pd.read_csv(out / "results.csv")
+    assert sorted(results["lr"].unique()) == [1e-5, 1e-4, 1e-3] and len(results) == 3 * 2
+    preds = pd.read_csv(out / "predictions.csv")
+    assert len(preds) == 3 * 2 * 20  # heads x tests x (10 X + 10 Y)
+    curve = pd.read_csv(out / "dev_curve.csv")
+    pooled = pd.read_csv(out / "pooled.csv")
+    assert list(pooled["test"]) == ["demo_voice", "demo_accent"] and (pooled["n_heads"] == 3).all()
+    for r in pooled.itertuples():  # every head's X predictions against every head's Y predictions
+        p = preds[preds["test"] == r.test]
+        d = pooled_sd_d(p.loc[p["role"] == "X", "predicted_valence"], p.loc[p["role"] == "Y", "predicted_valence"])
+        assert r.cohens_d == pytest.approx(d, rel=1e-9) and r.n_x == 30
+        assert summary[f"propagation/{r.test}/cohens_d"] == pytest.approx(d, rel=1e-9)
+    for r in results.itertuples():
+        p = preds[(preds["test"] == r.test) & (preds["lr"] == r.lr)]
+        d = pooled_sd_d(p.loc[p["role"] == "X", "predicted_valence"], p.loc[p["role"] == "Y", "predicted_valence"])
+        assert r.cohens_d == pytest.approx(d, rel=1e-9)
+        key = f"propagation/{r.test}/cohens_d/lr={ {1e-3: '1e-3', 1e-4: '1e-4', 1e-5: '1e-5'}[r.lr] }"
+        assert summary[key] == pytest.approx(d, rel=1e-9)
+        mine = curve[curve["lr"] == r.lr]
+        assert r.best_dev_mse == pytest.approx(mine["mse"].min()) and list(mine["step"]) == [8, 16]
+    weights = pd.read_csv(out / "layer_weights.csv")
+    assert weights.groupby("lr")["weight"].sum().tolist() == pytest.approx([1.0, 1.0, 1.0])
+    assert "3 heads pooled" in (out / "report.md").read_text()
+    # the one-rate run with the same seed trains the same 1e-4 head
+    single = run_task(_cfg(tmp_path / "single", "lr=1e-4", "max_steps=16"))
+    assert single["propagation/demo_voice/cohens_d"] == pytest.approx(
+        summary["propagation/demo_voice/cohens_d/lr=1e-4"], rel=1e-4)
+    again = run_task(_cfg(tmp_path, "lr=[1e-3,1e-4,1e-5]", "max_steps=16"))  # finished: read back
+    assert again["propagation/demo_voice/cohens_d"] == pytest.approx(summary["propagation/demo_voice/cohens_d"])

@@ -30,13 +30,14 @@ def _make_trainer(**kw):
                       enable_model_summary=False, **kw)
 
 
-def _fit(tmp, max_steps=6, seed=0, callbacks=(), data_seed=0):
+def _fit(tmp, max_steps=6, seed=0, callbacks=(), data_seed=0, lr=1e-2, batch_size=32, steps_per_call=1):
     features, target, dev, _ = _data()
     pl.seed_everything(seed, verbose=False)
-    module = ValenceRegressor(LAYERS, DIM, hidden_size=16, lr=1e-2, valence_range=(LOW, HIGH))
+    module = ValenceRegressor(LAYERS, DIM, hidden_size=16, lr=lr, valence_range=(LOW, HIGH))
     trainer = fit_trainer(_make_trainer, tmp / "checkpoints", max_steps=max_steps, val_every_n_epochs=1,
                           callbacks=list(callbacks))
-    dm = LayerMeansDataModule(features, target, dev, batch_size=32, seed=data_seed)
+    dm = LayerMeansDataModule(features, target, dev, batch_size=batch_size, seed=data_seed,
+                              steps_per_call=steps_per_call)
     fit_valence_head(trainer, module, dm, tmp / "checkpoints")
     return module, trainer
 
@@ -94,3 +95,33 @@ def test_interrupted_run_resumes_from_last_checkpoint_and_matches(tmp_path):
         torch.testing.assert_close(pa, pb, rtol=1e-6, atol=1e-7, msg=name)
     assert [h["step"] for h in resumed.dev_history] == [2, 4, 6, 8]
     assert [h["mse"] for h in resumed.dev_history] == pytest.approx([h["mse"] for h in full.dev_history], rel=1e-6)
+
+
+@pytest.mark.parametrize("batch_size, steps_per_call, max_steps", [(32, 3, 7), (8, 3, 19), (8, 8, 16)])
+def test_several_steps_per_call_take_exactly_the_same_steps(tmp_path, batch_size, steps_per_call, max_steps):
+    """Grouping optimiser steps into one Lightning call changes nothing but the speed, also when
+    max_steps ends inside a group and when an epoch's last group is short (63 clips, batch 8:
+    8 batches per epoch -> groups of 3, 3, 2)."""
+    one, t_one = _fit(tmp_path / "one", max_steps=max_steps, batch_size=batch_size, lr=[1e-2, 1e-3])
+    grouped, t_grouped = _fit(tmp_path / "grouped", max_steps=max_steps, batch_size=batch_size, lr=[1e-2, 1e-3],
+                              steps_per_call=steps_per_call)
+    assert t_one.global_step == t_grouped.global_step == max_steps
+    for (name, a), b in zip(one.state_dict().items(), grouped.state_dict().values()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0, msg=name)
+    # the same validations; when training ends inside an epoch's last group, that epoch still ends
+    # and is validated once more (at max_steps)
+    assert grouped.dev_history[: len(one.dev_history)] == one.dev_history and len(one.dev_history) > 0
+    assert all(h["step"] == max_steps for h in grouped.dev_history[len(one.dev_history):])
+
+
+def test_step_chunk_sampler_groups_the_batches_in_order():
+    from torch.utils.data import BatchSampler
+
+    from speechbias.ser.datamodule import EpochSeededSampler, StepChunkSampler
+
+    base = EpochSeededSampler(70, seed=3)
+    chunks = list(StepChunkSampler(base, batch_size=8, steps=4))
+    assert [len(c) for c in chunks] == [4, 4, 1] == [len(c) for c in chunks][: len(StepChunkSampler(base, 8, 4))]
+    assert [b for c in chunks for b in c] == list(BatchSampler(base, 8, drop_last=False))
+    with pytest.raises(ValueError, match="steps"):
+        StepChunkSampler(base, batch_size=8, steps=0)

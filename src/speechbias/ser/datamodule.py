@@ -11,47 +11,93 @@ Under DDP a :class:`torch.utils.data.DistributedSampler` is seeded the same way.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
 import pytorch_lightning as pl
 import torch
-from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler
+from torch.utils.data import BatchSampler, DataLoader, Dataset, DistributedSampler, Sampler
 
 
 class LayerMeansDataset(Dataset):
     """Rows of ``features`` (N, L, D) with ``target`` (N,); items and batches are dicts.
 
-    Stored layer-last, (N, D, L) contiguous, and handed out as (B, L, D) views of it: the head's
-    layer mix is then one matrix-vector product (see :meth:`ValenceHead.forward`).
+    Stored (N, L, D) contiguous; a batch is one ``index_select`` of whole rows (about 3x faster
+    on CPU than advanced indexing for (32, 25, 1024) batches).
     """
 
     def __init__(self, features: torch.Tensor, target: torch.Tensor):
         if features.ndim != 3 or target.ndim != 1 or features.shape[0] != target.shape[0]:
             raise ValueError(f"features must be (N, L, D) and target (N,), got {tuple(features.shape)} "
                              f"and {tuple(target.shape)}")
-        self.layer_last = features.transpose(1, 2).contiguous()  # (N, D, L)
+        self.features = features.contiguous()
         self.target = target
 
-    @property
-    def features(self) -> torch.Tensor:
-        """(N, L, D) view."""
-        return self.layer_last.transpose(1, 2)
-
     def __len__(self) -> int:
-        return self.layer_last.shape[0]
+        return self.features.shape[0]
 
     def __getitem__(self, i: int) -> dict:
-        return {"features": self.layer_last[i].T, "target": self.target[i], "index": torch.tensor(i)}
+        return {"features": self.features[i], "target": self.target[i], "index": torch.tensor(i)}
 
     def __getitems__(self, indices: list[int]) -> dict:
         idx = torch.as_tensor(indices, dtype=torch.long)
-        return {"features": self.layer_last[idx].transpose(1, 2), "target": self.target[idx], "index": idx}
+        return {"features": gather_rows(self.features, idx), "target": self.target[idx], "index": idx}
+
+
+def gather_rows(features: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """Rows ``idx`` (B,) of contiguous ``features`` (N, L, D) -> (B, L, D), one ``index_select``
+    over the flattened (N, L*D) view (whole rows are copied as blocks)."""
+    n, n_layers, dim = features.shape
+    return torch.index_select(features.view(n, n_layers * dim), 0, idx).view(len(idx), n_layers, dim)
 
 
 def already_collated(batch: dict) -> dict:
     """``collate_fn`` for datasets whose ``__getitems__`` returns a whole batch."""
     return batch
+
+
+def as_one_step(batch: dict) -> list[dict]:
+    """``collate_fn`` of an unchunked training loader: a chunk of one optimiser step's batch."""
+    return [batch]
+
+
+class StepChunks(Dataset):
+    """Training data served a chunk of optimiser steps at a time: item ``[b_1, ..., b_S]`` (lists
+    of row indices) -> ``[batch_1, ..., batch_S]`` (dicts as :meth:`LayerMeansDataset.__getitems__`)."""
+
+    def __init__(self, dataset: LayerMeansDataset):
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, chunk: list[list[int]]) -> list[dict]:
+        return [self.dataset.__getitems__(indices) for indices in chunk]
+
+
+class StepChunkSampler(Sampler[list[list[int]]]):
+    """The batches of ``sampler`` (``batch_size`` indices each, the last of an epoch smaller), in
+    order, grouped ``steps`` at a time; an epoch's last chunk may hold fewer batches."""
+
+    def __init__(self, sampler: Sampler[int], batch_size: int, steps: int):
+        if batch_size < 1 or steps < 1:
+            raise ValueError(f"batch_size and steps must be >= 1, got {batch_size} and {steps}")
+        self.sampler, self.batch_size, self.steps = sampler, int(batch_size), int(steps)
+
+    def __iter__(self):
+        chunk = []
+        for batch in BatchSampler(self.sampler, self.batch_size, drop_last=False):
+            chunk.append(batch)
+            if len(chunk) == self.steps:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
+
+    def __len__(self) -> int:
+        n_batches = math.ceil(len(self.sampler) / self.batch_size)
+        return math.ceil(n_batches / self.steps)
 
 
 class EpochSeededSampler(Sampler[int]):
@@ -98,9 +144,17 @@ class LayerMeansDataModule(pl.LightningDataModule):
         dev_mask: (N,) bool, True for dev clips.
         batch_size: training batch size (the paper: 32).
         seed: seeds the training order.
+        steps_per_call: optimiser steps per training-loader item. Every training item is a list of
+            batches (dicts) that :class:`~speechbias.ser.module.ValenceRegressor` steps through
+            one by one, so Lightning's per-call overhead (~1-2 ms on CPU, more than a step of the
+            head) is paid once per ``steps_per_call`` steps. The batches and their order do not
+            depend on it (one difference: when ``max_steps`` ends inside an epoch's last group,
+            that epoch ends and is validated). Under DDP it is always 1 (Lightning's distributed
+            sampler is kept).
     """
 
-    def __init__(self, features, target, dev_mask, batch_size: int = 32, seed: int = 0, num_workers: int = 0):
+    def __init__(self, features, target, dev_mask, batch_size: int = 32, seed: int = 0, num_workers: int = 0,
+                 steps_per_call: int = 1):
         super().__init__()
         features = torch.as_tensor(np.asarray(features, dtype=np.float32))
         target = torch.as_tensor(np.asarray(target, dtype=np.float32))
@@ -112,6 +166,9 @@ class LayerMeansDataModule(pl.LightningDataModule):
             raise ValueError(f"dev_mask must hold some but not all clips, has {int(dev.sum())} of {dev.size}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if steps_per_call < 1:
+            raise ValueError(f"steps_per_call must be >= 1, got {steps_per_call}")
+        self.steps_per_call = int(steps_per_call)
         dev_t = torch.from_numpy(dev)
         self.train_set = LayerMeansDataset(features[~dev_t], target[~dev_t].contiguous())
         self.dev_set = LayerMeansDataset(features[dev_t], target[dev_t].contiguous())
@@ -136,13 +193,19 @@ class LayerMeansDataModule(pl.LightningDataModule):
         return trainer is not None and trainer.world_size > 1
 
     def train_dataloader(self) -> DataLoader:
+        """Items are lists of batches (see ``steps_per_call``)."""
         if self._distributed():
             sampler = TrainerEpochDistributedSampler(
                 self.train_set, self._current_epoch, num_replicas=self.trainer.world_size,
                 rank=self.trainer.global_rank, shuffle=True, seed=self.seed)
-        else:
-            sampler = EpochSeededSampler(len(self.train_set), self.seed, self._current_epoch)
-        return DataLoader(self.train_set, batch_size=self.batch_size, sampler=sampler,
+            return DataLoader(self.train_set, batch_size=self.batch_size, sampler=sampler,
+                              collate_fn=as_one_step, num_workers=self.num_workers)
+        sampler = EpochSeededSampler(len(self.train_set), self.seed, self._current_epoch)
+        if self.steps_per_call == 1:
+            return DataLoader(self.train_set, batch_size=self.batch_size, sampler=sampler,
+                              collate_fn=as_one_step, num_workers=self.num_workers)
+        return DataLoader(StepChunks(self.train_set), batch_size=None,
+                          sampler=StepChunkSampler(sampler, self.batch_size, self.steps_per_call),
                           collate_fn=already_collated, num_workers=self.num_workers)
 
     def val_dataloader(self) -> DataLoader:

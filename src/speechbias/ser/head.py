@@ -6,9 +6,13 @@ There is no nonlinearity, so the mean over frames commutes with the layer sum an
 Linear: ``head(frames) == head(per-layer temporal means)`` exactly (up to float rounding).
 :meth:`ValenceHead.forward` takes the cached per-layer means (B, L, D);
 :meth:`ValenceHead.forward_frames` takes full frame sequences and exists to prove the identity.
+:func:`predict_with_heads` runs several heads (e.g. the paper's three learning rates) on one batch
+with one pass over its features.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -44,20 +48,14 @@ class ValenceHead(nn.Module):
     def forward(self, layer_means: torch.Tensor) -> torch.Tensor:
         """Per-layer temporal means (B, L, D) -> predictions (B,).
 
-        Fast path: when ``layer_means`` is the (B, L, D) view of a (B, D, L)-contiguous tensor
-        (how :class:`~speechbias.ser.datamodule.LayerMeansDataset` stores features), the layer
-        mix is one matrix-vector product (B*D, L) @ (L,), about 2x faster on CPU than the einsum
-        (forward + backward); the result is the same sum.
+        Evaluated in the re-associated order ``sum_l w_l * ((W2 W1) . x_l) + (W2 b1 + b2)``: the
+        same linear function of the same parameters (autograd gives the same gradients, up to
+        float rounding), but a step costs B*L*D + H*D multiply-adds instead of B*L*D + B*H*D and
+        never materialises the (B, H) hidden layer: 3-4x faster per training step on CPU
+        (benchmarks/ser_bench.py). ``forward_frames`` keeps the textbook order.
         """
         self._check(layer_means, 1)
-        w = self.layer_weights().to(layer_means.dtype)
-        by_layer_last = layer_means.transpose(1, 2)  # (B, D, L)
-        if by_layer_last.is_contiguous():
-            b, d, n_layers = by_layer_last.shape
-            mixed = (by_layer_last.reshape(b * d, n_layers) @ w).reshape(b, d)
-        else:
-            mixed = torch.einsum("l,bld->bd", w, layer_means)
-        return self.output(self.project(mixed)).squeeze(-1)
+        return predict_with_heads([self], layer_means)[0]
 
     def forward_frames(self, hidden_states: list[torch.Tensor] | torch.Tensor,
                        frame_lengths: torch.Tensor) -> torch.Tensor:
@@ -73,3 +71,27 @@ class ValenceHead(nn.Module):
         valid = (torch.arange(t, device=projected.device)[None, :] < lengths[:, None]).to(projected.dtype)
         pooled = (projected * valid[..., None]).sum(dim=1) / lengths[:, None].to(projected.dtype)
         return self.output(pooled).squeeze(-1)
+
+
+def predict_with_heads(heads: Sequence[ValenceHead], layer_means: torch.Tensor) -> torch.Tensor:
+    """K heads of the same shape on one batch of per-layer means (B, L, D) -> predictions (K, B).
+
+    Each head is the linear map ``x -> sum_l w_l * (v . x_l) + c`` with ``v = W2 W1`` (D,) and
+    ``c = W2 b1 + b2``, so all K heads need only the (K, D) x (D, B*L) product of their directions
+    with the features: the batch is read once per pass (forward and backward), whatever K is.
+    Written as ``directions @ features.T``: on CPU, autograd's backward of that product is a fast
+    (K, B*L) x (B*L, D) GEMM, where ``features @ directions.T`` has a backward ~10x slower for K=3.
+    """
+    if not heads:
+        raise ValueError("predict_with_heads needs at least one head")
+    if layer_means.ndim != 3:
+        raise ValueError(f"expected per-layer means (B, L, D), got shape {tuple(layer_means.shape)}")
+    for head in heads:
+        head._check(layer_means, 1)
+    b, n_layers, dim = layer_means.shape
+    directions = torch.cat([h.output.weight @ h.project.weight for h in heads])         # (K, D)
+    offsets = torch.cat([h.output.weight @ h.project.bias + h.output.bias for h in heads])  # (K,)
+    weights = torch.stack([h.layer_weights() for h in heads])                           # (K, L)
+    layer_means = layer_means.to(directions.dtype)
+    per_layer = (directions @ layer_means.reshape(b * n_layers, dim).T).view(len(heads), b, n_layers)
+    return (per_layer * weights[:, None, :]).sum(dim=-1) + offsets[:, None]

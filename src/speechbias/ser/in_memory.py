@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-import torch.nn.functional as F
 
-from speechbias.ser.head import ValenceHead
-from speechbias.ser.module import adam
+from speechbias.ser.datamodule import gather_rows
+from speechbias.ser.head import ValenceHead, predict_with_heads
+from speechbias.ser.module import adam_groups
 
 
 def train_heads_in_memory(heads: Sequence[ValenceHead], lrs: Sequence[float], features: torch.Tensor,
@@ -26,7 +26,8 @@ def train_heads_in_memory(heads: Sequence[ValenceHead], lrs: Sequence[float], fe
     ``target`` (N,) on [0, 1], for ``max_steps`` steps each.
 
     All heads see the same batches (as separate runs with the same seed would), so each batch is
-    gathered once and used by every head: the three learning rates of the paper share the gather.
+    gathered once and read once per pass by all heads (:func:`predict_with_heads`), and one fused
+    Adam steps them all (one parameter group per head, each with its own learning rate).
     """
     if features.ndim != 3 or target.shape != (features.shape[0],):
         raise ValueError(f"features must be (N, L, D) and target (N,), got {tuple(features.shape)}, "
@@ -35,8 +36,8 @@ def train_heads_in_memory(heads: Sequence[ValenceHead], lrs: Sequence[float], fe
         raise ValueError(f"need one learning rate per head, got {len(heads)} heads and {len(lrs)} lrs")
     if max_steps < 1 or batch_size < 1 or not all(lr > 0 for lr in lrs):
         raise ValueError(f"need max_steps >= 1, batch_size >= 1, lr > 0; got {max_steps}, {batch_size}, {list(lrs)}")
-    layer_last = features.transpose(1, 2).contiguous()  # (N, D, L): see ValenceHead.forward
-    optimisers = [adam(h.parameters(), lr) for h, lr in zip(heads, lrs)]
+    features = features.contiguous()
+    optimiser = adam_groups([list(h.parameters()) for h in heads], lrs)
     n = features.shape[0]
     step, epoch = 0, 0
     for h in heads:
@@ -45,12 +46,13 @@ def train_heads_in_memory(heads: Sequence[ValenceHead], lrs: Sequence[float], fe
         order = torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))
         for start in range(0, n, batch_size):
             idx = order[start: start + batch_size]
-            x, y = layer_last[idx].transpose(1, 2), target[idx]
-            for head, optimiser in zip(heads, optimisers):
-                loss = F.mse_loss(head(x), y)
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                optimiser.step()
+            y = target[idx]
+            predictions = predict_with_heads(heads, gather_rows(features, idx))  # (K, B)
+            # heads share no parameter: d(sum of losses)/d(head k) = d(loss k)/d(head k)
+            loss = ((predictions - y) ** 2).mean(dim=1).sum()
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            optimiser.step()
             step += 1
             if step >= max_steps:
                 break

@@ -1,20 +1,33 @@
-"""LightningModule that trains the valence head on cached per-layer temporal means.
+"""LightningModule that trains valence heads on cached per-layer temporal means.
+
+One module trains one head per learning rate in ``lr`` (a number, or a list such as the paper's
+``[1e-3, 1e-4, 1e-5]``). The heads start from the same initial weights and see the same batches,
+so each ends exactly where a separate run with that learning rate and seed would (up to float
+rounding); together they read each batch once per pass (:func:`~speechbias.ser.head.predict_with_heads`)
+and pay Lightning's per-step overhead once.
 
 Batches are dicts: ``features`` (B, L, D) float32, ``target`` (B,) valence on [0, 1], ``index``
 (B,) row numbers within the split (used to de-duplicate dev rows that DDP's sampler repeats).
-Loss: MSE on the [0, 1] scale; optimiser: Adam(lr) (fused kernel on CPU/CUDA). After every validation run the module logs
-``ser/val/mse`` and ``ser/val/r2`` on the ORIGINAL rating scale over the whole dev split
-(gathered across processes) and appends them to :attr:`dev_history`, which is kept in
-checkpoints so a resumed run still has the whole curve. No file I/O here.
+Loss: the sum over heads of each head's MSE on the [0, 1] scale (heads share no parameter, so
+each head gets exactly its own MSE's gradient); optimiser: one Adam with a parameter group per
+head (fused kernel on CPU/CUDA), stepped by hand (manual optimisation) once per batch of each
+training item, which is a list of batches (``steps_per_call`` of the DataModule). After every validation run the module computes each head's dev
+MSE and R^2 on the ORIGINAL rating scale over the whole dev split (gathered across processes),
+logs them (:func:`metric_key`), appends them to :attr:`dev_history` and keeps each head's
+best-on-dev weights (:attr:`best`); both are saved in checkpoints, so a resumed run still has the
+whole curve and the best heads. No file I/O here.
 """
 
 from __future__ import annotations
 
-import torch
-import torch.nn.functional as F
-import pytorch_lightning as pl
+import copy
+from collections.abc import Sequence
 
-from speechbias.ser.head import ValenceHead
+import pytorch_lightning as pl
+import torch
+from torch import nn
+
+from speechbias.ser.head import ValenceHead, predict_with_heads
 
 
 def r2_score(pred: torch.Tensor, target: torch.Tensor) -> float:
@@ -27,36 +40,113 @@ def r2_score(pred: torch.Tensor, target: torch.Tensor) -> float:
 def adam(params, lr: float) -> torch.optim.Adam:
     """Adam (default betas/eps, no weight decay), the fused kernel where the parameters' device has
     one (CPU, CUDA): about 4x faster per step than the foreach kernel for this head on CPU."""
-    params = list(params)
-    fused = all(p.device.type in ("cpu", "cuda") for p in params)
-    return torch.optim.Adam(params, lr=lr, fused=fused)
+    return adam_groups([list(params)], [lr])
+
+
+def adam_groups(param_groups, lrs) -> torch.optim.Adam:
+    """One Adam over several parameter groups, group k with learning rate ``lrs[k]`` (same kernel
+    choice as :func:`adam`); each group's update is exactly that of its own Adam."""
+    groups = [{"params": list(ps), "lr": float(lr)} for ps, lr in zip(param_groups, lrs, strict=True)]
+    fused = all(p.device.type in ("cpu", "cuda") for g in groups for p in g["params"])
+    return torch.optim.Adam(groups, lr=groups[0]["lr"], fused=fused)
+
+
+def as_learning_rates(lr) -> tuple[float, ...]:
+    """``1e-4`` or ``[1e-3, 1e-4, 1e-5]`` -> a tuple of distinct positive floats."""
+    values = [lr] if isinstance(lr, (int, float, str)) else list(lr)
+    try:
+        lrs = tuple(float(v) for v in values)
+    except (TypeError, ValueError):
+        raise ValueError(f"lr must be a number or a list of numbers, got {lr!r}") from None
+    if not lrs or not all(v > 0 for v in lrs):
+        raise ValueError(f"learning rate(s) must be > 0, got lr={lr!r}")
+    if len(set(lrs)) != len(lrs):
+        raise ValueError(f"lr lists a learning rate twice: {list(lrs)}")
+    return lrs
+
+
+def lr_label(lr: float) -> str:
+    """1e-4 -> "1e-4": the learning rate as the paper writes it (used in metric keys)."""
+    mantissa, exponent = f"{float(lr):e}".split("e")
+    mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def metric_key(base: str, lr: float, n_heads: int) -> str:
+    """``ser/val/r2`` for a one-head run; ``ser/val/r2/lr=1e-3`` per head when a run has several."""
+    return base if n_heads == 1 else f"{base}/lr={lr_label(lr)}"
 
 
 class ValenceRegressor(pl.LightningModule):
-    """Valence head + training logic. ``valence_range`` = (low, high) of the original rating scale."""
+    """Valence heads + training logic. ``valence_range`` = (low, high) of the original rating scale."""
 
-    def __init__(self, num_layers: int, input_size: int, hidden_size: int = 256, lr: float = 1e-4,
-                 valence_range: tuple[float, float] = (0.0, 100.0)):
+    def __init__(self, num_layers: int, input_size: int, hidden_size: int = 256,
+                 lr: float | Sequence[float] = 1e-4, valence_range: tuple[float, float] = (0.0, 100.0)):
         super().__init__()
         self.save_hyperparameters()
-        if not lr > 0:
-            raise ValueError(f"learning rate must be > 0, got lr={lr}")
+        self.lrs = as_learning_rates(lr)
         low, high = (float(v) for v in valence_range)
         if not high > low:
             raise ValueError(f"valence_range needs high > low, got {valence_range}")
         self.low, self.high = low, high
-        self.lr = float(lr)
-        self.head = ValenceHead(num_layers, input_size, hidden_size)
+        first = ValenceHead(num_layers, input_size, hidden_size)
+        # every head starts from the same weights, as separate runs with the same seed would
+        self.heads = nn.ModuleList([first] + [copy.deepcopy(first) for _ in self.lrs[1:]])
+        # manual optimisation: a training item holds several optimiser steps (steps_per_call)
+        self.automatic_optimization = False
         self.dev_history: list[dict] = []
+        # per head: {"step", "epoch", "mse", "r2", "state"} of its best validation so far, or None
+        self.best: list[dict | None] = [None] * len(self.lrs)
+        self._train_loss_sum: torch.Tensor | None = None
+        self._train_loss_count = 0
         self._dev_parts: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
 
-    def forward(self, layer_means: torch.Tensor) -> torch.Tensor:
-        return self.head(layer_means)
+    @property
+    def head(self) -> ValenceHead:
+        """The head of a one-learning-rate module (ValueError when it trains several)."""
+        if len(self.heads) != 1:
+            raise ValueError(f"this module trains {len(self.heads)} heads (lr={list(self.lrs)}); use .heads")
+        return self.heads[0]
 
-    def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
-        loss = F.mse_loss(self(batch["features"]), batch["target"])
-        self.log("ser/train/mse", loss, on_step=True, on_epoch=False, batch_size=batch["target"].shape[0])
-        return loss
+    @property
+    def lr(self) -> float:
+        """The learning rate of a one-head module (ValueError when it trains several)."""
+        if len(self.lrs) != 1:
+            raise ValueError(f"this module trains {len(self.lrs)} heads (lr={list(self.lrs)}); use .lrs")
+        return self.lrs[0]
+
+    def forward(self, layer_means: torch.Tensor) -> torch.Tensor:
+        """(B, L, D) per-layer means -> (K, B) predictions on the [0, 1] scale, one row per head."""
+        return predict_with_heads(self.heads, layer_means)
+
+    def training_step(self, chunk: list[dict], batch_idx: int) -> None:
+        """One optimiser step per batch of ``chunk`` (see
+        :class:`~speechbias.ser.datamodule.LayerMeansDataModule`, ``steps_per_call``); stops at
+        the trainer's ``max_steps`` even inside a chunk."""
+        optimiser = self.optimizers()
+        max_steps = self.trainer.max_steps
+        for batch in chunk:
+            if 0 <= max_steps <= self.global_step:
+                break
+            per_head = ((self(batch["features"]) - batch["target"]) ** 2).mean(dim=1)  # (K,)
+            optimiser.zero_grad(set_to_none=True)
+            self.manual_backward(per_head.sum())
+            optimiser.step()
+            self._log_train_mse(per_head.detach())
+
+    def _log_train_mse(self, per_head: torch.Tensor) -> None:
+        """Logs ``ser/train/mse`` (per head), the mean training loss of the last
+        ``log_every_n_steps`` steps, once per window: ``self.log`` costs about 1.5 ms a call on CPU,
+        more than a whole step of the heads, so it is not called on every step."""
+        self._train_loss_sum = per_head if self._train_loss_sum is None else self._train_loss_sum + per_head
+        self._train_loss_count += 1
+        every = max(1, int(getattr(self.trainer, "log_every_n_steps", 1) or 1))
+        if self._train_loss_count >= every:
+            mean = (self._train_loss_sum / self._train_loss_count).tolist()
+            for lr, value in zip(self.lrs, mean):
+                self.log(metric_key("ser/train/mse", lr, len(self.lrs)), value, on_step=True, on_epoch=False,
+                         batch_size=1)
+            self._train_loss_sum, self._train_loss_count = None, 0
 
     def validation_step(self, batch: dict, batch_idx: int) -> None:
         self._dev_parts.append((batch["index"], self(batch["features"]).detach(), batch["target"]))
@@ -67,41 +157,68 @@ class ValenceRegressor(pl.LightningModule):
     def on_validation_epoch_end(self) -> None:
         if not self._dev_parts:
             return
-        index, pred, target = (torch.cat(p) for p in zip(*self._dev_parts))
+        index = torch.cat([p[0] for p in self._dev_parts])
+        pred = torch.cat([p[1] for p in self._dev_parts], dim=1)  # (K, n)
+        target = torch.cat([p[2] for p in self._dev_parts])
         self._dev_parts = []
         if self.trainer.world_size > 1:  # every rank gets the whole dev split, duplicates removed below
-            index, pred, target = (self.all_gather(t).reshape(-1) for t in (index, pred, target))
+            index, target = (self.all_gather(t).reshape(-1) for t in (index, target))
+            pred = self.all_gather(pred)  # (world, K, n)
+            pred = pred.permute(1, 0, 2).reshape(len(self.heads), -1)
         order = torch.argsort(index)
-        index, pred, target = index[order], pred[order], target[order]
+        index, pred, target = index[order], pred[:, order], target[order]
         first = torch.ones_like(index, dtype=torch.bool)
         first[1:] = index[1:] != index[:-1]
         span = self.high - self.low
-        pred_orig = pred[first].double() * span + self.low
         target_orig = target[first].double() * span + self.low
-        mse = float(torch.mean((pred_orig - target_orig) ** 2))
-        r2 = r2_score(pred_orig, target_orig)
-        self.log("ser/val/mse", mse, sync_dist=False)
-        self.log("ser/val/r2", r2, sync_dist=False)
-        if not self.trainer.sanity_checking:
-            self.dev_history.append({"step": int(self.global_step), "epoch": int(self.current_epoch),
-                                     "mse": mse, "r2": r2, "n_dev": int(first.sum())})
+        mses = []
+        for k, lr in enumerate(self.lrs):
+            pred_orig = pred[k, first].double() * span + self.low
+            mse = float(torch.mean((pred_orig - target_orig) ** 2))
+            r2 = r2_score(pred_orig, target_orig)
+            mses.append(mse)
+            self.log(metric_key("ser/val/mse", lr, len(self.lrs)), mse, sync_dist=False)
+            self.log(metric_key("ser/val/r2", lr, len(self.lrs)), r2, sync_dist=False)
+            if self.trainer.sanity_checking:
+                continue
+            entry = {"step": int(self.global_step), "epoch": int(self.current_epoch), "lr": lr, "mse": mse,
+                     "r2": r2, "n_dev": int(first.sum())}
+            self.dev_history.append(entry)
+            best = self.best[k]
+            if best is None or mse < best["mse"]:  # strictly better, as ModelCheckpoint(mode="min")
+                state = {n: t.detach().cpu().clone() for n, t in self.heads[k].state_dict().items()}
+                self.best[k] = {**{c: entry[c] for c in ("step", "epoch", "mse", "r2")}, "state": state}
+        if len(self.lrs) > 1:  # what best.ckpt monitors in a several-head run: the heads' mean dev MSE
+            self.log("ser/val/mse", sum(mses) / len(mses), sync_dist=False)
 
     def configure_optimizers(self):
-        return adam(self.parameters(), self.lr)
+        return adam_groups([list(h.parameters()) for h in self.heads], self.lrs)
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["dev_history"] = list(self.dev_history)
+        checkpoint["best_heads"] = list(self.best)
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         self.dev_history = list(checkpoint.get("dev_history", []))
+        best = list(checkpoint.get("best_heads", []))
+        self.best = best if len(best) == len(self.lrs) else [None] * len(self.lrs)
+
+    def best_heads(self) -> list[ValenceHead]:
+        """Copies of the heads with their best-on-dev weights (the final weights of a head that was
+        never validated), on the CPU."""
+        heads = []
+        for head, best in zip(self.heads, self.best):
+            copy_ = copy.deepcopy(head).cpu()
+            if best is not None:
+                copy_.load_state_dict(best["state"])
+            heads.append(copy_)
+        return heads
 
     @torch.no_grad()
-    def predict_valence(self, layer_means: torch.Tensor) -> torch.Tensor:
-        """Predictions on the ORIGINAL rating scale for (N, L, D) means (eval mode, no grad)."""
-        was_training = self.training
-        self.eval()
-        try:
-            pred = self.head(layer_means.to(self.device, torch.float32))
-        finally:
-            self.train(was_training)
+    def predict_valence(self, layer_means: torch.Tensor, heads: Sequence[ValenceHead] | None = None) -> torch.Tensor:
+        """Predictions on the ORIGINAL rating scale, (K, N) for (N, L, D) means (eval mode, no grad);
+        ``heads`` defaults to this module's current heads."""
+        heads = list(heads) if heads is not None else list(self.heads)
+        device = next(heads[0].parameters()).device
+        pred = predict_with_heads(heads, layer_means.to(device, torch.float32))
         return pred.double().cpu() * (self.high - self.low) + self.low

@@ -26,8 +26,9 @@ def cohens_d(x, y) -> CohensDResult:
 
 
 def read_predictions(tables: Iterable[pd.DataFrame | str | Path]) -> pd.DataFrame:
-    """Concatenate prediction tables (DataFrames or CSV paths) and check their columns; column
-    ``head`` numbers the tables (one table = one trained head), ``source`` names them."""
+    """Concatenate prediction tables (DataFrames or CSV paths) and check their columns; ``source``
+    names the tables and ``head`` numbers the trained heads: one per table, run folder (``run_dir``,
+    when the table has it) and learning rate, since one run may train a head per learning rate."""
     frames = []
     for k, t in enumerate(tables):
         source = str(t) if not isinstance(t, pd.DataFrame) else "<DataFrame>"
@@ -35,10 +36,12 @@ def read_predictions(tables: Iterable[pd.DataFrame | str | Path]) -> pd.DataFram
         missing = [c for c in PREDICTION_COLUMNS if c not in df.columns]
         if missing:
             raise ValueError(f"{source}: predictions table lacks column(s) {missing}; has {list(df.columns)}")
-        frames.append(df.assign(source=source, head=k))
+        frames.append(df.assign(source=source, table=k))
     if not frames:
         raise ValueError("no prediction tables given")
     out = pd.concat(frames, ignore_index=True)
+    keys = ["table"] + (["run_dir"] if "run_dir" in out.columns else []) + ["lr"]
+    out["head"] = out.groupby(keys, sort=False, dropna=False).ngroup()
     bad = out.index[out["predicted_valence"].isna()]
     if len(bad):
         raise ValueError(f"{out.loc[bad[0], 'source']}: predicted_valence is empty in {len(bad)} row(s)")

@@ -42,5 +42,4 @@ def test_heads_trained_together_equal_heads_trained_alone():
         train_head_in_memory(h, x, y, max_steps=5, lr=lr, seed=2)
     for a, b in zip(heads, alone):
         for (name, pa), pb in zip(a.state_dict().items(), b.state_dict().values()):
-            # one (K, D) x (D, B*L) product instead of K (1, D) ones: float rounding only
-            torch.testing.assert_close(pa, pb, rtol=1e-5, atol=1e-6, msg=name)
+            torch.testing.assert_close(pa, pb, rtol=0, atol=0, msg=name)

@@ -30,12 +30,13 @@ def _make_trainer(**kw):
                       enable_model_summary=False, **kw)
 
 
-def _fit(tmp, max_steps=6, seed=0, callbacks=(), data_seed=0, lr=1e-2, batch_size=32, steps_per_call=1):
+def _fit(tmp, max_steps=6, seed=0, callbacks=(), data_seed=0, lr=1e-2, batch_size=32, steps_per_call=1,
+         checkpoint_every_n_epochs=1):
     features, target, dev, _ = _data()
     pl.seed_everything(seed, verbose=False)
     module = ValenceRegressor(LAYERS, DIM, hidden_size=16, lr=lr, valence_range=(LOW, HIGH))
     trainer = fit_trainer(_make_trainer, tmp / "checkpoints", max_steps=max_steps, val_every_n_epochs=1,
-                          callbacks=list(callbacks))
+                          callbacks=list(callbacks), checkpoint_every_n_epochs=checkpoint_every_n_epochs)
     dm = LayerMeansDataModule(features, target, dev, batch_size=batch_size, seed=data_seed,
                               steps_per_call=steps_per_call)
     fit_valence_head(trainer, module, dm, tmp / "checkpoints")
@@ -125,3 +126,15 @@ def test_step_chunk_sampler_groups_the_batches_in_order():
     assert [b for c in chunks for b in c] == list(BatchSampler(base, 8, drop_last=False))
     with pytest.raises(ValueError, match="steps"):
         StepChunkSampler(base, batch_size=8, steps=0)
+
+
+def test_last_checkpoint_every_n_epochs_and_a_weights_only_best(tmp_path):
+    module, _ = _fit(tmp_path, max_steps=10, checkpoint_every_n_epochs=2)  # 5 epochs of 2 steps
+    last = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)
+    assert last["global_step"] == 8 and "optimizer_states" in last  # epochs 2 and 4, not 5
+    best = torch.load(tmp_path / "checkpoints" / "best.ckpt", weights_only=True)
+    assert "optimizer_states" not in best
+    best_step = min(module.dev_history, key=lambda h: h["mse"])["step"]
+    assert best["global_step"] == best_step
+    torch.testing.assert_close(best["state_dict"]["heads.0.project.weight"], module.best[0]["state"]["project.weight"])
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["best.ckpt", "last.ckpt"]

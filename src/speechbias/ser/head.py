@@ -6,8 +6,7 @@ There is no nonlinearity, so the mean over frames commutes with the layer sum an
 Linear: ``head(frames) == head(per-layer temporal means)`` exactly (up to float rounding).
 :meth:`ValenceHead.forward` takes the cached per-layer means (B, L, D);
 :meth:`ValenceHead.forward_frames` takes full frame sequences and exists to prove the identity.
-:func:`predict_with_heads` runs several heads (e.g. the paper's three learning rates) on one batch
-with one pass over its features.
+:func:`predict_with_heads` runs several heads (e.g. the paper's three learning rates) on one batch.
 """
 
 from __future__ import annotations
@@ -77,10 +76,12 @@ def predict_with_heads(heads: Sequence[ValenceHead], layer_means: torch.Tensor) 
     """K heads of the same shape on one batch of per-layer means (B, L, D) -> predictions (K, B).
 
     Each head is the linear map ``x -> sum_l w_l * (v . x_l) + c`` with ``v = W2 W1`` (D,) and
-    ``c = W2 b1 + b2``, so all K heads need only the (K, D) x (D, B*L) product of their directions
-    with the features: the batch is read once per pass (forward and backward), whatever K is.
-    Written as ``directions @ features.T``: on CPU, autograd's backward of that product is a fast
-    (K, B*L) x (B*L, D) GEMM, where ``features @ directions.T`` has a backward ~10x slower for K=3.
+    ``c = W2 b1 + b2``. Every head runs exactly the operations it runs alone, so K heads trained
+    together take bit-for-bit the steps of K separate runs (one (K, D) x (D, B*L) product would
+    read the batch once, but on CPU it is no faster for K = 3 and rounds differently, and 20,000
+    Adam steps amplify rounding differences to ~1e-1 in the predictions).
+    ``v @ features.T`` is used, not ``features @ v``: on CPU autograd's backward of the former is
+    a fast (1, B*L) x (B*L, D) product, of the latter ~10x slower for a (B*L, D) x (D, K) product.
     """
     if not heads:
         raise ValueError("predict_with_heads needs at least one head")
@@ -89,9 +90,12 @@ def predict_with_heads(heads: Sequence[ValenceHead], layer_means: torch.Tensor) 
     for head in heads:
         head._check(layer_means, 1)
     b, n_layers, dim = layer_means.shape
-    directions = torch.cat([h.output.weight @ h.project.weight for h in heads])         # (K, D)
-    offsets = torch.cat([h.output.weight @ h.project.bias + h.output.bias for h in heads])  # (K,)
-    weights = torch.stack([h.layer_weights() for h in heads])                           # (K, L)
-    layer_means = layer_means.to(directions.dtype)
-    per_layer = (directions @ layer_means.reshape(b * n_layers, dim).T).view(len(heads), b, n_layers)
-    return (per_layer * weights[:, None, :]).sum(dim=-1) + offsets[:, None]
+    dtype = heads[0].project.weight.dtype
+    rows = layer_means.to(dtype).reshape(b * n_layers, dim).T  # (D, B*L)
+    predictions = []
+    for h in heads:
+        direction = h.output.weight @ h.project.weight                   # (1, D)
+        offset = h.output.weight @ h.project.bias + h.output.bias        # (1,)
+        per_layer = (direction @ rows).view(b, n_layers)                 # (B, L): v . x_l
+        predictions.append(per_layer @ h.layer_weights() + offset)      # (B,)
+    return torch.stack(predictions)

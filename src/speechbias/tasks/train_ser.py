@@ -109,6 +109,7 @@ def run(cfg: DictConfig, output_dir: Path) -> dict:
     checkpoint_dir = output_dir / "checkpoints"
     trainer = fit_trainer(partial(hydra.utils.instantiate, cfg.trainer), checkpoint_dir,
                           max_steps=int(cfg.max_steps), val_every_n_epochs=int(cfg.ser_data.val_every_n_epochs),
+                          checkpoint_every_n_epochs=int(cfg.get("checkpoint_every_n_epochs", 1)),
                           callbacks=[callback], **lightning_logger(cfg, output_dir))
     try:
         train_paths = list(valence.table["path"])

@@ -12,17 +12,12 @@ folder. Re-run: ``python experiments/demo/make_demo_stimuli.py``.
 
 from __future__ import annotations
 
-import subprocess
-import tempfile
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-import soundfile as sf
-import soxr
+from espeak_voice import speak  # this folder is on sys.path when the script runs
 
 HERE = Path(__file__).resolve().parent
-SR = 16_000
 
 TARGET_SENTENCES = [
     "Please call Stella and ask her to bring these things with her from the store.",
@@ -52,21 +47,6 @@ PROSODY = {
     "A": '<prosody pitch="x-high" range="x-high" rate="fast">{}</prosody>',
     "B": '<prosody pitch="x-low" range="x-low" rate="slow">{}</prosody>',
 }
-
-
-def speak(text: str, voice: str, out: Path, ssml: bool = False) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        wav = Path(tmp) / "out.wav"
-        body = f"<speak>{text}</speak>" if ssml else text
-        cmd = ["espeak-ng", "-v", voice, "-w", str(wav)] + (["-m"] if ssml else []) + [body]
-        subprocess.run(cmd, check=True, capture_output=True)
-        data, sr = sf.read(str(wav), dtype="float32")
-    if data.ndim > 1:
-        data = data.mean(axis=1)
-    data = soxr.resample(data, sr, SR)
-    data = data / max(1e-6, float(np.max(np.abs(data)))) * 0.8
-    out.parent.mkdir(parents=True, exist_ok=True)
-    sf.write(str(out), data, SR, format="FLAC", subtype="PCM_16")
 
 
 def main() -> None:

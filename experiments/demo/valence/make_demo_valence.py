@@ -16,17 +16,16 @@ Re-run: ``python experiments/demo/valence/make_demo_valence.py``.
 
 from __future__ import annotations
 
-import subprocess
-import tempfile
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import soundfile as sf
-import soxr
 
 HERE = Path(__file__).resolve().parent
-SR = 16_000
+sys.path.insert(0, str(HERE.parent))
+from espeak_voice import speak  # noqa: E402  (experiments/demo/espeak_voice.py)
+
 SEED = 0
 
 VOICES = ("en-us+f2", "en-us+m2", "en-gb+f4", "en-gb+m4")
@@ -55,20 +54,6 @@ LEVEL_RATING = (15.0, 38.0, 62.0, 85.0)
 JITTER = 5.0
 
 
-def speak(ssml_body: str, voice: str, out: Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        wav = Path(tmp) / "out.wav"
-        cmd = ["espeak-ng", "-v", voice, "-m", "-w", str(wav), f"<speak>{ssml_body}</speak>"]
-        subprocess.run(cmd, check=True, capture_output=True)
-        data, sr = sf.read(str(wav), dtype="float32")
-    if data.ndim > 1:
-        data = data.mean(axis=1)
-    data = soxr.resample(data, sr, SR)
-    data = data / max(1e-6, float(np.max(np.abs(data)))) * 0.8
-    out.parent.mkdir(parents=True, exist_ok=True)
-    sf.write(str(out), data, SR, format="FLAC", subtype="PCM_16")
-
-
 def main() -> None:
     rng = np.random.default_rng(SEED)
     rows = []
@@ -80,7 +65,7 @@ def main() -> None:
             body = f'<prosody pitch="{pitch}" range="{span}" rate="{rate}">{sentence}</prosody>'
             clip_id = f"v{v}_{i:02d}"
             rel = f"audio/{clip_id}.flac"
-            speak(body, voice, HERE / rel)
+            speak(body, voice, HERE / rel, ssml=True)
             rating = LEVEL_RATING[level] + float(rng.uniform(-JITTER, JITTER))
             rows.append({"clip_id": clip_id, "path": rel, "speaker": speaker, "valence": round(rating, 1),
                          "prosody_level": level, "text": sentence})

@@ -128,13 +128,19 @@ def test_step_chunk_sampler_groups_the_batches_in_order():
         StepChunkSampler(base, batch_size=8, steps=0)
 
 
-def test_last_checkpoint_every_n_epochs_and_a_weights_only_best(tmp_path):
-    module, _ = _fit(tmp_path, max_steps=10, checkpoint_every_n_epochs=2)  # 5 epochs of 2 steps
+def test_last_checkpoint_every_n_epochs_and_best_heads_at_the_end(tmp_path):
+    module, _ = _fit(tmp_path, max_steps=10, checkpoint_every_n_epochs=2, lr=[1e-2, 1e-4])  # 5 epochs of 2 steps
     last = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)
     assert last["global_step"] == 8 and "optimizer_states" in last  # epochs 2 and 4, not 5
     best = torch.load(tmp_path / "checkpoints" / "best.ckpt", weights_only=True)
-    assert "optimizer_states" not in best
-    best_step = min(module.dev_history, key=lambda h: h["mse"])["step"]
-    assert best["global_step"] == best_step
-    torch.testing.assert_close(best["state_dict"]["heads.0.project.weight"], module.best[0]["state"]["project.weight"])
+    for k, lr in enumerate([1e-2, 1e-4]):
+        mine = [h for h in module.dev_history if h["lr"] == lr]
+        lowest = min(mine, key=lambda h: h["mse"])
+        assert best["best_heads"][k]["step"] == lowest["step"] and best["best_heads"][k]["mse"] == lowest["mse"]
+        for name, value in module.best[k]["state"].items():
+            torch.testing.assert_close(best["state_dict"][f"heads.{k}.{name}"], value, rtol=0, atol=0)
+    loaded = ValenceRegressor.load_from_checkpoint(tmp_path / "checkpoints" / "best.ckpt", weights_only=True)
+    assert loaded.lrs == (1e-2, 1e-4)
+    x = torch.randn(4, LAYERS, DIM)
+    torch.testing.assert_close(loaded(x), torch.stack([h(x) for h in module.best_heads()]), rtol=0, atol=0)
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["best.ckpt", "last.ckpt"]

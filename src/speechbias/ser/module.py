@@ -171,12 +171,10 @@ class ValenceRegressor(pl.LightningModule):
         first[1:] = index[1:] != index[:-1]
         span = self.high - self.low
         target_orig = target[first].double() * span + self.low
-        mses = []
         for k, lr in enumerate(self.lrs):
             pred_orig = pred[k, first].double() * span + self.low
             mse = float(torch.mean((pred_orig - target_orig) ** 2))
             r2 = r2_score(pred_orig, target_orig)
-            mses.append(mse)
             self.log(metric_key("ser/val/mse", lr, len(self.lrs)), mse, sync_dist=False)
             self.log(metric_key("ser/val/r2", lr, len(self.lrs)), r2, sync_dist=False)
             if self.trainer.sanity_checking:
@@ -185,11 +183,9 @@ class ValenceRegressor(pl.LightningModule):
                      "r2": r2, "n_dev": int(first.sum())}
             self.dev_history.append(entry)
             best = self.best[k]
-            if best is None or mse < best["mse"]:  # strictly better, as ModelCheckpoint(mode="min")
+            if best is None or mse < best["mse"]:  # strictly better
                 state = {n: t.detach().cpu().clone() for n, t in self.heads[k].state_dict().items()}
                 self.best[k] = {**{c: entry[c] for c in ("step", "epoch", "mse", "r2")}, "state": state}
-        if len(self.lrs) > 1:  # what best.ckpt monitors in a several-head run: the heads' mean dev MSE
-            self.log("ser/val/mse", sum(mses) / len(mses), sync_dist=False)
 
     def configure_optimizers(self):
         return adam_groups([list(h.parameters()) for h in self.heads], self.lrs)

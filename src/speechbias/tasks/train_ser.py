@@ -131,6 +131,8 @@ def run(cfg: DictConfig, output_dir: Path) -> dict:
                                          lr=list(lrs) if len(lrs) > 1 else lrs[0],
                                          valence_range=[valence.low, valence.high],
                                          _convert_="all")
+        if cfg.get("fit_threads"):
+            torch.set_num_threads(int(cfg.fit_threads))
         fit_valence_head(trainer, module, datamodule, checkpoint_dir)
         if callback.summary is None and done.is_file():  # the callback ran in a spawned worker
             log_propagation_to_wandb(run_, output_dir)

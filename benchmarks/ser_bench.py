@@ -11,10 +11,10 @@ B. The paper's training budget: 3 learning rates x ``--steps`` (20,000) steps on
    (1,800) cached clips of a ``--layers`` (25) x ``--dim`` (1024) model (e.g. wav2vec2-large), batch 32.
    First, one head's cost per Adam step (gather included) with the forward in the textbook order
    (layer mix -> Linear(D, 256) -> Linear(256, 1)) vs. re-associated (ValenceHead.forward).
-   Then (1) the plain in-memory loop (speechbias.ser.in_memory: the 3 heads in one pass over each
+   Then (1) the plain in-memory loop (speechbias.ser.in_memory: the 3 heads share each gathered
    batch, one fused Adam), (2) the same with one process per lr (--skip-processes skips it),
    (3) Lightning training the 3 heads in one run, as ``python train.py 'lr=[1e-3,1e-4,1e-5]'``
-   does (datamodule, validation every epoch, best.ckpt on improvement, last.ckpt every 10 epochs,
+   does (datamodule, validation every epoch, last.ckpt every 10 epochs, best.ckpt at the end,
    no progress bar), all
    ``--steps``; (4) the same with ``steps_per_call=1`` (a Lightning call per optimiser step) and
    (5) Lightning with one run per lr, as ``python train.py -m lr=1e-3,1e-4,1e-5``: these two run
@@ -213,7 +213,7 @@ def part_b(args) -> None:
     t0 = time.perf_counter()
     train_heads_in_memory(plain_heads, lrs, x_train, y_train, max_steps=args.steps, seed=0)
     total_plain = time.perf_counter() - t0
-    print(f"   plain loop (ser.in_memory), 3 heads in one pass per batch: {total_plain:7.1f} s  "
+    print(f"   plain loop (ser.in_memory), 3 heads sharing each gathered batch: {total_plain:7.1f} s  "
           f"({1000 * total_plain / (3 * args.steps):.2f} ms per head-step)", flush=True)
     if not args.skip_processes:
         t0 = time.perf_counter()
@@ -221,8 +221,8 @@ def part_b(args) -> None:
         total_parallel = time.perf_counter() - t0
         same = max(float((a(x_train) - b(x_train)).abs().max()) for a, b in zip(parallel_heads, plain_heads))
         print(f"   plain loop, one process per lr ({min(len(lrs), os.cpu_count() or 1)} at a time, 1 thread each): "
-              f"{total_parallel:7.1f} s, process start included; max |prediction difference| vs 3 heads in one "
-              f"pass {same:.1e}", flush=True)
+              f"{total_parallel:7.1f} s, process start included; max |prediction difference| vs the shared "
+              f"loop {same:.1e}", flush=True)
 
     t_joint, joint = lightning_fit(init, lrs, features, target, dev, args.steps, args)
     with torch.no_grad():

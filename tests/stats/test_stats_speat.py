@@ -5,30 +5,25 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from speechbias.stats import SpeatResult, speat
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from speat_reference import d_ref, s_ref  # noqa: E402
 
-
-def s_ref(w, A, B):
-    def cos(u, v):
-        return sum(a * b for a, b in zip(u, v)) / math.sqrt(sum(a * a for a in u) * sum(b * b for b in v))
-
-    return sum(cos(w, a) for a in A) / len(A) - sum(cos(w, b) for b in B) / len(B)
+from speechbias.stats import SpeatResult, speat  # noqa: E402
 
 
 def reference_speat(X, Y, A, B):
     """d and the exact one-sided p, written from the formulas with loops and itertools."""
+    d = d_ref(X, Y, A, B)
     sx = [s_ref(x, A, B) for x in X]
-    sy = [s_ref(y, A, B) for y in Y]
-    pooled = sx + sy
-    mean = sum(pooled) / len(pooled)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in pooled) / (len(pooled) - 1))
-    d = (sum(sx) / len(sx) - sum(sy) / len(sy)) / sd
+    pooled = sx + [s_ref(y, A, B) for y in Y]
     observed = sum(sx)
     subsets = list(itertools.combinations(range(len(pooled)), len(sx)))
     p = sum(1 for c in subsets if sum(pooled[i] for i in c) >= observed - 1e-12) / len(subsets)

@@ -14,13 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from safetensors.numpy import load_file, save_file
 
+from speechbias.atomic_file import atomic_write
 from speechbias.features.statistics import STAT_NAMES
 
 log = logging.getLogger(__name__)
@@ -34,17 +34,6 @@ class ClipStatistics:
     min: np.ndarray
     max: np.ndarray
     n_frames: int
-
-
-def _atomic_write_bytes(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 class FeatureCache:
@@ -67,7 +56,7 @@ class FeatureCache:
         tensors = {name: np.ascontiguousarray(getattr(stats, name), dtype=np.float32) for name in STAT_NAMES}
         tensors["n_frames"] = np.asarray(int(stats.n_frames), dtype=np.int64)
         meta = {"fingerprint": fingerprint, "audio_sha256": audio_sha}
-        _atomic_write_bytes(path, lambda tmp: save_file(tensors, str(tmp), metadata=meta))
+        atomic_write(path, lambda tmp: save_file(tensors, str(tmp), metadata=meta))
         return path
 
     def get(self, fingerprint: str, audio_sha: str) -> ClipStatistics | None:
@@ -119,4 +108,4 @@ class FeatureCache:
     def remember_audio(self, path: str | Path, audio_sha: str, n_samples: int) -> None:
         ip = self._index_path(path)
         blob = json.dumps({"path": str(Path(path).resolve()), "sha256": audio_sha, "n_samples": int(n_samples)})
-        _atomic_write_bytes(ip, lambda tmp: tmp.write_text(blob))
+        atomic_write(ip, lambda tmp: tmp.write_text(blob))

@@ -7,20 +7,17 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from speechbias.atomic_file import atomic_write
 
-def _atomic_write_text(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path
+
+def _write_text(path: Path, text: str) -> Path:
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def _json_default(obj):
@@ -39,13 +36,13 @@ def _json_default(obj):
 
 def write_json(obj, path: str | Path) -> Path:
     """Write ``obj`` as indented JSON (numpy scalars/arrays converted) atomically."""
-    return _atomic_write_text(Path(path), json.dumps(obj, indent=2, default=_json_default) + "\n")
+    return _write_text(Path(path), json.dumps(obj, indent=2, default=_json_default) + "\n")
 
 
 def write_results(df: pd.DataFrame, output_dir: str | Path, stem: str = "results") -> tuple[Path, Path]:
     """Write ``df`` as ``<stem>.csv`` and ``<stem>.json`` (a list of row records) in ``output_dir``."""
     out = Path(output_dir)
-    csv_path = _atomic_write_text(out / f"{stem}.csv", df.to_csv(index=False))
+    csv_path = _write_text(out / f"{stem}.csv", df.to_csv(index=False))
     records = json.loads(df.to_json(orient="records"))
     json_path = write_json(records, out / f"{stem}.json")
     return csv_path, json_path
@@ -67,4 +64,4 @@ def write_report(output_dir: str | Path, title: str, sections: Iterable[tuple[st
     parts = [f"# {title}", ""]
     for heading, body in sections:
         parts += [f"## {heading}", "", body.rstrip(), ""]
-    return _atomic_write_text(Path(output_dir) / name, "\n".join(parts))
+    return _write_text(Path(output_dir) / name, "\n".join(parts))

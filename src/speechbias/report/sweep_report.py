@@ -20,12 +20,12 @@ interrupted and resumed sweep gives the same report as an uninterrupted one.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from speechbias.atomic_file import atomic_write
 from speechbias.report import paper_figures, sweep_tables, wandb_run
 from speechbias.report.collect import REPORT_MARKER, SweepResults, model_order
 from speechbias.report.paper_results import compare_with_paper
@@ -104,13 +104,6 @@ def d_pivot(main: pd.DataFrame) -> pd.DataFrame:
         human = main.drop_duplicates("test").set_index("test")["human_iat_d"]
         pivot.loc["human IAT D"] = [f"{human[t]:+.2f}" if pd.notna(human[t]) else "" for t in pivot.columns]
     return pivot.reset_index().rename(columns={"upstream": "model"})
-
-
-def _atomic_parquet(df: pd.DataFrame, path: Path) -> Path:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    df.to_parquet(tmp, index=False)
-    tmp.replace(path)
-    return path
 
 
 def model_info(tables: dict) -> pd.DataFrame:
@@ -239,7 +232,7 @@ def write_sweep_report(results: SweepResults, output_dir: str | Path, options: R
     tables = build_tables(results, options, paper)
     speat = tables["results"]
     write_results(speat, out)
-    _atomic_parquet(speat, out / "results.parquet")
+    atomic_write(out / "results.parquet", lambda tmp: speat.to_parquet(tmp, index=False))
     files = [k for k, v in tables.items() if not k.startswith("_") and k not in ("results", "main")
              and isinstance(v, pd.DataFrame)]
     for name in files:

@@ -11,13 +11,14 @@ where that checkpoint left off.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import ModelCheckpoint
+
+from speechbias.atomic_file import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +56,7 @@ class BestHeadsCheckpoint(pl.Callback):
         dev = [None if b is None else {c: b[c] for c in ("step", "epoch", "mse", "r2")} for b in pl_module.best]
         checkpoint = {"state_dict": state, "hyper_parameters": dict(pl_module.hparams), "best_heads": dev,
                       "global_step": int(trainer.global_step), "pytorch-lightning_version": pl.__version__}
-        self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-        path = self.checkpoint_dir / "best.ckpt"
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        torch.save(checkpoint, tmp)
-        os.replace(tmp, path)
+        atomic_write(self.checkpoint_dir / "best.ckpt", lambda tmp: torch.save(checkpoint, tmp))
 
 
 def fit_trainer(make_trainer: Callable[..., pl.Trainer], checkpoint_dir: str | Path, max_steps: int,

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from ser.test_training import _Crash, _fit
-from speechbias.ser.module import ValenceRegressor, as_learning_rates, lr_label, metric_key
+from speechbias.ser.module import ValenceRegressor, as_learning_rates, metric_key
+from speechbias.ser.pooling import lr_label
 
 LRS = [1e-2, 1e-3, 1e-4]
 

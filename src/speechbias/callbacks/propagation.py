@@ -34,8 +34,8 @@ from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import load_statistics
 from speechbias.report import figures, wandb_run
 from speechbias.report.run_files import markdown_table, write_report, write_results
-from speechbias.ser.module import lr_label, metric_key
-from speechbias.ser.pooling import cohens_d, pooled_propagation
+from speechbias.ser.module import metric_key
+from speechbias.ser.pooling import cohens_d, lr_label, pooled_propagation
 from speechbias.stats.association import effect_size
 
 log = logging.getLogger(__name__)

@@ -17,6 +17,7 @@ import pandas as pd
 
 from speechbias import stats
 from speechbias.aggregation import LAYER_CHOICES, TEMPORAL
+from speechbias.ser.pooling import lr_label, pooled_propagation
 
 log = logging.getLogger(__name__)
 
@@ -155,13 +156,11 @@ def propagation_table(propagation: pd.DataFrame, predictions: pd.DataFrame) -> p
     prop = propagation.assign(
         family=propagation["family"] if "family" in propagation else "other",
         speat_d=propagation["speat_d"] if "speat_d" in propagation else np.nan,
-        lr=propagation["lr"].map(_lr_label) if "lr" in propagation else "all")
+        lr=propagation["lr"].map(lr_label) if "lr" in propagation else "all")
     info = prop.groupby(["upstream", "test"], sort=False).agg(family=("family", "first"),
                                                              speat_d=("speat_d", "mean")).reset_index()
     table = prop.groupby(["upstream", "test", "lr"], sort=False)["cohens_d"].mean().reset_index()
     if not predictions.empty:
-        from speechbias.ser.pooling import pooled_propagation
-
         try:
             pooled = pooled_propagation([predictions], by=("upstream", "test"))
         except ValueError as exc:
@@ -173,16 +172,6 @@ def propagation_table(propagation: pd.DataFrame, predictions: pd.DataFrame) -> p
     out["agree"] = np.sign(out["speat_d"]) == np.sign(out["cohens_d"])
     out = out.assign(_o=out["lr"].map(_lr_rank)).sort_values("_o", kind="stable").drop(columns="_o")
     return out[cols].reset_index(drop=True)
-
-
-def _lr_label(lr) -> str:
-    """1e-4 -> "1e-4" (as the paper writes learning rates); other labels unchanged."""
-    try:
-        mantissa, exponent = f"{float(lr):e}".split("e")
-    except (TypeError, ValueError):
-        return str(lr)
-    mantissa = mantissa.rstrip("0").rstrip(".")
-    return f"{mantissa}e{int(exponent)}"
 
 
 def agreement_counts(prop: pd.DataFrame) -> pd.DataFrame:

@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from speechbias.ser.head import ValenceHead, predict_with_heads
+from speechbias.ser.pooling import lr_label
 
 
 def r2_score(pred: torch.Tensor, target: torch.Tensor) -> float:
@@ -63,13 +64,6 @@ def as_learning_rates(lr) -> tuple[float, ...]:
     if len(set(lrs)) != len(lrs):
         raise ValueError(f"lr lists a learning rate twice: {list(lrs)}")
     return lrs
-
-
-def lr_label(lr: float) -> str:
-    """1e-4 -> "1e-4": the learning rate as the paper writes it (used in metric keys)."""
-    mantissa, exponent = f"{float(lr):e}".split("e")
-    mantissa = mantissa.rstrip("0").rstrip(".")
-    return f"{mantissa}e{int(exponent)}"
 
 
 def metric_key(base: str, lr: float, n_heads: int) -> str:

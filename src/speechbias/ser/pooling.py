@@ -20,6 +20,16 @@ from speechbias.stats import cohens_d as stats_cohens_d
 PREDICTION_COLUMNS = ("upstream", "test", "lr", "role", "predicted_valence", "ser_data")
 
 
+def lr_label(lr) -> str:
+    """1e-4 -> "1e-4": a learning rate as the paper writes it; other labels ("pooled") unchanged."""
+    try:
+        mantissa, exponent = f"{float(lr):e}".split("e")
+    except (TypeError, ValueError):
+        return str(lr)
+    mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}e{int(exponent)}"
+
+
 def cohens_d(x, y) -> CohensDResult:
     """Cohen's d (pooled SD, ddof=1, 95% CI) of ``x`` vs. ``y``: :func:`speechbias.stats.cohens_d`."""
     return stats_cohens_d(np.asarray(x, dtype=float), np.asarray(y, dtype=float))

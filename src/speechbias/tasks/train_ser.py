@@ -30,7 +30,8 @@ from speechbias.report import wandb_run
 from speechbias.run_context import start_logger_run, upstream_info
 from speechbias.ser.datamodule import LayerMeansDataModule
 from speechbias.ser.fit import fit_trainer, fit_valence_head
-from speechbias.ser.module import as_learning_rates, lr_label
+from speechbias.ser.module import as_learning_rates
+from speechbias.ser.pooling import lr_label
 from speechbias.ser.split import dev_split
 
 log = logging.getLogger(__name__)

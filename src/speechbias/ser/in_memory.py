@@ -16,7 +16,7 @@ import torch
 
 from speechbias.ser.datamodule import gather_rows
 from speechbias.ser.head import ValenceHead, predict_with_heads
-from speechbias.ser.module import adam_groups
+from speechbias.ser.module import adam_groups, per_head_mse
 
 
 def train_heads_in_memory(heads: Sequence[ValenceHead], lrs: Sequence[float], features: torch.Tensor,
@@ -46,10 +46,7 @@ def train_heads_in_memory(heads: Sequence[ValenceHead], lrs: Sequence[float], fe
         order = torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))
         for start in range(0, n, batch_size):
             idx = order[start: start + batch_size]
-            y = target[idx]
-            predictions = predict_with_heads(heads, gather_rows(features, idx))  # (K, B)
-            # heads share no parameter: d(sum of losses)/d(head k) = d(loss k)/d(head k)
-            loss = ((predictions - y) ** 2).mean(dim=1).sum()
+            loss = per_head_mse(predict_with_heads(heads, gather_rows(features, idx)), target[idx]).sum()
             optimiser.zero_grad(set_to_none=True)
             loss.backward()
             optimiser.step()

@@ -38,6 +38,12 @@ def r2_score(pred: torch.Tensor, target: torch.Tensor) -> float:
     return float(1.0 - ss_res / ss_tot) if float(ss_tot) > 0 else float("nan")
 
 
+def per_head_mse(predictions: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Predictions (K, B) and targets (B,) on the [0, 1] scale -> each head's MSE (K,). The heads
+    share no parameter, so the gradient of the sum is each head's own MSE gradient."""
+    return ((predictions - target) ** 2).mean(dim=1)
+
+
 def adam(params, lr: float) -> torch.optim.Adam:
     """Adam (default betas/eps, no weight decay), the fused kernel where the parameters' device has
     one (CPU, CUDA): about 4x faster per step than the foreach kernel for this head on CPU."""
@@ -122,7 +128,7 @@ class ValenceRegressor(pl.LightningModule):
         for batch in chunk:
             if 0 <= max_steps <= self.global_step:
                 break
-            per_head = ((self(batch["features"]) - batch["target"]) ** 2).mean(dim=1)  # (K,)
+            per_head = per_head_mse(self(batch["features"]), batch["target"])
             optimiser.zero_grad(set_to_none=True)
             self.manual_backward(per_head.sum())
             optimiser.step()

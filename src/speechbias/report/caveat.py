@@ -14,11 +14,5 @@ def markdown_caveat(caveat: str = DEMO_CAVEAT) -> str:
     """The caveat as a bold report.md paragraph."""
     return f"**{caveat}**"
 
-
-def stamp_caveat(fig, caveat: str = DEMO_CAVEAT) -> None:
-    """Write the caveat along the bottom edge of a matplotlib figure (call before saving).
-
-    Reserves a strip at the bottom so the text never overlaps axes labels after ``tight_layout``.
-    """
-    fig.subplots_adjust(bottom=max(fig.subplotpars.bottom, 0.18))
-    fig.text(0.5, 0.01, caveat, ha="center", va="bottom", fontsize=6, color="#b00000", wrap=True)
+# Figures: pass the caveat to ``speechbias.report.figures.save(fig, path, caveat=DEMO_CAVEAT)``, which
+# leaves a strip free at the bottom of the layout and writes it there.

@@ -26,10 +26,16 @@ def family_colour(family: str | None) -> str:
     return FAMILY_COLOURS.get(str(family), "#17becf")
 
 
-def save(fig, path: str | Path) -> Path:
+def save(fig, path: str | Path, caveat: str | None = None) -> Path:
+    """Lay out, write (150 dpi) and close ``fig``; ``caveat`` (e.g. ``report.caveat.DEMO_CAVEAT``) is
+    written along the bottom edge, in a strip the layout leaves free."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    if caveat:
+        fig.tight_layout(rect=(0, 0.06, 1, 1))
+        fig.text(0.5, 0.01, caveat, ha="center", va="bottom", fontsize=6, color="#b00000", wrap=True)
+    else:
+        fig.tight_layout()
     fig.savefig(path, dpi=150)
     plt.close(fig)
     return path

@@ -34,9 +34,9 @@ POLICIES: dict[str, tuple[tuple[str, float], ...]] = {
 }
 #: baseline -> metrics it is a reference for; the others are not applicable ("-")
 DEFINES: dict[str, tuple[str, ...]] = {
-    "oracle": ("slifs", "slms", "slbs"),
+    "oracle": ("slifs", "slms", "slbs", "slms_among_options"),
     "always_stereotypical": ("slbs",),
-    "random": ("slms", "slbs"),
+    "random": ("slms", "slbs", "slms_among_options"),
 }
 DISPLAY_NAMES = {"oracle": "Oracle", "always_stereotypical": "Always stereotypical", "random": "Random"}
 

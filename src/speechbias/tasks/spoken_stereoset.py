@@ -24,7 +24,7 @@ from speechbias.sllm import OTHER
 from speechbias.sllm.adapters.base import SamplingParams
 from speechbias.sllm.baselines import DEFINES, DISPLAY_NAMES, all_baselines
 from speechbias.sllm.data import describe_missing, load_spoken_stereoset
-from speechbias.sllm.metrics import ALL_GROUPS, summarise
+from speechbias.sllm.metrics import ALL_GROUPS, METRICS, summarise
 from speechbias.sllm.probe import answer_table, run_probe
 from speechbias.sllm.prompts import PromptTemplate, build_requests
 from speechbias.sllm.statistics import continuation_rouge_l, dataset_statistics, plot_rouge_l_histogram
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 
 def _summary_metrics(summary: pd.DataFrame, model: str) -> dict:
-    cells = summary[(summary["model"] == model) & (summary["group"] == ALL_GROUPS)]
+    cells = summary[(summary["model"] == model) & (summary["group"] == ALL_GROUPS) & summary["metric"].isin(METRICS)]
     return {f"sllm/{r.domain}/{r.metric}": float(r.value) for r in cells.itertuples()}
 
 

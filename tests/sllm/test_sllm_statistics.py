@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from speechbias.sllm.data import load_spoken_stereoset
-from speechbias.sllm.statistics import continuation_rouge_l, dataset_statistics, plot_rouge_l_histogram
+from speechbias.sllm.statistics import (continuation_rouge_l, dataset_statistics, distinct_continuations,
+                                        plot_rouge_l_histogram)
 
 
 def test_table2_and_histogram(tree, tmp_path):
@@ -24,3 +26,23 @@ def test_table2_and_histogram(tree, tmp_path):
     assert stats.at["age", "mean_rouge_l"] == pytest.approx(rouge[rouge.domain == "age"].mean_rouge_l.mean())
     png = plot_rouge_l_histogram(rouge, tmp_path / "hist.png")
     assert png.stat().st_size > 1000
+
+
+def test_continuations_are_distinct_by_text_when_every_voice_has_its_own_id():
+    # the released CSVs give each voice its own id: 2 contexts x 3 voices = 6 ids, 6 distinct texts
+    texts = {"c1": ("She cooks.", "He cooks.", "Rain falls."), "c2": ("He fixes cars.", "She fixes cars.", "Sky.")}
+    rows = []
+    for n, (ctx, (st, anti, irr)) in enumerate(texts.items()):
+        for v in range(3):
+            rows.append({"domain": "gender", "id": 10 * n + v, "stereotypical": st, "anti-stereotypical": anti,
+                         "irrelevant": irr})
+    # an age item reusing a gender text stays separate (distinct per domain)
+    rows.append({"domain": "age", "id": 0, "stereotypical": "She cooks.", "anti-stereotypical": "Old.",
+                 "irrelevant": "Sky."})
+    conts = distinct_continuations(pd.DataFrame(rows))
+    assert conts.groupby("domain").size().to_dict() == {"gender": 6, "age": 3}
+    gender = conts[conts.domain == "gender"].set_index("text")
+    assert gender.at["Sky.", "id"] == 10 and gender.at["Sky.", "kind"] == "irrelevant"  # first row that has it
+    assert list(gender["id"]) == [0, 0, 0, 10, 10, 10]
+    rouge = continuation_rouge_l(pd.DataFrame(rows))
+    assert len(rouge) == 9

@@ -155,3 +155,19 @@ def test_european_african_american_cuts_segments_and_tests_lengths(tmp_path):
                                                "Y:male|old": 2, "Y:male|young": 2}
     with pytest.raises(ValueError, match="not a SpEAT paper test"):
         build_test("nonsense", data_root=root)
+
+
+def test_us_foreign_sidecar_reports_propensity_balance(us_data, tmp_path):
+    root, speakers = us_data
+    manifest = tmp_path / "us_foreign.csv"
+    df = build_test("us_foreign", data_root=root, seed=0, manifest_path=manifest)
+    report = json.loads(manifest.with_name("us_foreign.report.json").read_text())
+    bal = report["matching_balance"]
+    n_pairs = int((df["role"] == "X").sum())
+    assert bal["n_pairs"] == n_pairs == report["counts"]["n_pairs"] and bal["caliper"] == 0.001
+    assert set(bal["smd"]) == {"age", "male"} and set(bal["smd"]["age"]) >= {"before", "after"}
+    ko = speakers[speakers["native_language"] == "korean"]
+    assert bal["n_pairs"] + bal["n_unmatched_treated"] == len(ko)
+    md = manifest.with_name("us_foreign.report.md").read_text()
+    assert "## Matching balance" in md and "| age |" in md and "| male |" in md
+    assert "matching_balance" in df.attrs["report"]

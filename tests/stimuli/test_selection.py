@@ -14,7 +14,7 @@ from speechbias.stimuli.paper_lists import eu_emotion_paper_pool, paper_target_r
 from speechbias.stimuli.selection import targets as T
 from speechbias.stimuli.selection.attributes import eu_emotion_attributes, mess_attributes, paper_order, valence_poles
 from speechbias.stimuli.selection.diagnostics import length_test, valence_by_sex, valence_on_age
-from speechbias.stimuli.selection.matching import SelectionError, exact_pairs, extremes, nearest_pairs
+from speechbias.stimuli.selection.matching import SelectionError, exact_pairs, nearest_pairs, rank_extremes
 
 from tests.stimuli import corpus_trees as trees
 
@@ -58,12 +58,16 @@ def test_nearest_pairs_respects_caliper_cells_and_is_optimal_for_single_candidat
     assert len(nearest_pairs(x, y, ["s"], "v", 0.5, rng)) == 1  # only x1-y1 within 0.5
 
 
-def test_extremes_are_the_n_lowest_and_highest():
-    df = pd.DataFrame({"age": [5, 1, 9, 3, 7, 2, 8]})
-    low, high = extremes(df, "age", 2, np.random.default_rng(0))
-    assert sorted(df.loc[low, "age"]) == [1, 2] and sorted(df.loc[high, "age"]) == [8, 9]
-    with pytest.raises(SelectionError, match="need 8"):
-        extremes(df, "age", 4, np.random.default_rng(0))
+def test_rank_extremes_keep_a_tie_at_the_cut_whole_when_its_mean_rank_is_within_n():
+    # ages sorted: 1, 2, 3, 3, 3 | 7, 8, 8, 8, 9; n = 3
+    df = pd.DataFrame({"age": [3, 8, 1, 3, 9, 2, 8, 3, 8, 7]})
+    low, high = rank_extremes(df, "age", 3)
+    # the 3s hold ranks 3-5 (mean 4 > 3): all out; the 8s hold ranks 2-4 from the top (mean 3): all in
+    assert sorted(df.loc[low, "age"]) == [1, 2] and sorted(df.loc[high, "age"]) == [8, 8, 8, 9]
+    low, high = rank_extremes(df, "age", 4)  # 3s: mean rank 4 <= 4, in; 8s: in; 7 (rank 5) out
+    assert sorted(df.loc[low, "age"]) == [1, 2, 3, 3, 3] and sorted(df.loc[high, "age"]) == [8, 8, 8, 9]
+    with pytest.raises(SelectionError, match="need 12"):
+        rank_extremes(df, "age", 6)
 
 
 # --- target selections ---------------------------------------------------------------------------
@@ -84,14 +88,6 @@ def test_female_male_pairs_same_age_us_natives_and_deterministic():
         T.female_male(saa, np.random.default_rng(3), n_pairs=100)
 
 
-def test_us_foreign_matches_sex_and_age_within_caliper():
-    saa = saa_table()
-    clips = T.us_foreign(saa, np.random.default_rng(0), n_pairs=25, caliper_years=1.0).clips
-    p = pairs_of(clips)
-    assert len(p) == 25 and (p["sex_x"] == p["sex_y"]).all() and ((p["age_x"] - p["age_y"]).abs() <= 1.0).all()
-    assert set(p["native_language_y"]) == {"korean"} and (p["stratum_x"] == p["sex_x"]).all()
-
-
 def test_young_old_extremes_balanced_on_sex():
     saa = saa_table()
     clips = T.young_old(saa, np.random.default_rng(0), n_extreme=20).clips
@@ -100,7 +96,8 @@ def test_young_old_extremes_balanced_on_sex():
     counts = clips.groupby(["role", "sex"]).size()
     assert counts.nunique() == 1 and len(counts) == 4  # same count in every group x sex cell
     us = saa[(saa["birth_country"] == "usa") & saa["listed_audio"] & (saa["native_language"] == "english")]
-    assert young["age"].max() <= us["age"].sort_values().iloc[19]  # all from the 20 youngest
+    assert young["age"].max() <= us["age"].sort_values().iloc[19]  # all from the 20 youngest (no tie at the cut)
+    assert old["age"].min() >= us["age"].sort_values().iloc[-20]
 
 
 def test_human_synthesized_matches_counts_per_sex(tmp_path):
@@ -244,7 +241,7 @@ def test_valence_diagnostics_match_closed_forms(tmp_path):
 
 # --- the real published data ------------------------------------------------------------------------
 
-PAPER_SIZES = {"female_male": 60, "us_foreign": 59, "young_old": 58}
+PAPER_SIZES = {"female_male": 60, "young_old": 58, "uk_young_old": 12}  # us_foreign: its own test file
 
 
 @needs_shared
@@ -262,6 +259,32 @@ def test_our_selection_on_the_real_speaker_list(seed, capsys):
         print(f"\nseed {seed}: ours {sizes} vs paper 60/60, 59/59, 58/58, 12/12")
     for name, n in PAPER_SIZES.items():
         assert sizes[name] == (n, n)
+
+
+@needs_shared
+def test_uk_young_old_age_groups_are_the_papers_for_every_seed():
+    """The paper's list has young ages <= 21 (a 21-year-old among them) and old ages >= 38 (no 37-year-old):
+    the 25 youngest end inside a tie of five 21-year-olds (ranks 22-26), the 25 oldest inside a tie of three
+    37-year-olds (ranks 25-27). Mean rank keeps the first tie whole and drops the second."""
+    saa = read_saa_metadata(SHARED / "speech_accent_archive" / "speaker_list.csv")
+    paper = paper_target_rows("uk_young_old", SHARED)
+    paper_old_f = set(paper.loc[(paper["role"] == "Y") & (paper["sex"] == "female"), "speaker"])
+    uk = saa[saa["native_language"].eq("english") & saa["birth_place"].str.contains(r", uk|, ireland|ireland,")]
+    ages = uk["age"].sort_values().to_numpy()
+    assert ages[21:26].tolist() == [21.0] * 5 and ages[-27:-24].tolist() == [37.0] * 3
+    picks = set()
+    for seed in range(10):
+        clips = T.uk_young_old(saa, np.random.default_rng(seed)).clips
+        young, old = clips[clips["role"] == "X"], clips[clips["role"] == "Y"]
+        assert clips.groupby(["role", "sex"]).size().tolist() == [6, 6, 6, 6]
+        assert young["age"].max() <= 21 and old["age"].min() >= 38
+        assert set(young["speaker"]) <= set(uk.loc[uk["age"] <= 21, "speaker"])
+        assert set(old["speaker"]) <= set(uk.loc[uk["age"] >= 38, "speaker"])
+        # only 6 women are 38 or older: every seed takes all of them, the paper's 6 old women
+        assert set(old.loc[old["sex"] == "female", "speaker"]) == paper_old_f
+        picks.add(tuple(sorted(clips["speaker"])))
+    assert len(picks) > 1  # the sex-balanced subsample is still the seeded draw the paper made
+    assert set(paper["speaker"]) <= set(uk.loc[(uk["age"] <= 21) | (uk["age"] >= 38), "speaker"])
 
 
 @needs_shared

@@ -92,6 +92,7 @@ def build_report(test: str, selection: str, seed: int | None, manifest: pd.DataF
         "targets_method": targets.method, "attributes_method": attributes.method,
         "notes": targets.notes + attributes.notes,
         "counts": cell_counts(manifest),
+        "matching_balance": targets.balance,
         "clip_length": length_test(manifest),
         "attribute_pool": {"n": int(len(pool)), "valence_by_sex": valence_by_sex(pool),
                            "valence_on_age": valence_on_age(pool, plot_path)},
@@ -108,6 +109,7 @@ def render_report(report: dict) -> str:
     lines += ["", f"matched pairs: {c['n_pairs']}", "", "## Clip length (s)", "",
               f"{cl['test']}: mean X {cl['mean_x_s']}, mean Y {cl['mean_y_s']}, t = {cl['t']}, p = {cl['p']}"
               + (f", pairs = {cl.get('n_pairs')}" if "n_pairs" in cl else ""), ""]
+    lines += render_balance(report.get("matching_balance"))
     ap = report["attribute_pool"]
     vs, va = ap["valence_by_sex"], ap["valence_on_age"]
     lines += ["## Attribute corpus valence diagnostics", "", f"pool of {ap['n']} rated clips", "",
@@ -119,6 +121,25 @@ def render_report(report: dict) -> str:
     if report["notes"]:
         lines += ["## Notes", ""] + [f"- {n}" for n in report["notes"]] + [""]
     return "\n".join(lines)
+
+
+def _fmt(v: float | None, digits: int = 3) -> str:
+    return "n/a" if v is None else f"{v:.{digits}f}"
+
+
+def render_balance(matching: dict | None) -> list[str]:
+    """Markdown lines of a propensity matching's model and covariate balance (none if not matched so)."""
+    if not matching:
+        return []
+    coefs = ", ".join(f"{k} {v:.4g}" for k, v in matching["coefficients"].items())
+    lines = ["## Matching balance", "", f"{matching['method']}; treated = {matching['treated']}, "
+             f"control = {matching['control']}; caliper {matching['caliper']} on the {matching['caliper_scale']}", "",
+             f"{matching['model']}: logit coefficients {coefs} (n = {matching['n']})", "",
+             f"pairs: {matching['n_pairs']} ({matching['n_matched']} matched; {matching['n_unmatched_treated']} treated "
+             f"without a control within the caliper)", "",
+             "| covariate | SMD before | SMD after |", "|---|---|---|"]
+    lines += [f"| {k} | {_fmt(v['before'])} | {_fmt(v['after'])} |" for k, v in matching["smd"].items()]
+    return lines + ["", "SMD = (mean treated - mean control) / pooled SD of the unmatched groups.", ""]
 
 
 def build_test(

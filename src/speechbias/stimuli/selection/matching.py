@@ -88,12 +88,20 @@ def sample_per_cell(df: pd.DataFrame, by: list[str], n: int, rng: np.random.Gene
     return pd.concat(parts) if parts else df.iloc[:0]
 
 
-def extremes(df: pd.DataFrame, column: str, n: int, rng: np.random.Generator) -> tuple[pd.Index, pd.Index]:
-    """Index labels of the ``n`` lowest and ``n`` highest values of ``column`` (disjoint; random tie-breaks)."""
+def rank_extremes(df: pd.DataFrame, column: str, n: int) -> tuple[pd.Index, pd.Index]:
+    """Index labels of the rows among the ``n`` lowest and the ``n`` highest ``column`` values, by mean rank.
+
+    Tied values share the mean of their ranks (``rank(method="average")``), and a row is in when
+    that rank is <= ``n``: a tie straddling the cut is kept whole when at least half of it fits,
+    dropped whole otherwise. No randomness; a side may hold a few more or fewer than ``n`` rows.
+    """
     if len(df) < 2 * n:
         raise SelectionError(f"need {2 * n} clips with {column} to take the {n} lowest and {n} highest, have {len(df)}")
-    order = shuffled(df, rng).sort_values(column, kind="stable")
-    return order.index[:n], order.index[-n:]
+    low = df[column].rank(ascending=True, method="average") <= n
+    high = df[column].rank(ascending=False, method="average") <= n
+    if (low & high).any():
+        raise SelectionError(f"the {n} lowest and {n} highest {column} values overlap; lower n")
+    return df.index[low.to_numpy()], df.index[high.to_numpy()]
 
 
 def balance(df: pd.DataFrame, by: list[str], rng: np.random.Generator) -> pd.DataFrame:

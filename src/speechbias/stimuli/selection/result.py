@@ -13,13 +13,16 @@ class Selection:
 
     ``method`` says in words how the clips were chosen (matching method, constraints, sources);
     ``pool`` is the table the selection drew from, kept for diagnostics (e.g. all rated clips of
-    an attribute corpus); ``notes`` lists anything the user should know (clips skipped, shortfalls).
+    an attribute corpus); ``notes`` lists anything the user should know (clips skipped, shortfalls);
+    ``balance`` (JSON-ready) describes a propensity-score matching: model, caliper, counts and
+    standardised mean differences of each covariate before and after matching.
     """
 
     clips: pd.DataFrame
     method: str
     pool: pd.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
+    balance: dict | None = None
 
 
 def label(df: pd.DataFrame, role: str, group: str, stratum: str | pd.Series = "", pair_id: str | pd.Series = "") -> pd.DataFrame:

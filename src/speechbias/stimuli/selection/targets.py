@@ -2,7 +2,9 @@
 
 Each function takes clip tables from :mod:`speechbias.stimuli.corpora` and a seeded
 ``numpy.random.Generator`` and returns a :class:`~speechbias.stimuli.selection.result.Selection`.
-Counts default to the paper's; matching constraints are exact unless a caliper is stated.
+Counts default to the paper's; matching constraints are exact unless a caliper is stated; the
+young/old age groups and the US/Korean propensity matching follow the authors' code
+(github.com/isaacOnline/SpEAT, ``preprocessing/download_saa.py``) and their published lists.
 """
 
 from __future__ import annotations
@@ -15,10 +17,15 @@ from speechbias.stimuli.selection.matching import (
     SelectionError,
     balance,
     exact_pairs,
-    extremes,
     nearest_pairs,
+    rank_extremes,
     sample_per_cell,
     sample_rows,
+)
+from speechbias.stimuli.selection.propensity import (
+    propensity_pairs,
+    propensity_scores,
+    standardized_mean_differences,
 )
 from speechbias.stimuli.selection.result import Selection, label, paired
 
@@ -41,36 +48,72 @@ def female_male(saa: pd.DataFrame, rng: np.random.Generator, n_pairs: int = 60) 
                             f"possible disjoint pairs, {n_pairs} drawn at random")
 
 
-def us_foreign(saa: pd.DataFrame, rng: np.random.Generator, n_pairs: int = 59, caliper_years: float = 1.0) -> Selection:
-    """US natives (X) vs. Korean-born native Korean speakers (Y), same sex and nearest age (within a caliper)."""
+US_FOREIGN_COVARIATES = ("age", "male")  # the authors' propensity model: age (years) and sex (1 = male)
+US_FOREIGN_CALIPER = 0.001  # the authors' caliper, on the propensity-score (probability) scale
+
+
+def us_foreign(saa: pd.DataFrame, rng: np.random.Generator, caliper: float = US_FOREIGN_CALIPER,
+               n_pairs: int | None = None) -> Selection:
+    """US natives (X) vs. Korean-born native Korean speakers (Y), propensity-score matched on age and sex.
+
+    As the paper: P(Korean | age, male) from a logistic regression on both groups; each Korean
+    speaker, in table (archive id) order, takes the US speaker with the nearest score, without
+    replacement, within ``caliper`` on the probability scale; Koreans without one are left out.
+    The number of pairs is a result; ``n_pairs`` (default: all) draws that many of them at random.
+    The selection's ``balance`` has the model and the standardised mean differences before/after.
+    """
     us, ko = _usable_saa(us_native_english(saa)), _usable_saa(korean_native_korean(saa))
-    pairs = nearest_pairs(ko, us, ["sex"], "age", caliper_years, rng).rename(columns={"x": "y", "y": "x"})
-    chosen = sample_rows(pairs, n_pairs, rng, "us_foreign: sex- and age-matched US/Korean pairs")
+    both = pd.concat([ko, us])
+    treated = pd.Series(np.r_[np.ones(len(ko), bool), np.zeros(len(us), bool)], index=both.index)
+    if not both.index.is_unique:
+        raise SelectionError("us_foreign: the speaker table's index must be unique")
+    covariates = pd.DataFrame({"age": both["age"].astype(float), "male": (both["sex"] == "male").astype(float)})
+    score, model = propensity_scores(treated, covariates, "us_foreign")
+    matched = propensity_pairs(score, treated, caliper, rng)
+    pairs = pd.DataFrame({"x": matched["control"], "y": matched["treated"]})
+    chosen = sample_rows(pairs, n_pairs, rng, "us_foreign: propensity-matched US/Korean pairs")
     clips = paired(us, ko, chosen, "us_foreign", "us", "foreign", stratum_of=lambda r: r["sex"])
-    return Selection(clips, f"exact matching on sex, greedy nearest-neighbour matching on age within "
-                            f"{caliper_years} year(s), without replacement; {len(pairs)} pairs, {n_pairs} drawn")
+    smd = standardized_mean_differences(covariates.loc[ko.index], covariates.loc[us.index],
+                                        covariates.loc[chosen["y"]], covariates.loc[chosen["x"]])
+    matching = {"method": "propensity-score matching, greedy 1:1 nearest neighbour without replacement",
+                "treated": "foreign (Korean natives, Y)", "control": "us (US natives, X)",
+                "covariates": list(US_FOREIGN_COVARIATES), "caliper": float(caliper), "caliper_scale": "propensity score",
+                **model, "n_control": int(len(us)), "n_pairs": int(len(chosen)), "n_matched": int(len(pairs)),
+                "n_unmatched_treated": int(len(ko) - len(pairs)), "smd": smd}
+    drawn = "" if n_pairs is None else f", {n_pairs} of them drawn at random"
+    return Selection(clips, f"propensity-score matching of Korean natives to US natives: logistic model of "
+                            f"P(Korean | age, male), greedy nearest neighbour without replacement within a caliper "
+                            f"of {caliper} on the score; {len(pairs)} of {len(ko)} Korean speakers matched{drawn}",
+                     balance=matching)
 
 
 def _young_old(speakers: pd.DataFrame, rng: np.random.Generator, n_extreme: int, name: str) -> Selection:
-    young_idx, old_idx = extremes(speakers, "age", n_extreme, rng)
+    young_idx, old_idx = rank_extremes(speakers, "age", n_extreme)
     ranked = pd.concat([speakers.loc[young_idx].assign(age_rank="young"),
                         speakers.loc[old_idx].assign(age_rank="old")])
     balanced = balance(ranked, ["age_rank", "sex"], rng)
     young, old = balanced[balanced["age_rank"] == "young"], balanced[balanced["age_rank"] == "old"]
     clips = pd.concat([label(young, "X", "young", young["sex"]), label(old, "Y", "old", old["sex"])], ignore_index=True)
     per = len(young) // 2
-    return Selection(clips, f"{name}: the {n_extreme} youngest and {n_extreme} oldest speakers (random tie-breaks), "
-                            f"then balanced on sex by sampling the smallest age-group x sex cell size ({per}) "
-                            "from every cell")
+    ages = speakers.loc[young_idx, "age"].max(), speakers.loc[old_idx, "age"].min()
+    return Selection(clips, f"{name}: the {n_extreme} youngest and {n_extreme} oldest speakers by mean age rank "
+                            f"(a tie at the cut is in when its mean rank is; here ages <= {ages[0]:g} "
+                            f"({len(young_idx)}) and >= {ages[1]:g} ({len(old_idx)})), then balanced on sex by "
+                            f"drawing the smallest age-group x sex cell size ({per}) from every cell")
 
 
 def young_old(saa: pd.DataFrame, rng: np.random.Generator, n_extreme: int = 60) -> Selection:
-    """Youngest (X) vs. oldest (Y) US-born native English speakers, balanced on sex."""
+    """Youngest (X) vs. oldest (Y) US-born native English speakers, balanced on sex (see :func:`uk_young_old`)."""
     return _young_old(_usable_saa(us_native_english(saa)), rng, n_extreme, "US natives")
 
 
 def uk_young_old(saa: pd.DataFrame, rng: np.random.Generator, n_extreme: int = 25) -> Selection:
-    """Youngest (X) vs. oldest (Y) UK/Ireland-born native English speakers, balanced on sex."""
+    """Youngest (X) vs. oldest (Y) UK/Ireland-born native English speakers, balanced on sex.
+
+    The age groups are deterministic (:func:`~speechbias.stimuli.selection.matching.rank_extremes`:
+    the ``n_extreme`` youngest/oldest by mean age rank); ``rng`` only draws the sex-balanced
+    subsample, as the paper's ``groupby(["age_rank", "sex"]).sample(smallest cell)``.
+    """
     return _young_old(_usable_saa(british_native_english(saa)), rng, n_extreme, "UK/Irish natives")
 
 

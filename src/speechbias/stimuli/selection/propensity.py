@@ -1,0 +1,97 @@
+"""Propensity-score matching (the SpEAT paper's U.S./Korean matching) and covariate balance.
+
+* :func:`propensity_scores`: P(treated | covariates) from a logistic regression (statsmodels
+  ``Logit``, maximum likelihood, with an intercept) fitted on treated and control rows together.
+* :func:`propensity_pairs`: greedy nearest-neighbour matching on that score without
+  replacement: treated rows are visited in table order; each takes the unused control whose
+  score is closest, if the absolute score difference is within ``caliper`` (inclusive, on the
+  probability scale). Controls at exactly the same distance are taken in a seeded random order.
+* :func:`standardized_mean_differences`: (mean treated - mean control) / pooled SD of the
+  *unmatched* groups, sqrt((s_t^2 + s_c^2) / 2) with ddof=1, before and after matching; the
+  same denominator before and after, so the change is the change of the mean difference.
+
+Pairs are a DataFrame with columns ``treated`` and ``control`` holding index labels.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import statsmodels.api as sm
+from statsmodels.tools.sm_exceptions import ConvergenceWarning, PerfectSeparationError, PerfectSeparationWarning
+
+from speechbias.stimuli.selection.matching import SelectionError
+
+
+def propensity_scores(treated: pd.Series, covariates: pd.DataFrame, what: str) -> tuple[pd.Series, dict]:
+    """Fitted P(treated = 1) per row, and the fit (coefficients on the logit scale, n, log-likelihood).
+
+    ``treated``: booleans; ``covariates``: numeric columns on the same index (an intercept is added).
+    A model that cannot be fitted (separation, constant covariate) is a :class:`SelectionError`
+    naming ``what``.
+    """
+    y = treated.astype(float).to_numpy()
+    if y.min() == y.max():
+        raise SelectionError(f"{what}: propensity model needs treated and control rows, got only one group")
+    design = sm.add_constant(covariates.astype(float), has_constant="add")
+    constant = [c for c in covariates.columns if covariates[c].nunique() < 2]
+    if constant:
+        raise SelectionError(f"{what}: covariate(s) {constant} take a single value; drop them from the propensity model")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerfectSeparationWarning)
+        warnings.simplefilter("error", ConvergenceWarning)
+        try:
+            fit = sm.Logit(y, design).fit(disp=0, maxiter=200)
+        except (PerfectSeparationWarning, PerfectSeparationError, ConvergenceWarning, np.linalg.LinAlgError) as exc:
+            raise SelectionError(f"{what}: the logistic propensity model cannot be fitted ({exc}); "
+                                 "the covariates separate the groups") from exc
+    score = pd.Series(fit.predict(design), index=covariates.index, name="propensity")
+    model = {"model": "logistic regression (statsmodels Logit, maximum likelihood)",
+             "coefficients": {k: float(v) for k, v in fit.params.items()},
+             "n": int(len(y)), "n_treated": int(y.sum()), "log_likelihood": float(fit.llf)}
+    return score, model
+
+
+def propensity_pairs(score: pd.Series, treated: pd.Series, caliper: float, rng: np.random.Generator) -> pd.DataFrame:
+    """Greedy 1:1 nearest-neighbour pairs on ``score`` without replacement, within ``caliper``.
+
+    Treated rows are visited in the order of ``score``'s index; a treated row with no unused
+    control within ``caliper`` stays unmatched.
+    """
+    if not caliper > 0:
+        raise SelectionError(f"propensity caliper must be > 0, got {caliper!r}")
+    is_t = treated.reindex(score.index).astype(bool).to_numpy()
+    controls = score[~is_t]
+    controls = controls.iloc[rng.permutation(len(controls))]  # decides exact-distance ties
+    values = controls.to_numpy(dtype=float)
+    free = np.ones(len(values), dtype=bool)
+    pairs = []
+    for label, value in score[is_t].items():
+        dist = np.where(free, np.abs(values - value), np.inf)
+        j = int(np.argmin(dist)) if len(dist) else -1
+        if j >= 0 and dist[j] <= caliper:
+            free[j] = False
+            pairs.append((label, controls.index[j]))
+    return pd.DataFrame(pairs, columns=["treated", "control"])
+
+
+def standardized_mean_differences(treated: pd.DataFrame, control: pd.DataFrame, matched_treated: pd.DataFrame,
+                                  matched_control: pd.DataFrame) -> dict[str, dict[str, float | None]]:
+    """Per covariate column: SMD before (all rows) and after (matched rows) matching; see module doc."""
+    out = {}
+    for col in treated.columns:
+        t, c = treated[col].astype(float), control[col].astype(float)
+        pooled = float(np.sqrt((t.var(ddof=1) + c.var(ddof=1)) / 2))
+
+        def smd(a: pd.Series, b: pd.Series) -> float | None:
+            if not len(a) or not len(b) or not pooled > 0:
+                return None
+            return float((a.mean() - b.mean()) / pooled)
+
+        out[col] = {"before": smd(t, c), "after": smd(matched_treated[col].astype(float),
+                                                     matched_control[col].astype(float)),
+                    "mean_treated_before": float(t.mean()), "mean_control_before": float(c.mean()),
+                    "pooled_sd_before": pooled}
+    return out

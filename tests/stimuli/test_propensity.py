@@ -1,0 +1,183 @@
+"""Propensity-score matching (us_foreign) against hand-derived scores, pairs and SMDs, and on the paper's table."""
+
+from __future__ import annotations
+
+import math
+import tempfile
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import minimize
+
+from speechbias.stimuli.corpora.saa import read_saa_metadata
+from speechbias.stimuli.selection import targets as T
+from speechbias.stimuli.selection.matching import SelectionError
+from speechbias.stimuli.selection.propensity import (
+    propensity_pairs,
+    propensity_scores,
+    standardized_mean_differences,
+)
+
+from tests.stimuli import corpus_trees as trees
+
+SHARED = trees.SHARED_PAPER_DATA
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/speat_paper not available")
+
+# Four (sex, age) cells whose treated/control counts have multiplicative odds, so the main-effects
+# logistic model reproduces each cell's share of treated rows exactly (its MLE is the saturated fit):
+# odds f20 = 2/1, f40 = 2/2, m20 = 1/2, m40 = 1/4 -> logit = 2 ln2 - (ln2 / 20) age - 2 ln2 male.
+CELLS = [("f20", 0, 20, 2, 1), ("f40", 0, 40, 2, 2), ("m20", 1, 20, 1, 2), ("m40", 1, 40, 1, 4)]
+SCORE = {"f20": 2 / 3, "f40": 1 / 2, "m20": 1 / 3, "m40": 1 / 5}
+
+
+def toy_table() -> pd.DataFrame:
+    rows = []
+    for cell, male, age, n_t, n_c in CELLS:
+        rows += [{"cell": cell, "male": male, "age": age, "treated": True, "name": f"t_{cell}{k}"} for k in range(n_t)]
+    for cell, male, age, n_t, n_c in CELLS:
+        rows += [{"cell": cell, "male": male, "age": age, "treated": False, "name": f"c_{cell}{k}"} for k in range(n_c)]
+    return pd.DataFrame(rows).set_index("name")
+
+
+def test_propensity_scores_are_the_cell_shares_and_coefficients_the_hand_logits():
+    df = toy_table()
+    score, model = propensity_scores(df["treated"], df[["age", "male"]], "toy")
+    assert score.to_numpy() == pytest.approx(df["cell"].map(SCORE).to_numpy(), abs=1e-8)
+    coef = model["coefficients"]
+    ln2 = math.log(2)
+    assert coef["const"] == pytest.approx(2 * ln2, abs=1e-6)
+    assert coef["age"] == pytest.approx(-ln2 / 20, abs=1e-8)
+    assert coef["male"] == pytest.approx(-2 * ln2, abs=1e-6)
+    assert model["n"] == 15 and model["n_treated"] == 6
+
+
+def test_caliper_excludes_the_known_pair_and_a_wider_one_admits_it():
+    df = toy_table()
+    score, _ = propensity_scores(df["treated"], df[["age", "male"]], "toy")
+    cell = df["cell"]
+    # caliper 0.1: every treated row but the second f20 one finds a control of its own cell; the nearest
+    # free control of t_f201 is an f40 one at |2/3 - 1/2| = 1/6 > 0.1
+    pairs = propensity_pairs(score, df["treated"], 0.1, np.random.default_rng(0))
+    assert list(pairs["treated"]) == ["t_f200", "t_f400", "t_f401", "t_m200", "t_m400"]
+    assert (cell[pairs["treated"]].to_numpy() == cell[pairs["control"]].to_numpy()).all()
+    # caliper 0.2: t_f201 takes an f40 control (1/6), so t_f401 must take an m20 one (|1/2 - 1/3| = 1/6)
+    pairs = propensity_pairs(score, df["treated"], 0.2, np.random.default_rng(0))
+    got = dict(zip(pairs["treated"], cell[pairs["control"]]))
+    assert got == {"t_f200": "f20", "t_f201": "f40", "t_f400": "f40", "t_f401": "m20", "t_m200": "m20",
+                   "t_m400": "m40"}
+    assert pairs["control"].is_unique
+    # the f40 control t_f201 takes is a seeded tie-break between the two equally near ones
+    taken = {propensity_pairs(score, df["treated"], 0.2, np.random.default_rng(s)).iloc[1]["control"]
+             for s in range(8)}
+    assert taken == {"c_f400", "c_f401"}
+    with pytest.raises(SelectionError, match="caliper"):
+        propensity_pairs(score, df["treated"], 0.0, np.random.default_rng(0))
+
+
+def test_standardized_mean_differences_by_hand():
+    df = toy_table()
+    t, c = df[df["treated"]], df[~df["treated"]]
+    cov = ["age", "male"]
+    # treated ages 20,20,40,40,20,40: mean 30, s^2 = 600/5; controls 3 x 20, 6 x 40: mean 100/3, s^2 = 800/8
+    sd_age = math.sqrt((120 + 100) / 2)
+    # treated male 2 of 6: s^2 = (4/9 + 8/9)/5; controls male 6 of 9: s^2 = (12/9 + 6/9)/8
+    sd_male = math.sqrt(((12 / 9) / 5 + (18 / 9) / 8) / 2)
+    after_t = t.loc[["t_f200", "t_f201", "t_f400", "t_f401", "t_m200", "t_m400"], cov]
+    after_c = c.loc[["c_f200", "c_f400", "c_f401", "c_m200", "c_m201", "c_m400"], cov]
+    smd = standardized_mean_differences(t[cov], c[cov], after_t, after_c)
+    assert smd["age"]["before"] == pytest.approx((30 - 100 / 3) / sd_age)
+    assert smd["male"]["before"] == pytest.approx((1 / 3 - 2 / 3) / sd_male)
+    assert smd["age"]["after"] == pytest.approx(0.0, abs=1e-12)  # matched controls' ages: 20,40,40,20,20,40
+    assert smd["male"]["after"] == pytest.approx((1 / 3 - 1 / 2) / sd_male)  # denominator of the unmatched groups
+
+
+def test_propensity_model_that_separates_the_groups_is_a_selection_error():
+    df = pd.DataFrame({"age": [20.0, 21, 22, 40, 41, 42], "male": [0.0, 1, 0, 1, 0, 1]})
+    with pytest.raises(SelectionError, match="toy: the logistic propensity model cannot be fitted"):
+        propensity_scores(pd.Series([True, True, True, False, False, False]), df, "toy")
+
+
+def independent_scores(y: np.ndarray, covariates: np.ndarray) -> np.ndarray:
+    """P(y = 1 | covariates) by minimising the logistic negative log-likelihood with scipy (no statsmodels)."""
+    x = np.c_[np.ones(len(y)), (covariates - covariates.mean(0)) / covariates.std(0)]
+
+    def nll(b):
+        eta = x @ b
+        return float(np.sum(np.logaddexp(0, eta) - y * eta))
+
+    def grad(b):
+        return x.T @ (1 / (1 + np.exp(-(x @ b))) - y)
+
+    b = minimize(nll, np.zeros(x.shape[1]), jac=grad, method="BFGS", options={"gtol": 1e-10}).x
+    return 1 / (1 + np.exp(-(x @ b)))
+
+
+def reference_pair_count(ps_treated: np.ndarray, ps_control: np.ndarray, caliper: float) -> int:
+    """Brute force: treated in order, each taking the nearest free control within the caliper."""
+    free, n = list(range(len(ps_control))), 0
+    for p in ps_treated:
+        dist = [abs(ps_control[j] - p) for j in free]
+        if dist and min(dist) <= caliper:
+            free.pop(int(np.argmin(dist)))
+            n += 1
+    return n
+
+
+def check_us_foreign(saa: pd.DataFrame, caliper: float, seed: int = 0) -> tuple[pd.DataFrame, dict]:
+    """us_foreign's pairs against scores and a pair count derived independently of the implementation."""
+    sel = T.us_foreign(saa, np.random.default_rng(seed), caliper=caliper)
+    ok = saa["sex"].isin(["female", "male"]) & saa["age"].notna() & saa["listed_audio"]
+    us = saa[ok & (saa["birth_country"] == "usa") & (saa["native_language"] == "english")]
+    ko = saa[ok & saa["birth_place"].str.contains("korea") & (saa["native_language"] == "korean")]
+    both = pd.concat([ko, us])
+    y = np.r_[np.ones(len(ko)), np.zeros(len(us))]
+    ps = pd.Series(independent_scores(y, np.c_[both["age"], both["sex"] == "male"].astype(float)),
+                   index=both["speaker"].to_numpy())
+    clips = sel.clips
+    x_rows, y_rows = clips[clips["role"] == "X"], clips[clips["role"] == "Y"]
+    assert set(x_rows["speaker"]) <= set(us["speaker"]) and set(y_rows["speaker"]) <= set(ko["speaker"])
+    pair = pd.merge(x_rows, y_rows, on="pair_id", suffixes=("_x", "_y"))
+    assert len(pair) == len(x_rows) == len(y_rows) and not clips["speaker"].duplicated().any()
+    gap = (ps[pair["speaker_x"]].to_numpy() - ps[pair["speaker_y"]].to_numpy())
+    assert np.abs(gap).max() <= caliper + 1e-6
+    n_ref = reference_pair_count(ps[ko["speaker"]].to_numpy(), ps[us["speaker"]].to_numpy(), caliper)
+    assert len(pair) == n_ref
+    bal = sel.balance
+    assert bal["n_pairs"] == n_ref and bal["n_unmatched_treated"] == len(ko) - n_ref
+    pooled = math.sqrt((ko["age"].var() + us["age"].var()) / 2)
+    assert bal["smd"]["age"]["before"] == pytest.approx((ko["age"].mean() - us["age"].mean()) / pooled)
+    assert bal["smd"]["age"]["after"] == pytest.approx((pair["age_y"].mean() - pair["age_x"].mean()) / pooled)
+    return pair, bal
+
+
+def test_us_foreign_pairs_match_an_independent_propensity_reference():
+    speakers = trees.saa_speakers(np.random.default_rng(0), 80, 30, 10)
+    with tempfile.TemporaryDirectory() as d:
+        speakers.to_csv(f"{d}/speaker_list.csv", index=False)
+        saa = read_saa_metadata(f"{d}/speaker_list.csv")
+    pair, bal = check_us_foreign(saa, caliper=0.001)
+    assert bal["covariates"] == ["age", "male"] and bal["caliper"] == 0.001
+    # 3 Koreans per (sex, age) cell (f 20,22,..,28; m 21,..,29) against 2 US speakers per cell up to age 27 and
+    # 1 at 28 and 29: at most 2 x 4 + 1 = 9 same-cell pairs per sex; a neighbouring age is beyond the caliper
+    assert len(pair) == 18 and (pair["sex_x"] == pair["sex_y"]).all() and (pair["age_x"] == pair["age_y"]).all()
+    sub = T.us_foreign(saa, np.random.default_rng(0), n_pairs=10)
+    assert sub.clips.groupby("role").size().to_dict() == {"X": 10, "Y": 10}
+    with pytest.raises(SelectionError, match="need 999"):
+        T.us_foreign(saa, np.random.default_rng(0), n_pairs=999)
+
+
+@needs_shared
+def test_us_foreign_on_the_papers_speaker_table(capsys):
+    """The paper's matching on the authors' table: scores, pair count and balance checked independently."""
+    saa = read_saa_metadata(SHARED / "speech_accent_archive" / "speaker_list.csv")
+    pair, bal = check_us_foreign(saa, caliper=0.001)
+    paper = pd.read_csv(SHARED / "speech_accent_archive" / "us_korean" / "clip_info.csv")
+    overlap = len((set(pair["speaker_x"]) | set(pair["speaker_y"])) & set(paper["name"]))
+    # the matching balances both covariates (|SMD| < 0.1, the usual threshold) though the groups differ before
+    for cov in ("age", "male"):
+        assert abs(bal["smd"][cov]["before"]) > 0.2 and abs(bal["smd"][cov]["after"]) < 0.1
+    with capsys.disabled():
+        print(f"\nus_foreign: {len(pair)} pairs of {bal['n_pairs'] + bal['n_unmatched_treated']} Koreans; SMD "
+              + ", ".join(f"{k} {v['before']:.3f} -> {v['after']:.3f}" for k, v in bal["smd"].items())
+              + f"; {overlap} of our {2 * len(pair)} speakers are in the paper's 118")

@@ -6,15 +6,21 @@ writes results.csv/json and report.md into the run's output folder and logs to W
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import hydra
 from omegaconf import DictConfig
 
-from speechbias.entry import run_task
+from speechbias.entry import register_project_root, run_entry
+
+# paths.root_dir defaults to this folder, whatever the working directory (PROJECT_ROOT or
+# paths.root_dir=... override it)
+register_project_root(Path(__file__).resolve().parent)
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
-def main(cfg: DictConfig) -> dict:
-    return run_task(cfg)
+def main(cfg: DictConfig) -> dict | None:
+    return run_entry(cfg)
 
 
 if __name__ == "__main__":

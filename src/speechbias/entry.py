@@ -1,15 +1,47 @@
-"""Shared body of the entry points: seed, resolve the output folder, instantiate and run a task."""
+"""Shared body of the entry points: check the config, seed, instantiate and run a task, record how it went.
+
+:func:`run_entry` is what ``evaluate.py`` and ``train.py`` run under ``@hydra.main``: it checks the
+config before anything heavy is imported, records the job's status in its folder
+(:mod:`speechbias.sweep_status`), prints a user input error as one line and exits 1 (inside a multirun
+it records the failure and returns, so the other jobs run), and ends a single run with one line
+saying where the results are (and the ``wandb sync`` command of an offline W&B run).
+:func:`run_task` runs the task only (tests call it in-process).
+"""
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
+import time
+import traceback
 from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from speechbias.config_checks import check_config
+from speechbias.sweep_status import JobStatus, current_sweep_id
+from speechbias.user_errors import (error_line, error_message, find_user_error, full_error_requested,
+                                    log_traceback_to_files)
+
 log = logging.getLogger("speechbias")
+
+PROJECT_ROOT_RESOLVER = "speechbias.project_root"
+# the file a task writes last (its presence means the run finished); results.json unless listed
+FINISHED_MARKERS = {"spoken_stereoset": "summary.json"}
+
+
+def register_project_root(root: str | Path | None = None) -> None:
+    """Register ``${speechbias.project_root:}``, the default of ``paths.root_dir``: ``root`` (the
+    entry scripts' folder), or the current folder when none is given. Entry scripts call it before
+    ``@hydra.main`` so that runs and sweeps find ``conf/``, the demo data and ``multirun/`` from any
+    working directory."""
+    value = str(Path(root).resolve()) if root is not None else None
+    OmegaConf.register_new_resolver(PROJECT_ROOT_RESOLVER, lambda: value or os.getcwd(), replace=True)
+
+
+register_project_root()
 
 
 def job_trainer_config(trainer_cfg: DictConfig) -> DictConfig:
@@ -40,6 +72,71 @@ def hydra_multirun() -> bool:
         return False
 
 
+def job_overrides() -> list[str]:
+    """This job's command-line overrides (empty outside Hydra)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+    except ValueError:
+        return []
+
+
+def finished_before(cfg: DictConfig, output_dir: Path) -> bool:
+    """True when the run's results already exist and ``force`` is off (the task will skip itself)."""
+    marker = FINISHED_MARKERS.get(str(OmegaConf.select(cfg, "task.name", default="")), "results.json")
+    return (output_dir / marker).is_file() and not cfg.get("force", False)
+
+
+def offline_wandb_runs(output_dir: Path, since: float) -> list[Path]:
+    """Offline W&B run folders this run wrote below ``output_dir`` (to sync later)."""
+    runs = [p for p in sorted(Path(output_dir).glob("wandb/offline-run-*")) if p.is_dir()]
+    return [p for p in runs if p.stat().st_mtime >= since - 1]
+
+
+def results_line(output_dir: Path, since: float) -> str:
+    """``results in <folder>`` and, for each offline W&B run, ``; W&B offline: wandb sync <dir>``."""
+    line = f"results in {output_dir}"
+    for run in offline_wandb_runs(output_dir, since):
+        line += f"; W&B offline: wandb sync {run}"
+    return line
+
+
+def run_entry(cfg: DictConfig) -> dict | None:
+    """The body of the entry points (see the module docstring); returns the task's summary metrics,
+    or None for a failed job of a multirun."""
+    multirun = hydra_multirun()
+    output_dir = Path(cfg.paths.output_dir)
+    started = time.time()
+    status = JobStatus("running", overrides=job_overrides(), sweep_id=current_sweep_id(), started=started)
+    status.write(output_dir)
+    try:
+        check_config(cfg)
+        skipped = finished_before(cfg, output_dir)
+        summary = run_task(cfg)
+    except Exception as exc:
+        status.status, status.seconds = "failed", time.time() - started
+        status.error = error_message(exc)
+        log_traceback_to_files(exc)
+        status.traceback = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        status.write(output_dir)
+        if multirun:
+            job = " ".join(status.overrides) or str(output_dir)
+            print(status.traceback if full_error_requested() else f"job failed ({job}): {error_line(exc)}",
+                  file=sys.stderr)
+            return None
+        if find_user_error(exc) is not None and not full_error_requested():
+            print(error_line(exc), file=sys.stderr)
+            sys.exit(1)
+        raise
+    status.status = "skipped" if skipped else "ok"
+    status.seconds = time.time() - started
+    status.write(output_dir)
+    if not multirun:
+        print(results_line(output_dir, started))
+    return summary
+
+
 def run_task(cfg: DictConfig) -> dict:
     """Run ``cfg.task.run(cfg=cfg, output_dir=...)`` and return its summary metrics.
 
@@ -55,6 +152,4 @@ def run_task(cfg: DictConfig) -> dict:
     if "trainer" in cfg:
         cfg.trainer = job_trainer_config(cfg.trainer)
     runner = hydra.utils.instantiate(cfg.task.run)
-    summary = runner(cfg=cfg, output_dir=output_dir) or {}
-    log.info("results in %s", output_dir)
-    return summary
+    return runner(cfg=cfg, output_dir=output_dir) or {}

@@ -61,6 +61,36 @@ def read_status(job_dir: str | Path) -> JobStatus | None:
         return None
 
 
+def _last_error_in_logs(job_dir: Path) -> str:
+    """The last line of the job's Hydra log(s) that names an error ("" when none does)."""
+    for log_file in sorted(job_dir.glob("*.log")):
+        try:
+            lines = log_file.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        hits = [ln.strip() for ln in lines if "Error" in ln or "error:" in ln]
+        if hits:
+            return hits[-1]
+    return ""
+
+
+def incomplete_reason(job_dir: str | Path) -> str:
+    """Why a job folder has no results: its recorded error, else the last error line of its log,
+    else that nothing was recorded."""
+    job_dir = Path(job_dir)
+    status = read_status(job_dir)
+    if status is not None:
+        if status.status == "failed":
+            return f"failed: {status.error}"
+        if status.status == "running":
+            return NO_END
+        return f"{status.status}, but its results are missing (deleted?)"
+    from_log = _last_error_in_logs(job_dir)
+    if from_log:
+        return f"failed (from its log): {from_log}"
+    return "no status or error recorded (interrupted before it started, or run by an older version)"
+
+
 def current_sweep_id() -> str:
     """The id of the multirun this process belongs to ("" outside one)."""
     return os.environ.get(SWEEP_ID_ENV, "")

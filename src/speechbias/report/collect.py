@@ -23,6 +23,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from speechbias.sweep_status import incomplete_reason
+from speechbias.user_errors import ConfigError
+
 log = logging.getLogger(__name__)
 
 REPORT_MARKER = ".speechbias_sweep_report"
@@ -41,6 +44,7 @@ class SweepResults:
     ``propagation``: one row per SER run and bias test (the run's results.csv + ``run_dir``).
     ``predictions``: predicted valence per target clip and head (for pooling over learning rates).
     ``incomplete``: job folders (relative paths) with a Hydra config but no results.
+    ``incomplete_reasons``: why, per incomplete folder (its ``job_status.json`` error or log line).
     """
 
     sweep_dirs: list[Path]
@@ -50,6 +54,7 @@ class SweepResults:
     propagation: pd.DataFrame = field(default_factory=pd.DataFrame)
     predictions: pd.DataFrame = field(default_factory=pd.DataFrame)
     incomplete: list[str] = field(default_factory=list)
+    incomplete_reasons: dict[str, str] = field(default_factory=dict)
     duplicates: int = 0
 
     @property
@@ -97,7 +102,7 @@ def _read_csv(path: Path) -> pd.DataFrame:
     except pd.errors.EmptyDataError:
         return pd.DataFrame()
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: unreadable results table ({exc})") from exc
+        raise ConfigError(f"{path}: unreadable results table ({exc})") from exc
 
 
 def is_speat_table(df: pd.DataFrame) -> bool:
@@ -139,21 +144,22 @@ def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str
 
     SpEAT runs that repeat the same :data:`SPEAT_KEY` (e.g. one sweep run twice under different
     folder names) are kept once, the most recently written one, and counted in ``duplicates``.
-    Raises ``ValueError`` when a sweep folder does not exist.
+    Raises ``ConfigError`` (a ``ValueError``) when a sweep folder does not exist.
     """
     if isinstance(sweep_dirs, (str, Path)):
         sweep_dirs = [sweep_dirs]
     dirs = [Path(d) for d in sweep_dirs]
     for d in dirs:
         if not d.is_dir():
-            raise ValueError(f"sweep_dir {d}: no such folder (give the multirun folder of a sweep, e.g. "
+            raise ConfigError(f"sweep_dir {d}: no such folder (give the multirun folder of a sweep, e.g. "
                              f"multirun/2024-05-01/12-00-00)")
-    speat, layers, se, prop, preds, incomplete = [], [], [], [], [], []
+    speat, layers, se, prop, preds, incomplete, reasons = [], [], [], [], [], [], {}
     for sweep in dirs:
         for run_dir, done in _walk_runs(sweep, [Path(p) for p in exclude]):
             rel = str(run_dir.relative_to(sweep)) if len(dirs) == 1 else str(run_dir)
             if not done:
                 incomplete.append(rel)
+                reasons[rel] = incomplete_reason(run_dir)
                 continue
             results = _read_csv(run_dir / "results.csv")
             tags = {"run_dir": rel, "overrides": _overrides(run_dir)}
@@ -171,7 +177,7 @@ def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str
                     preds.append(_read_csv(run_dir / "predictions.csv").assign(run_dir=rel))
             else:
                 log.debug("%s: results.csv is neither a SpEAT nor a propagation table; skipped", run_dir)
-    out = SweepResults(sweep_dirs=dirs, incomplete=sorted(incomplete))
+    out = SweepResults(sweep_dirs=dirs, incomplete=sorted(incomplete), incomplete_reasons=reasons)
     if speat:
         table = pd.concat(speat, ignore_index=True)
         key = [k for k in SPEAT_KEY if k in table.columns]

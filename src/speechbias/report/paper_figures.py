@@ -11,11 +11,16 @@ reads for all of them.
 * :func:`layer_lines_figure`: d at every single layer, one line per model, one panel per test;
 * :func:`significance_heatmap`: significant after correction / uncorrected only / not, per model x test;
 * :func:`paper_comparison_figure`: this sweep's d against the paper's published d.
+
+Each returns the PNG's path, or None without writing anything when its table has no rows (the
+report then says why there is no figure). ``caveat`` (the demo caveat) is written along the
+bottom edge of the figure.
 """
 
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +42,8 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
 LINESTYLES = ("-", "--", "-.", ":")
 MEAN_COLOUR = "#000000"
 HUMAN_COLOUR = "#1E88E5"
+CAVEAT_FONTSIZE = 6
+CAVEAT_COLOUR = "#b00000"
 SIGNIFICANCE_COLOURS = {"corrected": "#08306B", "uncorrected": "#6AAED6", "none": "#F7FBFF"}
 
 plt.rcParams.update({"font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
@@ -76,9 +83,23 @@ def test_label(test: str) -> str:
     return str(test).replace("_", " ")
 
 
-def _save(fig, path: str | Path) -> Path:
+def _write_caveat_below(fig, caveat: str) -> None:
+    """``caveat`` in small red type under everything drawn, as wide as the figure's content; the
+    tight box of the saved PNG grows to hold it. (``figures.save(caveat=...)`` reserves a strip with
+    ``tight_layout``, which squeezes these figures' outside legends and small heat maps.)"""
+    box = fig.get_tightbbox(fig.canvas.get_renderer())  # inches
+    fig_w, fig_h = fig.get_size_inches()
+    chars = max(40, int(max(box.width, 3.0) * 72 / (CAVEAT_FONTSIZE * 0.55)))
+    fig.text((box.x0 + box.width / 2) / fig_w, (box.y0 - 0.06) / fig_h, "\n".join(textwrap.wrap(caveat, chars)),
+             ha="center", va="top", fontsize=CAVEAT_FONTSIZE, color=CAVEAT_COLOUR)
+
+
+def _save(fig, path: str | Path, caveat: str | None = None) -> Path:
+    """Write ``fig`` (200 dpi, tight box), with ``caveat`` (the demo caveat) along its bottom edge."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if caveat:
+        _write_caveat_below(fig, caveat)
     fig.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return path
@@ -89,19 +110,12 @@ def _model_handles(styles: dict[str, ModelStyle], models, line: bool = False) ->
                    linestyle=styles[m].linestyle if line else "none", markersize=6, label=m) for m in models]
 
 
-def _empty(path: str | Path, title: str, message: str) -> Path:
-    fig, ax = plt.subplots(figsize=(6, 1.6))
-    ax.axis("off")
-    ax.set_title(title)
-    ax.text(0.5, 0.4, message, ha="center", va="center", wrap=True)
-    return _save(fig, path)
-
-
-def effect_sizes_figure(table: pd.DataFrame, path: str | Path, title: str = "", styles: dict | None = None) -> Path:
+def effect_sizes_figure(table: pd.DataFrame, path: str | Path, title: str = "", styles: dict | None = None,
+                        caveat: str | None = None) -> Path | None:
     """Figure 1: one row per test; a marker per model (spread vertically in model order), the mean
     d over models (black diamond) and the human IAT D (blue triangle) where known."""
     if table.empty:
-        return _empty(path, "SpEAT effect sizes", "no SpEAT results")
+        return None
     styles = styles or model_styles(table)
     models = [m for m in styles if m in set(table["upstream"])]
     tests = list(dict.fromkeys(table["test"]))
@@ -138,15 +152,15 @@ def effect_sizes_figure(table: pd.DataFrame, path: str | Path, title: str = "", 
                               label="human IAT D"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
               ncol=1 if len(handles) <= 20 else 2)
-    return _save(fig, path)
+    return _save(fig, path, caveat)
 
 
 def propagation_figure(prop: pd.DataFrame, agreement: pd.DataFrame, path: str | Path,
-                       styles: dict | None = None) -> Path:
+                       styles: dict | None = None, caveat: str | None = None) -> Path | None:
     """Figure 2: SpEAT d (x) vs. Cohen's d of predicted valence (y), one panel for the pooled heads
     and one per learning rate, titled with the sign agreement count."""
     if prop.empty:
-        return _empty(path, "Bias propagation to SER", "no SER propagation runs in this sweep")
+        return None
     styles = styles or model_styles(prop)
     lrs = list(dict.fromkeys(prop["lr"]))  # in table order: pooled first, then large to small
     tests = list(dict.fromkeys(prop["test"]))
@@ -177,7 +191,7 @@ def propagation_figure(prop: pd.DataFrame, agreement: pd.DataFrame, path: str | 
         Line2D([0], [0], marker=test_marker[t], color="#555555", linestyle="none", label=test_label(t))
         for t in tests]
     axes[0][-1].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
-    return _save(fig, path)
+    return _save(fig, path, caveat)
 
 
 def _se_columns(se: pd.DataFrame) -> tuple[str, str]:
@@ -189,11 +203,12 @@ def _se_columns(se: pd.DataFrame) -> tuple[str, str]:
     return size, value
 
 
-def se_curves_figure(se: pd.DataFrame, path: str | Path, styles: dict | None = None) -> Path:
+def se_curves_figure(se: pd.DataFrame, path: str | Path, styles: dict | None = None,
+                     caveat: str | None = None) -> Path | None:
     """Figure 3: bootstrap SE of d vs. number of stimuli per target group; a thin line per model x
     test in family colours and the mean over them in black."""
     if se.empty:
-        return _empty(path, "Bootstrap SE of d", "no SE curves (run the sweep with speat.se_curve=true)")
+        return None
     size, value = _se_columns(se)
     styles = styles or (model_styles(se) if "upstream" in se.columns else {})
     fig, ax = plt.subplots(figsize=(6.0, 3.8))
@@ -214,13 +229,14 @@ def se_curves_figure(se: pd.DataFrame, path: str | Path, styles: dict | None = N
         Line2D([0], [0], color=family_colour(f), lw=1.2, label=f) for f in families]
     ax.legend(handles=handles, frameon=False, loc="upper right")
     ax.set_title("Standard error of SpEAT d vs. number of stimuli")
-    return _save(fig, path)
+    return _save(fig, path, caveat)
 
 
-def positive_heatmap(pivot: pd.DataFrame, path: str | Path, n_results: int | None = None) -> Path:
+def positive_heatmap(pivot: pd.DataFrame, path: str | Path, n_results: int | None = None,
+                     caveat: str | None = None) -> Path | None:
     """Appendix D: proportion of positive d, rows = layer strategy, columns = temporal strategy."""
     if pivot.empty:
-        return _empty(path, "Proportion of positive d", "no SpEAT results")
+        return None
     fig, ax = plt.subplots(figsize=(max(4.6, 1.8 + 1.1 * pivot.shape[1]), max(2.6, 1.0 + 0.38 * pivot.shape[0])))
     im = ax.imshow(pivot.to_numpy(dtype=float), cmap="RdBu", vmin=0, vmax=1, aspect="auto")
     for i in range(pivot.shape[0]):
@@ -236,15 +252,15 @@ def positive_heatmap(pivot: pd.DataFrame, path: str | Path, n_results: int | Non
     sub = f"\n({n_results} model x test results per strategy)" if n_results else ""
     ax.set_title("Proportion of d > 0 per aggregation strategy" + sub)
     fig.colorbar(im, ax=ax, label="proportion of d > 0", fraction=0.08)
-    return _save(fig, path)
+    return _save(fig, path, caveat)
 
 
 def layer_lines_figure(layers: pd.DataFrame, path: str | Path, temporal: str = "mean",
-                       styles: dict | None = None) -> Path:
+                       styles: dict | None = None, caveat: str | None = None) -> Path | None:
     """d at every single layer: x = layer index (0 = input to the first block), one line per model,
     one panel per test."""
     if layers.empty:
-        return _empty(path, "SpEAT d per layer", "no per-layer results (speat.per_layer=false)")
+        return None
     data = layers[layers["temporal"] == temporal] if "temporal" in layers and temporal in set(layers["temporal"]) \
         else layers
     data = data.drop_duplicates(["upstream", "test", "layer"])
@@ -275,15 +291,16 @@ def layer_lines_figure(layers: pd.DataFrame, path: str | Path, temporal: str = "
                ncol=min(4, len(models)), bbox_to_anchor=(0.5, -0.02 - 0.035 * math.ceil(len(models) / 4)))
     fig.suptitle(f"SpEAT d at every layer (temporal {temporal})")
     fig.tight_layout()
-    return _save(fig, path)
+    return _save(fig, path, caveat)
 
 
 def significance_heatmap(table: pd.DataFrame, path: str | Path, alpha: float = 0.05,
-                         method: str = "bonferroni", styles: dict | None = None) -> Path:
+                         method: str = "bonferroni", styles: dict | None = None,
+                         caveat: str | None = None) -> Path | None:
     """Rows = tests, columns = models; colour = significant after correction / uncorrected only / not;
     each cell shows d."""
     if table.empty:
-        return _empty(path, "Significance", "no SpEAT results")
+        return None
     models = [m for m in (styles or model_styles(table)) if m in set(table["upstream"])]
     tests = list(dict.fromkeys(table["test"]))
     levels = list(SIGNIFICANCE_COLOURS)
@@ -317,14 +334,15 @@ def significance_heatmap(table: pd.DataFrame, path: str | Path, alpha: float = 0
              "uncorrected": "significant uncorrected only", "none": "not significant"}
     ax.legend(handles=[Patch(facecolor=SIGNIFICANCE_COLOURS[v], edgecolor="black", label=names[v]) for v in levels],
               loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return _save(fig, path)
+    return _save(fig, path, caveat)
 
 
-def paper_comparison_figure(comparison: pd.DataFrame, path: str | Path, styles: dict | None = None) -> Path:
+def paper_comparison_figure(comparison: pd.DataFrame, path: str | Path, styles: dict | None = None,
+                            caveat: str | None = None) -> Path | None:
     """This sweep's d (y) against the paper's published d (x), one marker per model (family colour)
     and test; the diagonal is perfect reproduction."""
     if comparison.empty:
-        return _empty(path, "Reproduction check", "no (model, test) in both this sweep and the paper's table")
+        return None
     table = comparison if "family" in comparison.columns else comparison.assign(family="other")
     styles = styles or model_styles(table)
     fig, ax = plt.subplots(figsize=(5.6, 4.4))
@@ -345,4 +363,4 @@ def paper_comparison_figure(comparison: pd.DataFrame, path: str | Path, styles: 
     mad = float(np.mean(np.abs(comparison["d_minus_paper"].astype(float))))
     ax.set_title(f"Reproduction check: {n} model x test pairs, mean |difference| = {mad:.3f}")
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
-    return _save(fig, path)
+    return _save(fig, path, caveat)

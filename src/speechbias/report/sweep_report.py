@@ -28,6 +28,7 @@ import pandas as pd
 from speechbias.atomic_file import atomic_write
 from speechbias.report import paper_figures, sweep_tables, wandb_run
 from speechbias.report.collect import REPORT_MARKER, SweepResults, model_order
+from speechbias.report.caveat import DEMO_CAVEAT
 from speechbias.report.paper_results import compare_with_paper
 from speechbias.report.run_files import markdown_table, write_report, write_results
 
@@ -118,7 +119,14 @@ def model_info(tables: dict) -> pd.DataFrame:
     return info.drop_duplicates("upstream").reset_index(drop=True)
 
 
+def has_demo_tests(tables: dict) -> bool:
+    """True when a SpEAT or propagation result of the sweep is one of the synthetic demo tests."""
+    return any(len(tables[k]) and "test" in tables[k].columns
+               and tables[k]["test"].astype(str).str.startswith("demo").any() for k in ("results", "propagation"))
+
+
 def _figures(tables: dict, out: Path, options: ReportOptions) -> dict[str, Path]:
+    """The figures that have data (a figure without rows is not drawn), by name."""
     main = tables["main"]
     info = model_info(tables)
     for name in ("layers", "se_curves", "propagation", "paper_comparison"):
@@ -129,32 +137,55 @@ def _figures(tables: dict, out: Path, options: ReportOptions) -> dict[str, Path]
     temporal = str(main["temporal"].iloc[0]) if len(main) and "temporal" in main else "mean"
     agg = str(main["aggregation"].iloc[0]) if len(main) else options.main_aggregation
     n_per = int(tables["appendix_d"]["n"].max()) if len(tables["appendix_d"]) else None
+    caveat = DEMO_CAVEAT if has_demo_tests(tables) else None
     figs = {
         "figure1_effect_sizes": paper_figures.effect_sizes_figure(
-            main, out / "figure1_effect_sizes.png", title=f"SpEAT d per bias test ({agg})", styles=styles),
+            main, out / "figure1_effect_sizes.png", title=f"SpEAT d per bias test ({agg})", styles=styles,
+            caveat=caveat),
         "figure2_propagation": paper_figures.propagation_figure(
-            tables["propagation"], tables["propagation_agreement"], out / "figure2_propagation.png", styles),
+            tables["propagation"], tables["propagation_agreement"], out / "figure2_propagation.png", styles,
+            caveat=caveat),
         "figure3_se_curves": paper_figures.se_curves_figure(tables["se_curves"], out / "figure3_se_curves.png",
-                                                            styles),
+                                                            styles, caveat=caveat),
         "appendix_d_positive": paper_figures.positive_heatmap(
-            sweep_tables.positive_pivot(tables["appendix_d"]), out / "appendix_d_positive.png", n_per),
+            sweep_tables.positive_pivot(tables["appendix_d"]), out / "appendix_d_positive.png", n_per,
+            caveat=caveat),
         "layer_profiles": paper_figures.layer_lines_figure(tables["layers"], out / "layer_profiles.png", temporal,
-                                                           styles),
+                                                           styles, caveat=caveat),
         "significance_heatmap": paper_figures.significance_heatmap(
-            main, out / "significance_heatmap.png", options.alpha, options.corrections[0], styles),
+            main, out / "significance_heatmap.png", options.alpha, options.corrections[0], styles, caveat=caveat),
     }
     if "paper_comparison" in tables:
         figs["paper_comparison"] = paper_figures.paper_comparison_figure(
-            tables["paper_comparison"], out / "paper_comparison.png", styles)
-    return figs
+            tables["paper_comparison"], out / "paper_comparison.png", styles, caveat=caveat)
+    return {name: path for name, path in figs.items() if path is not None}
 
 
-def _sections(results: SweepResults, tables: dict, options: ReportOptions) -> list[tuple[str, str]]:
+def _image(figs: dict[str, Path], name: str, alt: str, missing: str) -> str:
+    """The markdown image of figure ``name``, or a line saying why it was not drawn."""
+    if name in figs:
+        return f"![{alt}]({figs[name].name})"
+    return f"_No {alt}: {missing}._"
+
+
+def _incomplete_lines(results: SweepResults) -> list[str]:
+    """One bullet per incomplete job folder (the first 20) with its reason."""
+    lines = []
+    for d in results.incomplete[:20]:
+        reason = results.incomplete_reasons.get(d, "")
+        lines.append(f"  - `{d}`: {reason}" if reason else f"  - `{d}`")
+    if len(results.incomplete) > 20:
+        lines.append(f"  - and {len(results.incomplete) - 20} more")
+    return lines
+
+
+def _sections(results: SweepResults, tables: dict, options: ReportOptions,
+              figs: dict[str, Path]) -> list[tuple[str, str]]:
     main, speat = tables["main"], tables["results"]
     agg = str(main["aggregation"].iloc[0]) if len(main) else options.main_aggregation
     method = options.corrections[0] if options.corrections else "none"
     sections = []
-    if len(speat) and speat["test"].astype(str).str.startswith("demo").any():
+    if has_demo_tests(tables):
         sections.append(("Note", SYNTHETIC_NOTE))
     n_prop = results.propagation["run_dir"].nunique() if "run_dir" in results.propagation else 0
     lines = [f"- sweep folder(s): {', '.join(str(d) for d in results.sweep_dirs)}",
@@ -164,37 +195,39 @@ def _sections(results: SweepResults, tables: dict, options: ReportOptions) -> li
     if results.duplicates:
         lines.append(f"- {results.duplicates} repeated SpEAT run(s) ignored (the newest of each is kept)")
     if results.incomplete:
-        shown = ", ".join(f"`{d}`" for d in results.incomplete[:20])
-        more = f" and {len(results.incomplete) - 20} more" if len(results.incomplete) > 20 else ""
-        lines.append(f"- **{len(results.incomplete)} job folder(s) have no results yet** (interrupted or failed): "
-                     f"{shown}{more}. Run the same sweep command again (same `hydra.sweep.dir`) to finish only "
-                     f"these; finished jobs are skipped.")
+        lines.append(f"- **{len(results.incomplete)} job folder(s) have no results yet** (failed or interrupted; "
+                     "the reason of each, from its `job_status.json` or log, below). Run the same sweep command "
+                     "again (same `hydra.sweep.dir`) to finish only these; finished jobs are skipped.")
+        lines.extend(_incomplete_lines(results))
     sections.append(("Sweep", "\n".join(lines)))
     sections.append(("SpEAT effect sizes (Figure 1)",
-                     f"![Figure 1](figure1_effect_sizes.png)\n\nd per model and test ({agg}); `**` significant "
+                     _image(figs, "figure1_effect_sizes", "Figure 1", "no SpEAT results in this sweep")
+                     + f"\n\nd per model and test ({agg}); `**` significant "
                      f"after {method.capitalize()} correction over the {len(main)} model x test results of this "
                      f"aggregation, `*` significant at alpha = {options.alpha} uncorrected only. "
                      "One-sided permutation p (H1: d > 0). All runs: `results.csv` / `results.parquet`.\n\n"
                      + markdown_table(d_pivot(main))))
-    sections.append(("Significance", "![significance heat map](significance_heatmap.png)"))
+    sections.append(("Significance", _image(figs, "significance_heatmap", "significance heat map",
+                                            "no SpEAT results in this sweep")))
     agreement = tables["propagation_agreement"]
-    body = "![Figure 2](figure2_propagation.png)\n\n"
     if len(agreement):
-        body += ("SpEAT d vs. Cohen's d of the valence head's predictions (X vs. Y); `pooled`: all heads' "
-                 "predictions pooled per group. Sign agreement:\n\n" + markdown_table(agreement))
+        body = (_image(figs, "figure2_propagation", "Figure 2", "no SER propagation results") + "\n\n"
+                "SpEAT d vs. Cohen's d of the valence head's predictions (X vs. Y); `pooled`: all heads' "
+                "predictions pooled per group. Sign agreement:\n\n" + markdown_table(agreement))
     else:
-        body += "_No SER propagation runs in this sweep (see `python train.py`, experiment paper_propagation)._"
+        body = ("_No Figure 2: no SER propagation runs in this sweep (see `python train.py`, experiment "
+                "paper_propagation)._")
     sections.append(("Bias propagation to SER (Figure 2)", body))
-    se = tables["se_curves"]
     sections.append(("Standard error vs. number of stimuli (Figure 3)",
-                     "![Figure 3](figure3_se_curves.png)" + (
-                         "" if len(se) else "\n\n_No SE curves: run the sweep with `speat.se_curve=true` "
-                                            "(experiment paper_se_curves)._")))
-    sections.append(("SpEAT d at every layer", "![layer profiles](layer_profiles.png)\n\nWhere in each network "
+                     _image(figs, "figure3_se_curves", "Figure 3", "no SE curves: run the sweep with "
+                            "`speat.se_curve=true` (experiment paper_se_curves)")))
+    sections.append(("SpEAT d at every layer", _image(figs, "layer_profiles", "layer-profile figure",
+                                                      "no per-layer results (speat.per_layer=false)")
+                     + "\n\nWhere in each network "
                      "the association lives: d of each single layer's temporal statistic (`layers.csv`)."))
     pivot = sweep_tables.positive_pivot(tables["appendix_d"])
     sections.append(("Proportion of positive d per aggregation strategy (appendix D)",
-                     "![appendix D](appendix_d_positive.png)\n\n"
+                     _image(figs, "appendix_d_positive", "appendix D figure", "no SpEAT results in this sweep") + "\n\n"
                      + (markdown_table(pivot.reset_index(), floatfmt=".2f") if len(pivot) else "_(no rows)_")))
     anova = tables["anova"]
     sections.append(("Two-way ANOVA: test x model family",
@@ -212,8 +245,9 @@ def _sections(results: SweepResults, tables: dict, options: ReportOptions) -> li
     if "paper_comparison" in tables:
         comp = tables["paper_comparison"]
         if len(comp):
-            body = ("![paper comparison](paper_comparison.png)\n\nThe paper's published d (temporal mean, layer "
-                    "mean; the layer sum gives the same d) beside this sweep's d; `d_minus_paper` = this - paper. "
+            body = (_image(figs, "paper_comparison", "paper comparison figure", "no data")
+                    + "\n\nThe paper's published d (temporal mean, layer mean; the layer sum gives the same d) "
+                    "beside this sweep's d; `d_minus_paper` = this - paper. "
                     f"Same sign in {int(comp['same_sign'].sum())} of {len(comp)}; mean |difference| "
                     f"{comp['d_minus_paper'].abs().mean():.3f}.\n\n"
                     + markdown_table(comp.drop(columns=["model_id"], errors="ignore")))
@@ -238,7 +272,7 @@ def write_sweep_report(results: SweepResults, output_dir: str | Path, options: R
     for name in files:
         write_results(tables[name], out, stem=name)
     figs = _figures(tables, out, options)
-    sections = _sections(results, tables, options)
+    sections = _sections(results, tables, options, figs)
     sections.append(("Files", "\n".join(f"- `{name}.csv`" for name in ["results"] + files)
                      + "\n- `results.parquet`\n" + "\n".join(f"- `{p.name}`" for p in figs.values())))
     write_report(out, options.title, sections)

@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from speechbias.report import collect, sweep_report, wandb_report, wandb_run
 from speechbias.report.paper_results import load_paper_results
 from speechbias.run_context import start_logger_run
+from speechbias.user_errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +23,7 @@ log = logging.getLogger(__name__)
 def _sweep_dirs(cfg: DictConfig) -> list[Path]:
     main = OmegaConf.select(cfg, "sweep_dir", default=None)
     if not main:
-        raise ValueError("sweep_dir: required, e.g. "
+        raise ConfigError("sweep_dir: required, e.g. "
                          "python evaluate.py task=report sweep_dir=multirun/2024-05-01/12-00-00")
     extra = OmegaConf.select(cfg, "task.extra_sweep_dirs", default=None) or []
     return [Path(str(main))] + [Path(str(d)) for d in extra]

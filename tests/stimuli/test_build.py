@@ -162,12 +162,12 @@ def test_us_foreign_sidecar_reports_propensity_balance(us_data, tmp_path):
     manifest = tmp_path / "us_foreign.csv"
     df = build_test("us_foreign", data_root=root, seed=0, manifest_path=manifest)
     report = json.loads(manifest.with_name("us_foreign.report.json").read_text())
-    bal = report["matching_balance"]
+    bal = report["balance"]
     n_pairs = int((df["role"] == "X").sum())
     assert bal["n_pairs"] == n_pairs == report["counts"]["n_pairs"] and bal["caliper"] == 0.001
     assert set(bal["smd"]) == {"age", "male"} and set(bal["smd"]["age"]) >= {"before", "after"}
     ko = speakers[speakers["native_language"] == "korean"]
     assert bal["n_pairs"] + bal["n_unmatched_treated"] == len(ko)
     md = manifest.with_name("us_foreign.report.md").read_text()
-    assert "## Matching balance" in md and "| age |" in md and "| male |" in md
-    assert "matching_balance" in df.attrs["report"]
+    assert "## Covariate balance" in md and "| age |" in md and "| male |" in md
+    assert df.attrs["report"]["balance"] == bal

@@ -14,6 +14,7 @@ from speechbias.stimuli.corpora.saa import read_saa_metadata
 from speechbias.stimuli.selection import targets as T
 from speechbias.stimuli.selection.matching import SelectionError
 from speechbias.stimuli.selection.propensity import (
+    pair_differences,
     propensity_pairs,
     propensity_scores,
     standardized_mean_differences,
@@ -67,6 +68,10 @@ def test_caliper_excludes_the_known_pair_and_a_wider_one_admits_it():
     assert got == {"t_f200": "f20", "t_f201": "f40", "t_f400": "f40", "t_f401": "m20", "t_m200": "m20",
                    "t_m400": "m40"}
     assert pairs["control"].is_unique
+    # pair gaps: t_f201 (f, 20) with an f40 control: age 20; t_f401 (f, 40) with an m20 control: age 20, sex 1
+    gaps = pair_differences(df.loc[pairs["treated"], ["age", "male"]], df.loc[pairs["control"], ["age", "male"]])
+    assert gaps["age"] == {"mean_abs": pytest.approx(40 / 6), "max_abs": 20.0, "n_equal": 4}
+    assert gaps["male"] == {"mean_abs": pytest.approx(1 / 6), "max_abs": 1.0, "n_equal": 5}
     # the f40 control t_f201 takes is a seeded tie-break between the two equally near ones
     taken = {propensity_pairs(score, df["treated"], 0.2, np.random.default_rng(s)).iloc[1]["control"]
              for s in range(8)}

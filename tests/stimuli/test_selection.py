@@ -284,6 +284,13 @@ def test_uk_young_old_age_groups_are_the_papers_for_every_seed():
         assert set(old.loc[old["sex"] == "female", "speaker"]) == paper_old_f
         picks.add(tuple(sorted(clips["speaker"])))
     assert len(picks) > 1  # the sex-balanced subsample is still the seeded draw the paper made
+    # sidecar balance: share of men in the old (<= 38) vs. young (<= 21) group before, 6/12 vs. 6/12 after
+    old_m = (uk.loc[uk["age"] >= 38, "sex"] == "male").astype(float)
+    young_m = (uk.loc[uk["age"] <= 21, "sex"] == "male").astype(float)
+    pooled = math.sqrt((old_m.var(ddof=1) + young_m.var(ddof=1)) / 2)
+    smd = T.uk_young_old(saa, np.random.default_rng(0)).balance["smd"]["male"]
+    assert smd["before"] == pytest.approx((18 / 24 - 19 / 26) / pooled) and smd["after"] == 0.0
+    assert (old_m.sum(), len(old_m), young_m.sum(), len(young_m)) == (18, 24, 19, 26)
     assert set(paper["speaker"]) <= set(uk.loc[(uk["age"] <= 21) | (uk["age"] >= 38), "speaker"])
 
 

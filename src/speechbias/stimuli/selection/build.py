@@ -3,8 +3,8 @@
 :func:`build_test` is the ``builder`` named by ``conf/bias_test/*.yaml``: it loads the corpora the
 test needs, selects targets (X, Y) and attributes (A = pleasant, B = unpleasant), cuts interview
 segments into their own files, and writes a sidecar report next to the manifest:
-``<manifest stem>.report.json`` / ``.report.md`` (counts per cell, matching method, seed, clip
-length test, valence diagnostics) and ``<manifest stem>.valence_residuals.png``.
+``<manifest stem>.report.json`` / ``.report.md`` (counts per cell, matching method, seed,
+covariate balance before/after selection, clip length test, valence diagnostics) and ``<manifest stem>.valence_residuals.png``.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def build_report(test: str, selection: str, seed: int | None, manifest: pd.DataF
         "targets_method": targets.method, "attributes_method": attributes.method,
         "notes": targets.notes + attributes.notes,
         "counts": cell_counts(manifest),
-        "matching_balance": targets.balance,
+        "balance": targets.balance,
         "clip_length": length_test(manifest),
         "attribute_pool": {"n": int(len(pool)), "valence_by_sex": valence_by_sex(pool),
                            "valence_on_age": valence_on_age(pool, plot_path)},
@@ -109,7 +109,7 @@ def render_report(report: dict) -> str:
     lines += ["", f"matched pairs: {c['n_pairs']}", "", "## Clip length (s)", "",
               f"{cl['test']}: mean X {cl['mean_x_s']}, mean Y {cl['mean_y_s']}, t = {cl['t']}, p = {cl['p']}"
               + (f", pairs = {cl.get('n_pairs')}" if "n_pairs" in cl else ""), ""]
-    lines += render_balance(report.get("matching_balance"))
+    lines += render_balance(report.get("balance"))
     ap = report["attribute_pool"]
     vs, va = ap["valence_by_sex"], ap["valence_on_age"]
     lines += ["## Attribute corpus valence diagnostics", "", f"pool of {ap['n']} rated clips", "",
@@ -127,19 +127,32 @@ def _fmt(v: float | None, digits: int = 3) -> str:
     return "n/a" if v is None else f"{v:.{digits}f}"
 
 
-def render_balance(matching: dict | None) -> list[str]:
-    """Markdown lines of a propensity matching's model and covariate balance (none if not matched so)."""
-    if not matching:
+def render_balance(balance: dict | None) -> list[str]:
+    """Markdown lines of a selection's covariate balance (SMD before/after; a propensity model when there is one)."""
+    if not balance:
         return []
-    coefs = ", ".join(f"{k} {v:.4g}" for k, v in matching["coefficients"].items())
-    lines = ["## Matching balance", "", f"{matching['method']}; treated = {matching['treated']}, "
-             f"control = {matching['control']}; caliper {matching['caliper']} on the {matching['caliper_scale']}", "",
-             f"{matching['model']}: logit coefficients {coefs} (n = {matching['n']})", "",
-             f"pairs: {matching['n_pairs']} ({matching['n_matched']} matched; {matching['n_unmatched_treated']} treated "
-             f"without a control within the caliper)", "",
-             "| covariate | SMD before | SMD after |", "|---|---|---|"]
-    lines += [f"| {k} | {_fmt(v['before'])} | {_fmt(v['after'])} |" for k, v in matching["smd"].items()]
-    return lines + ["", "SMD = (mean treated - mean control) / pooled SD of the unmatched groups.", ""]
+    lines = ["## Covariate balance", "", f"{balance['method']}; treated = {balance['treated']}, "
+             f"control = {balance['control']}", ""]
+    if "caliper" in balance:
+        lines += [f"caliper {balance['caliper']} on the {balance['caliper_scale']}", ""]
+    if "coefficients" in balance:
+        coefs = ", ".join(f"{k} {v:.4g}" for k, v in balance["coefficients"].items())
+        lines += [f"{balance['model']}: logit coefficients {coefs} (n = {balance['n']})", ""]
+    if "n_unmatched_treated" in balance:
+        lines += [f"pairs: {balance['n_pairs']} ({balance['n_matched']} matched; {balance['n_unmatched_treated']} "
+                  "treated without a control within the caliper)", ""]
+    gaps = balance.get("pair_differences")
+    head = "| covariate | SMD before | SMD after |" + (" mean \\|pair gap\\| | max \\|pair gap\\| | pairs equal |"
+                                                      if gaps else "")
+    lines += [head, "|---" * (6 if gaps else 3) + "|"]
+    for k, v in balance["smd"].items():
+        row = f"| {k} | {_fmt(v['before'])} | {_fmt(v['after'])} |"
+        if gaps:
+            g = gaps[k]
+            row += f" {_fmt(g['mean_abs'], 2)} | {_fmt(g['max_abs'], 2)} | {g['n_equal']} |"
+        lines.append(row)
+    return lines + ["", "SMD = (mean treated - mean control) / pooled SD of the groups before selection"
+                    + ("; pair gap = |treated - control| within a pair." if gaps else "."), ""]
 
 
 def build_test(

@@ -8,7 +8,9 @@
   probability scale). Controls at exactly the same distance are taken in a seeded random order.
 * :func:`standardized_mean_differences`: (mean treated - mean control) / pooled SD of the
   *unmatched* groups, sqrt((s_t^2 + s_c^2) / 2) with ddof=1, before and after matching; the
-  same denominator before and after, so the change is the change of the mean difference.
+  same denominator before and after, so the change is the change of the mean difference;
+* :func:`pair_differences`: how far apart the two members of each pair are (a propensity score
+  balances the groups' means, not each pair: two speakers of different sex can share a score).
 
 Pairs are a DataFrame with columns ``treated`` and ``control`` holding index labels.
 """
@@ -94,4 +96,14 @@ def standardized_mean_differences(treated: pd.DataFrame, control: pd.DataFrame, 
                                                      matched_control[col].astype(float)),
                     "mean_treated_before": float(t.mean()), "mean_control_before": float(c.mean()),
                     "pooled_sd_before": pooled}
+    return out
+
+
+def pair_differences(matched_treated: pd.DataFrame, matched_control: pd.DataFrame) -> dict[str, dict[str, float | int]]:
+    """Per covariate column: mean and max |treated - control| over pairs (row k with row k) and pairs equal on it."""
+    out = {}
+    for col in matched_treated.columns:
+        gap = np.abs(matched_treated[col].to_numpy(dtype=float) - matched_control[col].to_numpy(dtype=float))
+        out[col] = {"mean_abs": float(gap.mean()) if len(gap) else None,
+                    "max_abs": float(gap.max()) if len(gap) else None, "n_equal": int((gap == 0).sum())}
     return out

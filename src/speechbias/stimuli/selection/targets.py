@@ -23,6 +23,7 @@ from speechbias.stimuli.selection.matching import (
     sample_rows,
 )
 from speechbias.stimuli.selection.propensity import (
+    pair_differences,
     propensity_pairs,
     propensity_scores,
     standardized_mean_differences,
@@ -79,7 +80,8 @@ def us_foreign(saa: pd.DataFrame, rng: np.random.Generator, caliper: float = US_
                 "treated": "foreign (Korean natives, Y)", "control": "us (US natives, X)",
                 "covariates": list(US_FOREIGN_COVARIATES), "caliper": float(caliper), "caliper_scale": "propensity score",
                 **model, "n_control": int(len(us)), "n_pairs": int(len(chosen)), "n_matched": int(len(pairs)),
-                "n_unmatched_treated": int(len(ko) - len(pairs)), "smd": smd}
+                "n_unmatched_treated": int(len(ko) - len(pairs)), "smd": smd,
+                "pair_differences": pair_differences(covariates.loc[chosen["y"]], covariates.loc[chosen["x"]])}
     drawn = "" if n_pairs is None else f", {n_pairs} of them drawn at random"
     return Selection(clips, f"propensity-score matching of Korean natives to US natives: logistic model of "
                             f"P(Korean | age, male), greedy nearest neighbour without replacement within a caliper "
@@ -96,10 +98,18 @@ def _young_old(speakers: pd.DataFrame, rng: np.random.Generator, n_extreme: int,
     clips = pd.concat([label(young, "X", "young", young["sex"]), label(old, "Y", "old", old["sex"])], ignore_index=True)
     per = len(young) // 2
     ages = speakers.loc[young_idx, "age"].max(), speakers.loc[old_idx, "age"].min()
+    male = (ranked["sex"] == "male").astype(float).to_frame("male")
+    smd = standardized_mean_differences(male[ranked["age_rank"] == "old"], male[ranked["age_rank"] == "young"],
+                                        male.loc[old.index], male.loc[young.index])
+    sizes = ranked.groupby(["age_rank", "sex"]).size()
+    balance_report = {"method": "sex-balanced subsample of the age groups", "treated": "old (Y)",
+                      "control": "young (X)", "covariates": ["male"], "smd": smd,
+                      "cells_before": {f"{a}|{s}": int(n) for (a, s), n in sizes.items()}, "per_cell_after": int(per)}
     return Selection(clips, f"{name}: the {n_extreme} youngest and {n_extreme} oldest speakers by mean age rank "
                             f"(a tie at the cut is in when its mean rank is; here ages <= {ages[0]:g} "
                             f"({len(young_idx)}) and >= {ages[1]:g} ({len(old_idx)})), then balanced on sex by "
-                            f"drawing the smallest age-group x sex cell size ({per}) from every cell")
+                            f"drawing the smallest age-group x sex cell size ({per}) from every cell",
+                     balance=balance_report)
 
 
 def young_old(saa: pd.DataFrame, rng: np.random.Generator, n_extreme: int = 60) -> Selection:

@@ -90,24 +90,21 @@ def _count_sampled_at_least(
 
     Vectorised selection sampling (Knuth's Algorithm S) over a chunk of partitions at once: item i
     is taken with probability (still needed) / (items left), decided exactly as ``j < still needed``
-    with j uniform on [0, items left). Subset sums come from one float32 matrix-vector product;
-    those within the float32 error bound of ``t_obs`` are recomputed in float64, so the count is
-    the float64 count. Hand-written because it is 4-5x faster than sorting random keys
-    (argpartition), measured in benchmarks/stats_bench.py.
+    with j uniform on [0, items left). Subset sums come from one float64 matrix-vector product and
+    are compared with the tie tolerance. (A float32 product with a float64 recheck near ``t_obs``
+    gave the same counts and was no faster: the selection loop dominates, benchmarks/stats_bench.py.)
+    Hand-written because it is 4-5x faster than sorting random keys (argpartition), measured in
+    benchmarks/stats_bench.py.
     """
     n = centred.size
     chunk = int(min(_MAX_CHUNK, max(_MIN_CHUNK, _CHUNK_ELEMENTS // n)))
     items_left = np.arange(n, 0, -1)[:, None]  # items still to visit at step i: n - i
-    weights32 = centred.astype(np.float32)
-    abs_total = float(np.abs(centred).sum())
-    # float32 rounding of the weights plus any summation order of <= n terms, with a 2x margin.
-    bound32 = 2.0 * (n + 2) * float(np.finfo(np.float32).eps) * abs_total
-    tie_tol = _tie_tolerance(centred)
+    at_least = t_obs - _tie_tolerance(centred)
     need_dtype = np.uint16 if k < (1 << 16) else np.int64
     draws = UniformIntegers()
     taken = np.empty((n, chunk), dtype=bool)
-    taken32 = np.empty((n, chunk), dtype=np.float32)
-    sums32 = np.empty(chunk, dtype=np.float32)
+    taken64 = np.empty((n, chunk), dtype=np.float64)
+    sums64 = np.empty(chunk, dtype=np.float64)
     still_needed = np.empty(chunk, dtype=need_dtype)
     count = 0
     done = 0
@@ -120,16 +117,12 @@ def _count_sampled_at_least(
         for i in range(n):
             np.less(j[i], need, out=take[i])
             need -= take[i]
-        take32 = taken32[:, :size]
-        np.copyto(take32, take)
+        take64 = taken64[:, :size]
+        np.copyto(take64, take)
         # einsum, not matmul: a multi-threaded BLAS call per block slowed the whole loop down 2-3x
         # on a busy 2-core machine (idle BLAS threads spinning against the main thread).
-        sums = np.einsum("i,ij->j", weights32, take32, out=sums32[:size])
-        count += int(np.count_nonzero(sums >= t_obs + bound32))
-        close = np.flatnonzero(np.abs(sums - t_obs) < bound32)
-        if close.size:
-            sums64 = np.einsum("i,ij->j", centred, take[:, close].astype(np.float64))
-            count += int(np.count_nonzero(sums64 >= t_obs - tie_tol))
+        sums = np.einsum("i,ij->j", centred, take64, out=sums64[:size])
+        count += int(np.count_nonzero(sums >= at_least))
         done += size
     return count
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
@@ -17,6 +17,8 @@ from hydra import compose, initialize_config_dir
 from speechbias.entry import run_task
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "stats"))
+from speat_reference import d_ref  # noqa: E402
 
 
 def _compose(tmp_path: Path, *overrides: str):
@@ -46,23 +48,17 @@ def test_default_run_in_a_subprocess(tmp_path):
 
 
 def _independent_d(manifest: pd.DataFrame, cache_dir: Path, fingerprint: str) -> float:
-    """SpEAT d from the cached layer means, written from the formula with plain loops."""
+    """SpEAT d from the cached float32 layer means, in float64 with plain loops: each clip's vector is
+    the exactly rounded (math.fsum) sum over layers, then s(w) and d from tests/stats/speat_reference.py."""
     from speechbias.features.cache import FeatureCache
 
     cache = FeatureCache(cache_dir)
     emb = {}
     for _, row in manifest.iterrows():
         sha = cache.lookup_audio(row["path"])[0]
-        emb.setdefault(row["role"], []).append(cache.get(fingerprint, sha).mean.sum(axis=0))
-
-    def cos(u, v):
-        return float(np.dot(u, v) / np.linalg.norm(u) / np.linalg.norm(v))
-
-    def s(w):
-        return np.mean([cos(w, a) for a in emb["A"]]) - np.mean([cos(w, b) for b in emb["B"]])
-
-    sx, sy = [s(x) for x in emb["X"]], [s(y) for y in emb["Y"]]
-    return (np.mean(sx) - np.mean(sy)) / np.std(sx + sy, ddof=1)
+        per_layer = cache.get(fingerprint, sha).mean.tolist()  # (L, D) as Python floats (exact)
+        emb.setdefault(row["role"], []).append([math.fsum(column) for column in zip(*per_layer)])
+    return d_ref(emb["X"], emb["Y"], emb["A"], emb["B"])
 
 
 @pytest.mark.parametrize("upstream", ["tiny_wav2vec2", "tiny_hubert", "tiny_wavlm", "tiny_whisper", "mfcc"])
@@ -75,8 +71,9 @@ def test_every_family_end_to_end_and_warm_rerun(tmp_path, upstream):
     from speechbias.stimuli import load_manifest
 
     m = load_manifest(REPO / "experiments/demo/demo_accent.csv")
+    # float64 statistics: the engine matches a float64 loop to rounding, whatever the machine's BLAS
     assert res.loc[0, "d"] == pytest.approx(_independent_d(m, tmp_path / "cache", res.loc[0, "fingerprint"]),
-                                            rel=1e-5, abs=1e-6)  # float32 statistics
+                                            rel=1e-10, abs=1e-12)
     again = run_task(_compose(tmp_path, f"upstream={upstream}", "bias_test=demo_accent",
                               "speat.n_permutations=2000", "speat.per_layer=false", "force=true"))
     assert again["n_upstream_forwards"] == 0

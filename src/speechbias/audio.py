@@ -92,7 +92,6 @@ def audio_sha256(wav: np.ndarray, sample_rate: int = SAMPLE_RATE) -> str:
 # --- decoding once, with the container's declared length held against it -------------------------
 
 _UNKNOWN_FRAMES = 2**62  # libsndfile reports SF_COUNT_MAX frames when a header declares no length
-_READ_BLOCK = 1 << 20  # frames per read when the length is unknown
 _FIX = "re-copy or re-export the file"
 
 
@@ -105,13 +104,19 @@ def _decode_checked(p: Path) -> tuple[np.ndarray, int]:
     try:
         f = sf.SoundFile(str(p))
     except Exception as exc:  # libsndfile raises LibsndfileError / RuntimeError subclasses
-        raise _decoder_failure(p, 0, None, exc) from exc
+        raise _decoder_failure(p, None, "libsndfile could not open it", exc) from exc
     with f:
-        reported = None if f.frames >= _UNKNOWN_FRAMES else int(f.frames)
+        if f.frames >= _UNKNOWN_FRAMES:
+            raise AudioError(
+                p,
+                "declares no length (a streamed file, e.g. a FLAC STREAMINFO total of 0), which libsndfile "
+                "cannot decode to its end; re-encode it (e.g. `ffmpeg -i in.flac out.flac`)",
+            )
+        reported = int(f.frames)
         try:
-            data = _read_all(f, reported)
+            data = f.read(dtype="float32", always_2d=True)
         except Exception as exc:
-            raise _decoder_failure(p, _position(f), reported, exc) from exc
+            raise _decoder_failure(p, reported, _failure_point(f), exc) from exc
         sr = int(f.samplerate)
     finding = _inspect_container(p, reported)
     problem = _truncation(finding, data.shape[0])
@@ -127,36 +132,27 @@ def _decode_checked(p: Path) -> tuple[np.ndarray, int]:
     return data, sr
 
 
-def _read_all(f: sf.SoundFile, reported: int | None) -> np.ndarray:
-    """Read every frame of an open file once -> (frames, channels) float32."""
-    if reported is not None:
-        return f.read(dtype="float32", always_2d=True)
-    blocks = []
-    while True:  # no declared length (e.g. a streamed FLAC): read until a short block
-        block = f.read(_READ_BLOCK, dtype="float32", always_2d=True)
-        blocks.append(block)
-        if block.shape[0] < _READ_BLOCK:
-            return np.concatenate(blocks)
-
-
-def _position(f: sf.SoundFile) -> int:
-    """Frames decoded before a read failed (0 when libsndfile cannot tell)."""
+def _failure_point(f: sf.SoundFile) -> str:
+    """Where a read failed, in words: after how many frames, when libsndfile can still tell."""
     try:
-        return max(int(f.tell()), 0)
+        position = int(f.tell())
     except Exception:
-        return 0
+        position = -1
+    return f"the decoder failed after {position} samples" if position >= 0 else "the decoder failed mid-stream"
 
 
-def _decoder_failure(p: Path, decoded: int, reported: int | None, exc: Exception) -> AudioError:
-    """The error for a file libsndfile could not open or decode to the end."""
+def _decoder_failure(p: Path, reported: int | None, failure: str, exc: Exception) -> AudioError:
+    """The error for a file libsndfile could not open or decode to the end (``failure``: where, in words)."""
     reason = f"{type(exc).__name__}: {exc}"
     try:
-        problem = _truncation(_inspect_container(p, reported), decoded)
+        finding = _inspect_container(p, reported)
     except OSError:
-        problem = None
-    if problem is not None:
-        return AudioError(p, f"{problem}, then the decoder failed ({reason}); {_FIX}")
-    return AudioError(p, f"unreadable or truncated audio ({reason})")
+        finding = _ContainerFinding()
+    if finding.declared is None and finding.defect is None:
+        return AudioError(p, f"unreadable or truncated audio ({reason})")
+    declared = f"declared {finding.declared} samples ({finding.source}), " if finding.declared is not None else ""
+    defect = f"; {finding.defect}" if finding.defect else ""
+    return AudioError(p, f"looks truncated or corrupt: {declared}{failure} ({reason}){defect}; {_FIX}")
 
 
 @dataclass(frozen=True)

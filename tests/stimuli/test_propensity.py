@@ -14,7 +14,9 @@ from speechbias.stimuli.corpora.saa import read_saa_metadata
 from speechbias.stimuli.selection import targets as T
 from speechbias.stimuli.selection.matching import SelectionError
 from speechbias.stimuli.selection.propensity import (
+    authors_fold_scores,
     pair_differences,
+    penalised_logit_scores,
     propensity_pairs,
     propensity_scores,
     standardized_mean_differences,
@@ -186,3 +188,61 @@ def test_us_foreign_on_the_papers_speaker_table(capsys):
         print(f"\nus_foreign: {len(pair)} pairs of {bal['n_pairs'] + bal['n_unmatched_treated']} Koreans; SMD "
               + ", ".join(f"{k} {v['before']:.3f} -> {v['after']:.3f}" for k, v in bal["smd"].items())
               + f"; {overlap} of our {2 * len(pair)} speakers are in the paper's 118")
+
+
+# --- the authors' psmpy scores (propensity_model="authors_folds") ----------------------------------
+
+def test_penalised_logit_is_stationary_for_the_liblinear_objective():
+    rng = np.random.default_rng(0)
+    x = np.c_[rng.uniform(18, 70, 60), rng.integers(0, 2, 60)]
+    y = (rng.uniform(size=60) < 0.4).astype(float)
+    p = penalised_logit_scores(y, x, c=1.0)
+    # at the optimum w = c * sum_i (y_i - p_i) [x_i, 1]; recover w from the scores' logits and check it
+    design = np.c_[x, np.ones(60)]
+    w = np.linalg.lstsq(design, np.log(p / (1 - p)), rcond=None)[0]
+    assert w == pytest.approx(design.T @ (y - p), abs=1e-5)
+
+
+def test_authors_folds_give_one_half_when_every_fold_is_balanced():
+    # 25 small-group rows; the large group is 2 folds of 25 with the same covariates plus 21 leftover rows
+    # equal to the 21 small-group rows psmpy draws for the last fold (RandomState(42)): every fold's two
+    # groups then have equal covariate sums, so the penalised optimum is w = 0 and every score is 1/2
+    rng = np.random.default_rng(1)
+    small = pd.DataFrame({"age": rng.uniform(18, 70, 25).round(), "male": rng.integers(0, 2, 25).astype(float)})
+    drawn = small.iloc[np.random.RandomState(42).choice(25, size=21, replace=False)]
+    large = pd.concat([small, small, drawn], ignore_index=True)
+    cov = pd.concat([small, large], ignore_index=True)
+    treated = pd.Series(np.r_[np.ones(25, bool), np.zeros(71, bool)])
+    assert authors_fold_scores(treated, cov).to_numpy() == pytest.approx(np.full(96, 0.5), abs=1e-6)
+    # a different last fold breaks the balance there and only there
+    cov.loc[95, "age"] += 30
+    scores = authors_fold_scores(treated, cov)
+    assert scores.iloc[25:75].to_numpy() == pytest.approx(np.full(50, 0.5), abs=1e-6)
+    assert abs(scores.iloc[95] - 0.5) > 1e-3
+    with pytest.raises(SelectionError, match="too few for psmpy's last fold"):
+        authors_fold_scores(treated.iloc[:40], cov.iloc[:40])
+
+
+@needs_shared
+def test_authors_folds_reproduce_the_papers_59_pairs():
+    """With the authors' scores the paper's count and Korean speakers come back, and each published pair
+    lies within the caliper of 0.001 under those scores."""
+    saa = read_saa_metadata(SHARED / "speech_accent_archive" / "speaker_list.csv")
+    paper = pd.read_csv(SHARED / "speech_accent_archive" / "us_korean" / "clip_info.csv")
+    paper_ko = paper[paper["language"] == "korean"].sort_values("pair_id")
+    paper_us = paper[paper["language"] == "english"].sort_values("pair_id")
+    sel = T.us_foreign(saa, np.random.default_rng(0), propensity_model="authors_folds")
+    clips = sel.clips
+    assert (clips["role"] == "Y").sum() == 59 == len(paper_ko)
+    assert set(clips.loc[clips["role"] == "Y", "speaker"]) == set(paper_ko["name"])
+    ok = saa["sex"].isin(["female", "male"]) & saa["listed_audio"]
+    us = saa[ok & (saa["birth_country"] == "usa") & (saa["native_language"] == "english")]
+    ko = saa[ok & saa["birth_place"].str.contains("korea") & (saa["native_language"] == "korean")]
+    both = pd.concat([ko, us])
+    cov = pd.DataFrame({"age": both["age"], "male": (both["sex"] == "male").astype(float)})
+    scores = authors_fold_scores(pd.Series(np.r_[np.ones(len(ko), bool), np.zeros(len(us), bool)], index=both.index),
+                                 cov).set_axis(both["speaker"].to_numpy())
+    gaps = np.abs(scores[paper_ko["name"]].to_numpy() - scores[paper_us["name"]].to_numpy())
+    assert gaps.max() <= 0.001
+    assert sel.balance["pair_differences"]["male"]["n_equal"] == int((paper_ko["sex"].to_numpy()
+                                                                       == paper_us["sex"].to_numpy()).sum())

@@ -2,6 +2,8 @@
 
 * :func:`propensity_scores`: P(treated | covariates) from a logistic regression (statsmodels
   ``Logit``, maximum likelihood, with an intercept) fitted on treated and control rows together.
+* :func:`authors_fold_scores`: the scores the SpEAT authors' matching library computed
+  (psmpy ``PsmPy.logistic_ps(balance=True)``), for reproducing their pair count: see there.
 * :func:`propensity_pairs`: greedy nearest-neighbour matching on that score without
   replacement: treated rows are visited in table order; each takes the unused control whose
   score is closest, if the absolute score difference is within ``caliper`` (inclusive, on the
@@ -22,6 +24,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import statsmodels.api as sm
+from scipy.optimize import minimize
 from statsmodels.tools.sm_exceptions import ConvergenceWarning, PerfectSeparationError, PerfectSeparationWarning
 
 from speechbias.stimuli.selection.matching import SelectionError
@@ -54,6 +57,67 @@ def propensity_scores(treated: pd.Series, covariates: pd.DataFrame, what: str) -
              "coefficients": {k: float(v) for k, v in fit.params.items()},
              "n": int(len(y)), "n_treated": int(y.sum()), "log_likelihood": float(fit.llf)}
     return score, model
+
+
+AUTHORS_FOLD_SEED = 42  # psmpy's fixed random_state for the rows its last fold draws
+AUTHORS_LAST_FOLD_MIN = 20  # psmpy tops a last fold of <= 20 leftover rows up to 20 per group
+
+
+def penalised_logit_scores(y: np.ndarray, x: np.ndarray, c: float = 1.0) -> np.ndarray:
+    """P(y = 1) from an L2-penalised logistic regression whose intercept is penalised like a weight.
+
+    Minimises 0.5 |w|^2 + c * sum log(1 + exp(-s_i w.[x_i, 1])) with s = 2y - 1: the objective of
+    liblinear, the solver behind scikit-learn's ``LogisticRegression(solver="liblinear")``.
+    """
+    design = np.c_[x, np.ones(len(x))]
+    sign = 2.0 * y - 1.0
+
+    def objective(w):
+        return 0.5 * w @ w + c * float(np.sum(np.logaddexp(0.0, -sign * (design @ w))))
+
+    def gradient(w):
+        return w - c * design.T @ (sign / (1.0 + np.exp(sign * (design @ w))))
+
+    w = minimize(objective, np.zeros(design.shape[1]), jac=gradient, method="BFGS", options={"gtol": 1e-9}).x
+    return 1.0 / (1.0 + np.exp(-(design @ w)))
+
+
+def authors_fold_scores(treated: pd.Series, covariates: pd.DataFrame) -> pd.Series:
+    """Propensity scores as psmpy's ``logistic_ps(balance=True)`` computes them (the SpEAT authors' code).
+
+    The larger group, in table order, is cut into folds the size of the smaller group; each fold
+    plus the whole smaller group fits :func:`penalised_logit_scores` (C = 1) and scores its own
+    rows. Leftover rows of the larger group form a last fold with as many rows of the smaller group
+    drawn at random (``RandomState(42)``); a leftover of at most 20 is topped up to 20 with rows
+    already folded, against 20 drawn rows of the smaller group. A row scored in several folds gets
+    the mean of its scores. Rows of the larger group are thus scored by different models: their
+    scores are not on one scale, which is why the authors' pairs are far apart in age and sex.
+    """
+    is_t = treated.reindex(covariates.index).astype(bool)
+    small, large = (covariates[is_t], covariates[~is_t]) if is_t.sum() <= (~is_t).sum() else \
+        (covariates[~is_t], covariates[is_t])
+    small_is_t = bool(is_t.loc[small.index[0]])
+    n, k = len(small), len(large) // len(small)
+    rest = len(large) - k * n
+    if 0 < rest <= AUTHORS_LAST_FOLD_MIN and (k * n < AUTHORS_LAST_FOLD_MIN - rest or n < AUTHORS_LAST_FOLD_MIN):
+        raise SelectionError(f"authors_folds: {len(small)} and {len(large)} rows are too few for psmpy's last fold "
+                             f"of {AUTHORS_LAST_FOLD_MIN} per group; use propensity_model=logit")
+    rng = np.random.RandomState(AUTHORS_FOLD_SEED)
+    folds = [(large.iloc[i * n:(i + 1) * n], small) for i in range(k)]
+    if rest > AUTHORS_LAST_FOLD_MIN:
+        folds.append((large.iloc[k * n:], small.iloc[rng.choice(n, size=rest, replace=False)]))
+    elif rest > 0:
+        top_up = large.iloc[:k * n].iloc[rng.choice(k * n, size=AUTHORS_LAST_FOLD_MIN - rest, replace=False)]
+        drawn = small.iloc[np.random.RandomState(AUTHORS_FOLD_SEED).choice(n, size=AUTHORS_LAST_FOLD_MIN,
+                                                                            replace=False)]
+        folds.append((pd.concat([large.iloc[k * n:], top_up]), drawn))
+    scored = []
+    for big_rows, small_rows in folds:
+        rows = pd.concat([big_rows, small_rows])
+        y = np.r_[np.full(len(big_rows), not small_is_t), np.full(len(small_rows), small_is_t)].astype(float)
+        scored.append(pd.Series(penalised_logit_scores(y, rows.to_numpy(dtype=float)), index=rows.index))
+    mean = pd.concat(scored).groupby(level=0).mean()
+    return mean.reindex(covariates.index).rename("propensity")
 
 
 def propensity_pairs(score: pd.Series, treated: pd.Series, caliper: float, rng: np.random.Generator) -> pd.DataFrame:

@@ -23,6 +23,7 @@ from speechbias.stimuli.selection.matching import (
     sample_rows,
 )
 from speechbias.stimuli.selection.propensity import (
+    authors_fold_scores,
     pair_differences,
     propensity_pairs,
     propensity_scores,
@@ -53,23 +54,37 @@ US_FOREIGN_COVARIATES = ("age", "male")  # the authors' propensity model: age (y
 US_FOREIGN_CALIPER = 0.001  # the authors' caliper, on the propensity-score (probability) scale
 
 
+PROPENSITY_MODELS = ("logit", "authors_folds")
+
+
 def us_foreign(saa: pd.DataFrame, rng: np.random.Generator, caliper: float = US_FOREIGN_CALIPER,
-               n_pairs: int | None = None) -> Selection:
+               n_pairs: int | None = None, propensity_model: str = "logit") -> Selection:
     """US natives (X) vs. Korean-born native Korean speakers (Y), propensity-score matched on age and sex.
 
     As the paper: P(Korean | age, male) from a logistic regression on both groups; each Korean
     speaker, in table (archive id) order, takes the US speaker with the nearest score, without
     replacement, within ``caliper`` on the probability scale; Koreans without one are left out.
     The number of pairs is a result; ``n_pairs`` (default: all) draws that many of them at random.
-    The selection's ``balance`` has the model and the standardised mean differences before/after.
+    ``propensity_model``: "logit" (one maximum-likelihood fit on all speakers) or "authors_folds"
+    (the authors' psmpy scores, :func:`~speechbias.stimuli.selection.propensity.authors_fold_scores`,
+    which reproduce their 59 pairs but match them poorly). The selection's ``balance`` has the
+    model, the standardised mean differences before/after and the within-pair gaps.
     """
+    if propensity_model not in PROPENSITY_MODELS:
+        raise SelectionError(f"us_foreign: propensity_model must be one of {PROPENSITY_MODELS}, "
+                             f"got {propensity_model!r}")
     us, ko = _usable_saa(us_native_english(saa)), _usable_saa(korean_native_korean(saa))
     both = pd.concat([ko, us])
     treated = pd.Series(np.r_[np.ones(len(ko), bool), np.zeros(len(us), bool)], index=both.index)
     if not both.index.is_unique:
         raise SelectionError("us_foreign: the speaker table's index must be unique")
     covariates = pd.DataFrame({"age": both["age"].astype(float), "male": (both["sex"] == "male").astype(float)})
-    score, model = propensity_scores(treated, covariates, "us_foreign")
+    if propensity_model == "logit":
+        score, model = propensity_scores(treated, covariates, "us_foreign")
+    else:
+        score = authors_fold_scores(treated, covariates)
+        model = {"model": "the SpEAT authors' psmpy scores: L2-penalised logistic fits (C = 1) on class-balanced "
+                          "folds, averaged", "n": int(len(score)), "n_treated": int(treated.sum())}
     matched = propensity_pairs(score, treated, caliper, rng)
     pairs = pd.DataFrame({"x": matched["control"], "y": matched["treated"]})
     chosen = sample_rows(pairs, n_pairs, rng, "us_foreign: propensity-matched US/Korean pairs")
@@ -83,7 +98,8 @@ def us_foreign(saa: pd.DataFrame, rng: np.random.Generator, caliper: float = US_
                 "n_unmatched_treated": int(len(ko) - len(pairs)), "smd": smd,
                 "pair_differences": pair_differences(covariates.loc[chosen["y"]], covariates.loc[chosen["x"]])}
     drawn = "" if n_pairs is None else f", {n_pairs} of them drawn at random"
-    return Selection(clips, f"propensity-score matching of Korean natives to US natives: logistic model of "
+    fit = "logistic model" if propensity_model == "logit" else "the authors' class-balanced-fold logistic models"
+    return Selection(clips, f"propensity-score matching of Korean natives to US natives: {fit} of "
                             f"P(Korean | age, male), greedy nearest neighbour without replacement within a caliper "
                             f"of {caliper} on the score; {len(pairs)} of {len(ko)} Korean speakers matched{drawn}",
                      balance=matching)

@@ -1,12 +1,25 @@
-"""Content-addressed cache of per-layer temporal statistics.
+"""Content-addressed cache of per-layer temporal statistics, with checksummed entries.
 
 Key: upstream fingerprint + sha256 of the decoded audio. Value: one safetensors file holding
-``mean``, ``min``, ``max`` (L, D) float32 and ``n_frames`` (scalar int64). Writes are atomic
-(temporary file + ``os.replace``), entries are write-once, and loading never unpickles. A corrupt
-or truncated entry is detected on load, reported with a warning, deleted and recomputed.
+``mean``, ``min``, ``max`` (L, D) float32 and ``n_frames`` (scalar int64); its metadata names the
+fingerprint and audio sha256 and carries ``checksum`` = ``xxh3_128:<32 hex>`` of the tensors
+(:func:`tensor_checksum`). Writes are atomic (temporary file + ``os.replace``) and loading never
+unpickles.
 
-A second index maps an audio file's (absolute path, size, mtime) to the sha256 and length of its
-decoded samples, so a warm run neither decodes nor runs the upstream.
+Reading verifies the checksum. An entry that fails it (flipped bits, overwritten bytes, a
+truncated or misplaced file) or that has no checksum (written by an older version) is a miss:
+it is reported once with a warning naming the file, the caller recomputes it, and :meth:`put`
+replaces it atomically. Entries are otherwise write-once (a valid entry is never rewritten).
+
+The checksum guards against accidental corruption, not tampering (whoever can rewrite the data
+can rewrite its checksum), so it need not be cryptographic: xxh3-128 reads ~10x faster than
+sha256 here and misses a random corruption with probability 2**-128
+(``benchmarks/cache_bench.py`` measures both).
+
+A second index maps an audio file's (absolute path, size, mtime, ctime) to the sha256 and length
+of its decoded samples, so a warm run neither decodes nor runs the upstream. Each record carries
+its own checksum and the file identity it was made for; a record that fails either is a miss
+(the file is decoded again, which gives the right sha256 whatever the record said).
 """
 
 from __future__ import annotations
@@ -14,16 +27,22 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from safetensors.numpy import load_file, save_file
+import xxhash
+from safetensors import safe_open
+from safetensors.numpy import save_file
 
 from speechbias.atomic_file import atomic_write
 from speechbias.features.statistics import STAT_NAMES
 
 log = logging.getLogger(__name__)
+
+CHECKSUM_PREFIX = "xxh3_128:"
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -36,76 +55,170 @@ class ClipStatistics:
     n_frames: int
 
 
-class FeatureCache:
-    """Directory-backed cache; safe for concurrent writers (write-once atomic entries)."""
+class InvalidEntry(Exception):
+    """A cache entry or index record that must not be used; ``outdated`` when it merely predates
+    checksums. Internal to this module: callers of the cache see a miss."""
 
-    def __init__(self, root: str | Path):
+    def __init__(self, reason: str, outdated: bool = False):
+        super().__init__(reason)
+        self.outdated = outdated
+
+
+def tensor_checksum(tensors: dict[str, np.ndarray]) -> str:
+    """``xxh3_128:<hex>`` over every tensor in sorted-name order: name, dtype, shape, then the raw
+    C-order bytes. Names, dtypes and shapes are included so a header change is detected too."""
+    h = xxhash.xxh3_128()
+    for name in sorted(tensors):
+        arr = np.ascontiguousarray(tensors[name])
+        h.update(f"{name}|{arr.dtype.str}|{arr.shape}|".encode())
+        h.update(memoryview(arr.reshape(-1)).cast("B"))
+    return CHECKSUM_PREFIX + h.hexdigest()
+
+
+def _text_checksum(text: str) -> str:
+    return CHECKSUM_PREFIX + xxhash.xxh3_128_hexdigest(text.encode())
+
+
+class FeatureCache:
+    """Directory-backed cache; safe for concurrent writers (atomic entries, identical content).
+
+    ``verify_checksums=False`` skips checksum verification on read (and accepts entries without a
+    checksum); it exists only to measure what verification costs (benchmarks/cache_bench.py).
+    """
+
+    def __init__(self, root: str | Path, *, verify_checksums: bool = True):
         self.root = Path(root)
+        self.verify_checksums = verify_checksums
+        self._reported: set[Path] = set()  # invalid entries / records already warned about
+        self._reported_outdated = False
 
     # -- statistics entries -------------------------------------------------------------
     def entry_path(self, fingerprint: str, audio_sha: str) -> Path:
         return self.root / "stats" / fingerprint / audio_sha[:2] / f"{audio_sha}.safetensors"
 
     def has(self, fingerprint: str, audio_sha: str) -> bool:
-        return self.entry_path(fingerprint, audio_sha).is_file()
+        """Whether a valid entry exists (an invalid one counts as absent and is reported once)."""
+        return self.get(fingerprint, audio_sha) is not None
 
     def put(self, fingerprint: str, audio_sha: str, stats: ClipStatistics) -> Path:
+        """Store ``stats`` unless a valid entry is already there; an invalid one is replaced."""
         path = self.entry_path(fingerprint, audio_sha)
-        if path.is_file():  # write-once: another process already stored the same content
-            return path
+        if path.is_file():
+            try:
+                self._read(path, fingerprint, audio_sha)
+                return path  # write-once: another process already stored the same content
+            except InvalidEntry as exc:
+                log.info("replacing invalid feature cache entry %s (%s)", path, exc)
         tensors = {name: np.ascontiguousarray(getattr(stats, name), dtype=np.float32) for name in STAT_NAMES}
         tensors["n_frames"] = np.asarray(int(stats.n_frames), dtype=np.int64)
-        meta = {"fingerprint": fingerprint, "audio_sha256": audio_sha}
+        meta = {"fingerprint": fingerprint, "audio_sha256": audio_sha, "checksum": tensor_checksum(tensors)}
         atomic_write(path, lambda tmp: save_file(tensors, str(tmp), metadata=meta))
+        self._reported.discard(path)
         return path
 
     def get(self, fingerprint: str, audio_sha: str) -> ClipStatistics | None:
-        """The entry, or ``None`` when absent or corrupt (a corrupt entry is removed with a warning)."""
+        """The entry, or ``None`` when absent or invalid (an invalid entry is reported once)."""
         path = self.entry_path(fingerprint, audio_sha)
         if not path.is_file():
             return None
         try:
-            data = load_file(str(path))
-            shapes = {data[n].shape for n in STAT_NAMES}
-            if len(shapes) != 1 or len(next(iter(shapes))) != 2:
-                raise ValueError(f"inconsistent shapes {shapes}")
-            if not all(np.isfinite(data[n]).all() for n in STAT_NAMES):
-                raise ValueError("non-finite values")
-            n_frames = int(data["n_frames"])
-            if n_frames < 1:
-                raise ValueError(f"n_frames={n_frames}")
-        except Exception as exc:
-            log.warning("feature cache entry %s is corrupt (%s); it will be recomputed", path, exc)
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
+            return self._read(path, fingerprint, audio_sha)
+        except InvalidEntry as exc:
+            self._report_entry(path, fingerprint, audio_sha, exc)
             return None
+
+    def _read(self, path: Path, fingerprint: str, audio_sha: str) -> ClipStatistics:
+        """Load and check one entry; raises :class:`InvalidEntry` saying what is wrong."""
+        try:
+            with safe_open(str(path), framework="numpy") as f:
+                meta = f.metadata() or {}
+                data = {name: f.get_tensor(name) for name in f.keys()}
+        except Exception as exc:  # truncated file, unreadable header, ...
+            raise InvalidEntry(f"unreadable: {exc}") from exc
+        if self.verify_checksums:
+            stored = meta.get("checksum")
+            if stored is None or not stored.startswith(CHECKSUM_PREFIX):
+                raise InvalidEntry("no checksum (written by an older version)", outdated=True)
+            if tensor_checksum(data) != stored:
+                raise InvalidEntry("checksum mismatch: the stored values are not the ones written")
+        if meta.get("fingerprint") != fingerprint or meta.get("audio_sha256") != audio_sha:
+            raise InvalidEntry(f"belongs to upstream {meta.get('fingerprint')} / audio {meta.get('audio_sha256')}")
+        missing = [n for n in (*STAT_NAMES, "n_frames") if n not in data]
+        if missing:
+            raise InvalidEntry(f"missing tensors {missing}")
+        shapes = {data[n].shape for n in STAT_NAMES}
+        if len(shapes) != 1 or len(next(iter(shapes))) != 2:
+            raise InvalidEntry(f"inconsistent shapes {shapes}")
+        if not all(np.isfinite(data[n]).all() for n in STAT_NAMES):
+            raise InvalidEntry("non-finite values")
+        n_frames = int(data["n_frames"])
+        if n_frames < 1:
+            raise InvalidEntry(f"n_frames={n_frames}")
         return ClipStatistics(mean=data["mean"], min=data["min"], max=data["max"], n_frames=n_frames)
+
+    def _report_entry(self, path: Path, fingerprint: str, audio_sha: str, exc: InvalidEntry) -> None:
+        if path in self._reported:
+            return
+        self._reported.add(path)
+        if exc.outdated:  # expected after an upgrade, once per entry: one line for all of them
+            if not self._reported_outdated:
+                self._reported_outdated = True
+                log.warning("feature cache entry %s has no checksum (written by an older speechbias); "
+                            "entries like it are recomputed and rewritten", path)
+            return
+        log.warning("feature cache entry %s (upstream %s, audio %s) is corrupt (%s); it will be recomputed",
+                    path, fingerprint, audio_sha[:12], exc)
 
     # -- audio hash index --------------------------------------------------------------
     @staticmethod
-    def _file_key(path: str | Path) -> str:
+    def _file_identity(path: str | Path) -> dict:
+        """What must be unchanged for a file's decoded audio to be unchanged: absolute path, size,
+        mtime and ctime in ns (ctime changes on every write and cannot be set back, unlike mtime)."""
         p = Path(path).resolve()
         st = p.stat()
-        return hashlib.sha256(f"{p}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()
+        return {"path": str(p), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns}
 
-    def _index_path(self, path: str | Path) -> Path:
-        key = self._file_key(path)
+    def _index_path(self, identity: dict) -> Path:
+        key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
         return self.root / "audio_index" / key[:2] / f"{key}.json"
 
     def lookup_audio(self, path: str | Path) -> tuple[str, int] | None:
-        """(sha256 of decoded audio, n_samples) for an unchanged file seen before, else None."""
+        """(sha256 of decoded audio, n_samples) for an unchanged file seen before, else None.
+
+        A record whose checksum or file identity does not match is reported once and ignored."""
         try:
-            ip = self._index_path(path)
-            if not ip.is_file():
-                return None
-            rec = json.loads(ip.read_text())
-            return str(rec["sha256"]), int(rec["n_samples"])
-        except (OSError, ValueError, KeyError):
+            identity = self._file_identity(path)
+        except OSError:
             return None
+        ip = self._index_path(identity)
+        try:
+            text = ip.read_text()
+        except OSError:
+            return None
+        try:
+            rec = json.loads(text)
+            if not isinstance(rec, dict) or "checksum" not in rec:
+                raise InvalidEntry("no checksum", outdated=True)
+            body = {k: v for k, v in rec.items() if k != "checksum"}
+            if _text_checksum(json.dumps(body, sort_keys=True)) != rec["checksum"]:
+                raise InvalidEntry("checksum mismatch")
+            if rec.get("file") != identity:
+                raise InvalidEntry(f"made for {rec.get('file')}, not {identity}")
+            sha, n_samples = rec["sha256"], rec["n_samples"]
+            if not (isinstance(sha, str) and _SHA256_HEX.fullmatch(sha)) or not isinstance(n_samples, int):
+                raise InvalidEntry(f"malformed sha256/n_samples {sha!r}/{n_samples!r}")
+        except (ValueError, KeyError, InvalidEntry) as exc:  # json.JSONDecodeError is a ValueError
+            if ip not in self._reported and not getattr(exc, "outdated", False):
+                self._reported.add(ip)
+                log.warning("audio index record %s for %s is corrupt (%s); the file will be decoded again",
+                            ip, path, exc)
+            return None
+        return sha, n_samples
 
     def remember_audio(self, path: str | Path, audio_sha: str, n_samples: int) -> None:
-        ip = self._index_path(path)
-        blob = json.dumps({"path": str(Path(path).resolve()), "sha256": audio_sha, "n_samples": int(n_samples)})
-        atomic_write(ip, lambda tmp: tmp.write_text(blob))
+        identity = self._file_identity(path)
+        ip = self._index_path(identity)
+        body = {"file": identity, "sha256": audio_sha, "n_samples": int(n_samples)}
+        rec = {**body, "checksum": _text_checksum(json.dumps(body, sort_keys=True))}
+        atomic_write(ip, lambda tmp: tmp.write_text(json.dumps(rec)))
+        self._reported.discard(ip)

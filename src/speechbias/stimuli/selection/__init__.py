@@ -1,9 +1,10 @@
 """The SpEAT paper's stimulus selection and matching procedures -> manifests with pair_id and stratum.
 
 Entry point: :func:`build_test` (the builder named by ``conf/bias_test/*.yaml``).
-Modules: ``matching`` (seeded primitives), ``targets`` and ``attributes`` (the paper's procedures),
-``diagnostics`` (sidecar report statistics), ``segments`` (cut interview segments to files),
-``sources`` (corpus folders under data_root), ``build`` (putting it together).
+Modules: ``matching`` (seeded primitives), ``propensity`` (propensity-score matching and balance),
+``targets`` and ``attributes`` (the paper's procedures), ``diagnostics`` (sidecar report statistics),
+``segments`` (cut interview segments to files), ``sources`` (corpus folders under data_root),
+``build`` (putting it together).
 """
 
 from speechbias.stimuli.selection.build import RECIPES, build_test

@@ -137,7 +137,8 @@ def render_balance(balance: dict | None) -> list[str]:
         lines += [f"caliper {balance['caliper']} on the {balance['caliper_scale']}", ""]
     if "model" in balance:
         coefs = ", ".join(f"{k} {v:.4g}" for k, v in balance.get("coefficients", {}).items())
-        lines += [f"{balance['model']}" + (f": logit coefficients {coefs}" if coefs else "") + f" (n = {balance['n']})", ""]
+        fit = f"{balance['model']}" + (f": logit coefficients {coefs}" if coefs else "")
+        lines += [f"{fit} (n = {balance['n']})", ""]
     if "n_unmatched_treated" in balance:
         lines += [f"pairs: {balance['n_pairs']} ({balance['n_matched']} matched; {balance['n_unmatched_treated']} "
                   "treated without a control within the caliper)", ""]

@@ -43,7 +43,8 @@ def propensity_scores(treated: pd.Series, covariates: pd.DataFrame, what: str) -
     design = sm.add_constant(covariates.astype(float), has_constant="add")
     constant = [c for c in covariates.columns if covariates[c].nunique() < 2]
     if constant:
-        raise SelectionError(f"{what}: covariate(s) {constant} take a single value; drop them from the propensity model")
+        raise SelectionError(f"{what}: covariate(s) {constant} take a single value; "
+                             "drop them from the propensity model")
     with warnings.catch_warnings():
         warnings.simplefilter("error", PerfectSeparationWarning)
         warnings.simplefilter("error", ConvergenceWarning)

@@ -93,7 +93,8 @@ def us_foreign(saa: pd.DataFrame, rng: np.random.Generator, caliper: float = US_
                                         covariates.loc[chosen["y"]], covariates.loc[chosen["x"]])
     matching = {"method": "propensity-score matching, greedy 1:1 nearest neighbour without replacement",
                 "treated": "foreign (Korean natives, Y)", "control": "us (US natives, X)",
-                "covariates": list(US_FOREIGN_COVARIATES), "caliper": float(caliper), "caliper_scale": "propensity score",
+                "covariates": list(US_FOREIGN_COVARIATES), "caliper": float(caliper),
+                "caliper_scale": "propensity score",
                 **model, "n_control": int(len(us)), "n_pairs": int(len(chosen)), "n_matched": int(len(pairs)),
                 "n_unmatched_treated": int(len(ko) - len(pairs)), "smd": smd,
                 "pair_differences": pair_differences(covariates.loc[chosen["y"]], covariates.loc[chosen["x"]])}

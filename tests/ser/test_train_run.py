@@ -8,6 +8,7 @@ import pytest
 
 from ser.helpers import compose_train, write_valence_csv
 from speechbias.entry import run_task
+from speechbias.report.caveat import DEMO_CAVEAT
 
 
 def _cfg(tmp_path, *extra):
@@ -46,7 +47,7 @@ def test_demo_run_writes_propagation_results(tmp_path):
     weights = pd.read_csv(out / "layer_weights.csv")
     assert weights["weight"].sum() == pytest.approx(1.0) and len(weights) == 1  # fbank: one layer
     report = (out / "report.md").read_text()
-    assert "Synthetic demo data" in report and "Cohen's d" in report
+    assert DEMO_CAVEAT in report and "Cohen's d" in report
     # a second run finds the results and does nothing; a forced rerun uses the warm cache
     again = run_task(_cfg(tmp_path))
     assert again["propagation/demo_voice/cohens_d"] == pytest.approx(summary["propagation/demo_voice/cohens_d"])

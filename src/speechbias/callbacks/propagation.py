@@ -33,6 +33,7 @@ from speechbias.aggregation import Aggregation
 from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import load_statistics
 from speechbias.report import figures, wandb_run
+from speechbias.report.caveat import DEMO_CAVEAT, markdown_caveat
 from speechbias.report.run_files import markdown_table, write_report, write_results
 from speechbias.ser.module import metric_key
 from speechbias.ser.pooling import cohens_d, lr_label, pooled_propagation
@@ -40,10 +41,6 @@ from speechbias.stats.association import effect_size
 
 log = logging.getLogger(__name__)
 
-SYNTHETIC_NOTE = (
-    "**Synthetic demo data (espeak-ng voices, made-up ratings): this run checks the plumbing and is "
-    "not a finding about any model or group.**"
-)
 
 
 @dataclass
@@ -220,24 +217,31 @@ def write_propagation_outputs(output_dir: Path, results: pd.DataFrame, predictio
                               layers: pd.DataFrame, curve: pd.DataFrame, run_info: dict,
                               synthetic: bool = False, run=None, pooled: pd.DataFrame | None = None) -> None:
     """results.csv/json, pooled.csv (several heads), predictions.csv, layer_weights.csv,
-    dev_curve.csv, figures, report.md; then W&B."""
+    dev_curve.csv, figures, report.md; then W&B. A synthetic training set or a demo test puts the
+    demo caveat in report.md and on every figure."""
     output_dir = Path(output_dir)
     pooled = pooled if pooled is not None else pd.DataFrame()
+    caveat = DEMO_CAVEAT if is_demo_run(results, synthetic) else None
     write_results(predictions, output_dir, stem="predictions")
     write_results(layers, output_dir, stem="layer_weights")
     write_results(curve, output_dir, stem="dev_curve")
     if not pooled.empty:
         write_results(pooled, output_dir, stem="pooled")
-    _dev_curve_figure(curve, output_dir / "dev_r2.png")
-    _layer_weights_figure(layers, output_dir / "layer_weights.png")
+    _dev_curve_figure(curve, output_dir / "dev_r2.png", caveat)
+    _layer_weights_figure(layers, output_dir / "layer_weights.png", caveat)
     for test, g in predictions.groupby("test", sort=False):
         rows = results.loc[results["test"] == test]
         d = float(pooled.loc[pooled["test"] == test, "cohens_d"].iloc[0]) if not pooled.empty \
             else float(rows["cohens_d"].iloc[0])
-        _predictions_figure(g, rows.iloc[0], d, output_dir / f"propagation_{test}.png")
+        _predictions_figure(g, rows.iloc[0], d, output_dir / f"propagation_{test}.png", caveat)
     write_results(results, output_dir)  # last: its presence marks the run as complete
     _write_report(output_dir, results, pooled, layers, run_info, synthetic)
     log_propagation_to_wandb(run, output_dir)
+
+
+def is_demo_run(results: pd.DataFrame, synthetic: bool) -> bool:
+    """True for a synthetic training set or any demo bias test (``demo_*``)."""
+    return bool(synthetic) or any(str(t).startswith("demo") for t in results["test"])
 
 
 def read_run_tables(output_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -290,7 +294,7 @@ def _lr_groups(table: pd.DataFrame):
     return [("" if len(groups) == 1 else f"lr={lr_label(lr)}", g) for lr, g in groups]
 
 
-def _dev_curve_figure(curve: pd.DataFrame, path: Path) -> Path | None:
+def _dev_curve_figure(curve: pd.DataFrame, path: Path, caveat: str | None = None) -> Path | None:
     if curve.empty:
         return None
     fig, ax = figures.plt.subplots(figsize=(5.6, 3.4))
@@ -303,10 +307,10 @@ def _dev_curve_figure(curve: pd.DataFrame, path: Path) -> Path | None:
     ax.set_title("valence head: dev R$^2$ during training")
     if len(groups) > 1:
         ax.legend(fontsize=7)
-    return figures.save(fig, path)
+    return figures.save(fig, path, caveat=caveat)
 
 
-def _layer_weights_figure(layers: pd.DataFrame, path: Path) -> Path:
+def _layer_weights_figure(layers: pd.DataFrame, path: Path, caveat: str | None = None) -> Path:
     fig, ax = figures.plt.subplots(figsize=(5.6, 3.4))
     groups = _lr_groups(layers)
     width = 0.8 / len(groups)
@@ -315,14 +319,15 @@ def _layer_weights_figure(layers: pd.DataFrame, path: Path) -> Path:
         ax.bar(g["layer"] + offset, g["weight"], width=width, label=label or None)
     n_layers = int(layers["layer"].max()) + 1
     ax.axhline(1.0 / n_layers, color="black", lw=0.8, ls="--", label="initial (equal)")
-    ax.set_xlabel("layer (0 = input to first transformer block)")
+    figures.layer_axis(ax, layers["layer"])
     ax.set_ylabel("softmax layer weight")
     ax.set_title("learned layer weights")
     ax.legend(fontsize=7)
-    return figures.save(fig, path)
+    return figures.save(fig, path, caveat=caveat)
 
 
-def _predictions_figure(preds: pd.DataFrame, row: pd.Series, d: float, path: Path) -> Path:
+def _predictions_figure(preds: pd.DataFrame, row: pd.Series, d: float, path: Path,
+                        caveat: str | None = None) -> Path:
     """Predicted valence of X and Y (all heads of the run pooled), titled with ``d``."""
     fig, ax = figures.plt.subplots(figsize=(4.2, 3.4))
     data = [preds.loc[preds["role"] == r, "predicted_valence"].to_numpy() for r in ("X", "Y")]
@@ -334,7 +339,7 @@ def _predictions_figure(preds: pd.DataFrame, row: pd.Series, d: float, path: Pat
     n_heads = preds["lr"].nunique() if "lr" in preds else 1
     pooled = f", {n_heads} heads pooled" if n_heads > 1 else ""
     ax.set_title(f"{row['test']}: Cohen's d = {d:.2f}{pooled}")
-    return figures.save(fig, path)
+    return figures.save(fig, path, caveat=caveat)
 
 
 def _write_report(output_dir: Path, results: pd.DataFrame, pooled: pd.DataFrame, layers: pd.DataFrame,
@@ -344,8 +349,8 @@ def _write_report(output_dir: Path, results: pd.DataFrame, pooled: pd.DataFrame,
     first = results.iloc[0]
     lrs = list(dict.fromkeys(results["lr"]))
     sections = []
-    if synthetic or str(results["test"].iloc[0]).startswith("demo"):
-        sections.append(("Note", SYNTHETIC_NOTE))
+    if is_demo_run(results, synthetic):
+        sections.append(("Note", markdown_caveat(DEMO_CAVEAT)))
     if not pooled.empty:
         sections.append((f"Bias propagation, {len(lrs)} heads pooled (the SpEAT paper's figure)", markdown_table(
             pooled[["test", "n_heads", "n_x", "n_y", "mean_x", "mean_y", "cohens_d", "ci_low", "ci_high",

@@ -22,6 +22,10 @@ from speechbias.report import speat_report
 
 log = logging.getLogger(__name__)
 
+# permutations of each per-layer p (the run's own p uses speat.n_permutations); exact when a test
+# has at most this many partitions
+PER_LAYER_PERMUTATIONS = 10_000
+
 
 def split_roles(embeddings: np.ndarray, roles: np.ndarray) -> dict[str, np.ndarray]:
     """Rows of ``embeddings`` (N, D) by manifest role X, Y, A, B."""
@@ -29,12 +33,14 @@ def split_roles(embeddings: np.ndarray, roles: np.ndarray) -> dict[str, np.ndarr
 
 
 def speat_by_layer(per_layer: np.ndarray, roles: np.ndarray, n_permutations: int, seed: int) -> pd.DataFrame:
-    """SpEAT d and p at every single layer of (N, L, D) statistics."""
+    """SpEAT d and p at every single layer of (N, L, D) statistics; each row also says what its p
+    came from (``n_permutations`` partitions, ``exact`` when that is all of them)."""
     rows = []
     for layer in range(per_layer.shape[1]):
         parts = split_roles(per_layer[:, layer, :], roles)
         res = stats.speat(parts["X"], parts["Y"], parts["A"], parts["B"], n_permutations=n_permutations, seed=seed)
-        rows.append({"layer": layer, "d": res.d, "p": res.p})
+        rows.append({"layer": layer, "d": res.d, "p": res.p, "n_permutations": res.n_permutations,
+                     "exact": res.exact})
     return pd.DataFrame(rows)
 
 
@@ -44,7 +50,7 @@ class SpeatCallback(pl.Callback):
     def __init__(self, bias_test, manifest: pd.DataFrame, aggregation: Aggregation, cache: FeatureCache,
                  fingerprint: str, output_dir: str | Path, run_info: dict, n_permutations: int = 1_000_000,
                  seed: int = 0, per_layer: bool = True, se_curve: bool = False, n_resamples: int = 10_000,
-                 wandb_run=None):
+                 wandb_run=None, layer_convention: str | None = None):
         self.bias_test = bias_test
         self.manifest = manifest
         self.aggregation = aggregation
@@ -58,6 +64,7 @@ class SpeatCallback(pl.Callback):
         self.se_curve = se_curve
         self.n_resamples = int(n_resamples)
         self.wandb_run = wandb_run
+        self.layer_convention = layer_convention
         self.summary: dict | None = None
 
     def on_predict_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -100,7 +107,7 @@ class SpeatCallback(pl.Callback):
         }
         layers = None
         if self.per_layer:
-            layers = speat_by_layer(per_layer, roles, min(self.n_permutations, 10_000), self.seed)
+            layers = speat_by_layer(per_layer, roles, min(self.n_permutations, PER_LAYER_PERMUTATIONS), self.seed)
             layers.insert(0, "test", test)
             layers.insert(1, "temporal", self.aggregation.temporal)
             for k in ("upstream", "family"):
@@ -113,7 +120,8 @@ class SpeatCallback(pl.Callback):
             se.insert(0, "test", test)
             if "upstream" in self.run_info:
                 se.insert(0, "upstream", self.run_info["upstream"])
-        speat_report.write_speat_outputs(self.output_dir, row, layers, se, self.bias_test, self.wandb_run)
+        speat_report.write_speat_outputs(self.output_dir, row, layers, se, self.bias_test, self.wandb_run,
+                                         layer_convention=self.layer_convention)
         return row
 
     def _se_curve(self, emb: np.ndarray) -> tuple[pd.DataFrame, dict]:

@@ -207,10 +207,37 @@ def run_extraction(upstream: Upstream, paths: Sequence[str], cache: FeatureCache
     writer = FeatureCacheWriter(cache, fingerprint)
     trainer.callbacks.insert(0, writer)
     try:
-        trainer.predict(module, dataloaders=loader, return_predictions=False)
+        with progress_bar_hidden(trainer, hide=count_uncached(paths, cache, fingerprint) == 0):
+            trainer.predict(module, dataloaders=loader, return_predictions=False)
     finally:
         trainer.callbacks.remove(writer)
     return module
+
+
+def count_uncached(paths: Sequence[str], cache: FeatureCache, fingerprint: str) -> int:
+    """Clips of ``paths`` that need work (decoding or a forward): no hash-index record, or no cache
+    entry file for ``fingerprint``. Reads the index only; an entry file that turns out to be invalid
+    is counted as cached here (and recomputed by the loop)."""
+    n = 0
+    for p in paths:
+        known = cache.lookup_audio(p)
+        n += known is None or not cache.entry_path(fingerprint, known[0]).is_file()
+    return n
+
+
+@contextmanager
+def progress_bar_hidden(trainer: pl.Trainer, hide: bool):
+    """Hide the trainer's progress bar inside the block when ``hide`` (a warm run: nothing to show
+    progress of); it is shown again afterwards (e.g. for the fit that follows in ``train.py``)."""
+    bar = trainer.progress_bar_callback
+    if not hide or bar is None or bar.is_disabled:
+        yield
+        return
+    bar.disable()
+    try:
+        yield
+    finally:
+        bar.enable()
 
 
 def load_statistics(paths: Sequence[str], cache: FeatureCache, fingerprint: str) -> StackedStatistics:

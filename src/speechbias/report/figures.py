@@ -9,6 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 # one colour per model family, used by every figure so families read the same everywhere
 FAMILY_COLOURS = {
@@ -41,17 +42,71 @@ def save(fig, path: str | Path, caveat: str | None = None) -> Path:
     return path
 
 
-def layer_profile(layers: pd.DataFrame, title: str, path: str | Path) -> Path:
-    """SpEAT d at every single layer: one line per upstream (column ``upstream``), x = layer index."""
+# x-axis label of a layer profile by the upstream's layer convention (``fingerprint_fields()``)
+LAYER_AXIS_LABELS = {
+    "block-io-v1": "layer (0 = input to the first transformer block, l = output of block l)",
+    "s3prl-native": "layer (index into the s3prl upstream's hidden states)",
+}
+GENERIC_LAYER_AXIS_LABEL = "layer (0 = the first hidden state the upstream returns)"
+SINGLE_LAYER_CONVENTION = "single-layer"
+
+
+def layer_profile(layers: pd.DataFrame, title: str, path: str | Path, layer_convention: str | None = None,
+                  caveat: str | None = None) -> Path:
+    """SpEAT d at every single layer: one line per upstream (column ``upstream``), x = layer index.
+
+    Ticks sit on whole layers only. An upstream with one layer (fbank, mfcc: ``layer_convention``
+    ``single-layer``, or only layer 0 in ``layers``) is drawn as one labelled point, with d and p
+    written beside it, not as a one-point line on a fractional axis. When ``layers`` has
+    ``n_permutations`` (and ``exact``), the subtitle says what the per-layer p values came from.
+    ``caveat`` (e.g. the demo caveat) is written along the bottom edge (:func:`save`).
+    """
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    groups = layers.groupby("upstream") if "upstream" in layers.columns else [("", layers)]
+    has_upstream = "upstream" in layers.columns
+    groups = list(layers.groupby("upstream", sort=False)) if has_upstream else [("", layers)]
+    single = layer_axis(ax, layers["layer"], layer_convention)
     for name, g in groups:
         colour = family_colour(g["family"].iloc[0]) if "family" in g.columns else None
-        ax.plot(g["layer"], g["d"], marker="o", ms=3, label=str(name) or None, color=colour)
+        ax.plot(g["layer"], g["d"], marker="o", ms=6 if single else 3, label=str(name) or None, color=colour,
+                linestyle="none" if single else "-")
     ax.axhline(0, color="black", lw=0.8)
-    ax.set_xlabel("layer (0 = input to first transformer block)")
+    if single and len(layers) == 1:
+        row = layers.iloc[0]
+        note = f"d = {row['d']:.3g}" + (f", p = {row['p']:.3g}" if "p" in layers.columns else "")
+        ax.annotate(note, (0, row["d"]), xytext=(8, 0), textcoords="offset points", va="center", fontsize=8)
     ax.set_ylabel("SpEAT effect size d")
-    ax.set_title(title)
-    if len(layers.get("upstream", pd.Series(dtype=str)).unique()) > 1:
+    permutations = permutation_note(layers)
+    ax.set_title(title + (f"\n{permutations}" if permutations else ""), fontsize=10)
+    if has_upstream and len(groups) > 1:
         ax.legend(fontsize=7, ncol=2)
-    return save(fig, path)
+    return save(fig, path, caveat=caveat)
+
+
+def layer_axis(ax, layer_numbers, layer_convention: str | None = None) -> bool:
+    """Ticks on whole layers and an x label that says what layer 0 is; returns True for a
+    single-layer upstream (``layer_convention == "single-layer"`` or only layer 0), whose one tick
+    reads "the features (one layer)" and whose label says there are no network layers."""
+    numbers = sorted({int(v) for v in layer_numbers})
+    if layer_convention == SINGLE_LAYER_CONVENTION or numbers == [0]:
+        ax.set_xlim(-1, 1)
+        ax.set_xticks([0], ["the features (one layer)"])
+        ax.set_xlabel("single-layer upstream: layer 0 is the feature vector itself")
+        return True
+    if len(numbers) <= 32:
+        ax.set_xticks(numbers)
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel(LAYER_AXIS_LABELS.get(str(layer_convention), GENERIC_LAYER_AXIS_LABEL))
+    return False
+
+
+def permutation_note(layers: pd.DataFrame) -> str:
+    """What the per-layer p values of ``layers`` came from: ``p per layer: one-sided, 10,000 random
+    permutations`` or ``p per layer: one-sided, exact over all 184,756 partitions`` (empty when the
+    table has no ``n_permutations``)."""
+    if "n_permutations" not in layers.columns or layers.empty:
+        return ""
+    counts = "/".join(f"{c:,}" for c in sorted({int(v) for v in layers["n_permutations"]}))
+    if "exact" in layers.columns and bool(layers["exact"].all()):
+        return f"p per layer: one-sided, exact over all {counts} partitions"
+    return f"p per layer: one-sided, {counts} random permutations"

@@ -7,24 +7,31 @@ from pathlib import Path
 import pandas as pd
 
 from speechbias.report import figures, wandb_run
+from speechbias.report.caveat import DEMO_CAVEAT, markdown_caveat
 from speechbias.report.run_files import markdown_table, write_report, write_results
 
-SYNTHETIC_NOTE = (
-    "**The demo stimuli are synthetic (espeak-ng voices): this run checks the plumbing and is not a "
-    "finding about any model or group.**"
-)
+
+def is_demo_test(test: str) -> bool:
+    """The shipped synthetic demo tests (``demo_voice``, ``demo_accent``, any ``demo_*``)."""
+    return str(test).startswith("demo")
 
 
 def write_speat_outputs(output_dir: Path, row: dict, layers: pd.DataFrame | None, se: pd.DataFrame | None,
-                        bias_test, run=None) -> None:
-    """results.csv/json, layers.csv, se_curve.csv, report.md and figures; the same to W&B when on."""
+                        bias_test, run=None, layer_convention: str | None = None) -> None:
+    """results.csv/json, layers.csv, se_curve.csv, report.md and figures; the same to W&B when on.
+
+    ``layer_convention``: the upstream's (``fingerprint_fields()["layer_convention"]``), for the
+    layer axis of ``layer_profile.png``. Demo tests get the demo caveat in report.md and on figures.
+    """
     output_dir = Path(output_dir)
     results = pd.DataFrame([row])
+    demo = is_demo_test(row["test"])
     images = {}
     if layers is not None:
         write_results(layers, output_dir, stem="layers")
         images["layer_profile"] = figures.layer_profile(
-            layers, f"{row['test']}: d per layer ({row['temporal']} over frames)", output_dir / "layer_profile.png")
+            layers, f"{row['test']}: d per layer ({row['temporal']} over frames)", output_dir / "layer_profile.png",
+            layer_convention=layer_convention, caveat=DEMO_CAVEAT if demo else None)
     if se is not None:
         write_results(se, output_dir, stem="se_curve")
     test = row["test"]
@@ -36,10 +43,14 @@ def write_speat_outputs(output_dir: Path, row: dict, layers: pd.DataFrame | None
               f"{bias_test.y_label} (Y) is; p is one-sided (H1: d > 0), "
               f"{'exact' if row['exact'] else 'sampled'} over {row['n_permutations']:,} partitions.")
     sections.append(("How to read it", interp))
-    if str(test).startswith("demo"):
-        sections.insert(0, ("Note", SYNTHETIC_NOTE))
+    if demo:
+        sections.insert(0, ("Note", markdown_caveat(DEMO_CAVEAT)))
     if layers is not None:
-        sections.append(("d at every layer", "![layer profile](layer_profile.png)\n\n" + markdown_table(layers)))
+        note = figures.permutation_note(layers)
+        sections.append(("d at every layer", "![layer profile](layer_profile.png)\n\n"
+                         + (f"{note[0].upper()}{note[1:]} (the run's p above: {row['n_permutations']:,}"
+                            f"{' partitions, exact' if row['exact'] else ' permutations'}).\n\n" if note else "")
+                         + markdown_table(layers)))
     if se is not None:
         sections.append(("Bootstrap standard error of d vs. number of stimuli", markdown_table(se)))
     title = f"SpEAT: {row.get('upstream', '')} / {test} / {row['aggregation']}"

@@ -184,6 +184,13 @@ class LayerMeansDataModule(pl.LightningDataModule):
     def input_size(self) -> int:
         return int(self.train_set.features.shape[2])
 
+    def steps_per_epoch(self, world_size: int = 1) -> int:
+        """Optimiser steps in one epoch: batches of ``batch_size`` over this process's share of the
+        training rows (a :class:`DistributedSampler` gives each of ``world_size`` processes
+        ceil(N / world_size) rows)."""
+        rows = math.ceil(len(self.train_set) / max(int(world_size), 1))
+        return math.ceil(rows / self.batch_size)
+
     def _current_epoch(self) -> int:
         trainer = getattr(self, "trainer", None)
         return int(trainer.current_epoch) if trainer is not None else 0

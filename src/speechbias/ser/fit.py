@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.callbacks import ModelCheckpoint
+from pytorch_lightning.callbacks import ModelCheckpoint, RichProgressBar
 
 from speechbias.atomic_file import atomic_write
 
@@ -69,16 +69,61 @@ def fit_trainer(make_trainer: Callable[..., pl.Trainer], checkpoint_dir: str | P
     ``make_trainer(**kwargs)`` builds it (e.g. ``partial(hydra.utils.instantiate, cfg.trainer)``);
     ``overrides`` are passed on (e.g. ``logger=CSVLogger(...)``).
     The same trainer may first run extraction (``trainer.predict``): under plain DDP a second
-    Trainer would try to launch the worker processes a second time.
+    Trainer would try to launch the worker processes a second time. Its progress bar shows the
+    epochs that ``max_steps`` take (:class:`StepBoundedProgressBar`).
     """
     if max_steps < 1:
         raise ValueError(f"max_steps must be >= 1, got {max_steps}")
     if val_every_n_epochs < 1:
         raise ValueError(f"val_every_n_epochs must be >= 1, got {val_every_n_epochs}")
-    return make_trainer(callbacks=[*checkpoint_callbacks(checkpoint_dir, checkpoint_every_n_epochs), *callbacks],
-                        max_steps=int(max_steps),
-                        max_epochs=-1, check_val_every_n_epoch=int(val_every_n_epochs),
-                        num_sanity_val_steps=0, enable_checkpointing=True, log_every_n_steps=50, **overrides)
+    trainer = make_trainer(callbacks=[*checkpoint_callbacks(checkpoint_dir, checkpoint_every_n_epochs), *callbacks],
+                           max_steps=int(max_steps),
+                           max_epochs=-1, check_val_every_n_epoch=int(val_every_n_epochs),
+                           num_sanity_val_steps=0, enable_checkpointing=True, log_every_n_steps=50, **overrides)
+    return use_step_bounded_progress_bar(trainer)
+
+
+def epochs_for_steps(max_steps: int, steps_per_epoch: int) -> int:
+    """Epochs that ``max_steps`` optimiser steps take at ``steps_per_epoch`` steps an epoch (the last
+    one may be partial): ceil(max_steps / steps_per_epoch)."""
+    if max_steps < 1 or steps_per_epoch < 1:
+        raise ValueError(f"max_steps and steps_per_epoch must be >= 1, got {max_steps} and {steps_per_epoch}")
+    return -(-int(max_steps) // int(steps_per_epoch))
+
+
+class StepBoundedProgressBar(RichProgressBar):
+    """Lightning's rich progress bar for a fit bounded by ``max_steps`` (``max_epochs=-1``).
+
+    Lightning writes ``Epoch e/<max_epochs - 1>``, i.e. ``Epoch 1999/-2`` here. This bar writes
+    ``Epoch e/E`` with E = ceil(max_steps / steps per epoch) - 1 (0-based, as Lightning counts) and
+    e = optimiser steps done // steps per epoch, which stays right after a resume (Lightning's epoch
+    counter runs one ahead after resuming from an epoch-end checkpoint). Steps per epoch come from
+    the datamodule's ``steps_per_epoch(world_size)``; without one it writes Lightning's description.
+    ``max_epochs`` itself stays -1: a finite value would stop resumed runs early for that reason.
+    """
+
+    def _get_train_description(self, current_epoch: int) -> str:
+        trainer = self.trainer
+        per_epoch = getattr(trainer.datamodule, "steps_per_epoch", None) if trainer.datamodule is not None else None
+        if not (callable(per_epoch) and trainer.max_steps > 0):
+            return super()._get_train_description(current_epoch)
+        steps = per_epoch(trainer.world_size)
+        last = epochs_for_steps(trainer.max_steps, steps) - 1
+        description = f"Epoch {min(trainer.global_step // steps, last)}/{last}"
+        if len(self.validation_description) > len(description):
+            description = f"{description:{len(self.validation_description)}}"
+        return description
+
+
+def use_step_bounded_progress_bar(trainer: pl.Trainer) -> pl.Trainer:
+    """Replace the trainer's default :class:`RichProgressBar` (if it has one) by a
+    :class:`StepBoundedProgressBar` with the same settings; other progress bars are left alone."""
+    for k, callback in enumerate(trainer.callbacks):
+        if type(callback) is RichProgressBar:
+            bar = StepBoundedProgressBar(refresh_rate=callback.refresh_rate, leave=callback._leave,
+                                         theme=callback.theme, console_kwargs=callback._console_kwargs)
+            trainer.callbacks[k] = bar
+    return trainer
 
 
 def fit_valence_head(trainer: pl.Trainer, module: pl.LightningModule, datamodule: pl.LightningDataModule,

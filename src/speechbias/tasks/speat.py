@@ -17,6 +17,8 @@ from speechbias.callbacks.speat import SpeatCallback
 from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import extract_statistics
 from speechbias.report import wandb_run
+from speechbias.report.caveat import DEMO_CAVEAT
+from speechbias.report.speat_report import is_demo_test
 from speechbias.run_context import finished_results, start_logger_run, upstream_info
 
 log = logging.getLogger(__name__)
@@ -40,7 +42,8 @@ def run(cfg: DictConfig, output_dir: Path) -> dict:
         bias_test=bias_test, manifest=manifest, aggregation=aggregation, cache=cache,
         fingerprint=upstream.fingerprint, output_dir=output_dir, run_info=info,
         n_permutations=cfg.speat.n_permutations, seed=cfg.seed, per_layer=cfg.speat.per_layer,
-        se_curve=cfg.speat.se_curve, n_resamples=cfg.speat.n_resamples, wandb_run=run_)
+        se_curve=cfg.speat.se_curve, n_resamples=cfg.speat.n_resamples, wandb_run=run_,
+        layer_convention=upstream.fingerprint_fields().get("layer_convention"))
     trainer = hydra.utils.instantiate(cfg.trainer, callbacks=[callback])
     try:
         extract_statistics(
@@ -53,4 +56,6 @@ def run(cfg: DictConfig, output_dir: Path) -> dict:
     if summary:
         log.info("SpEAT %s on %s (%s): d=%.3f p=%.4g", bias_test.name, info["upstream"], aggregation.name,
                  summary["d"], summary["p"])
+        if is_demo_test(bias_test.name):
+            log.warning(DEMO_CAVEAT)
     return summary

@@ -27,6 +27,7 @@ from speechbias.callbacks.propagation import (PropagationCallback, PropagationTe
 from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import extract_statistics
 from speechbias.report import wandb_run
+from speechbias.report.caveat import DEMO_CAVEAT
 from speechbias.run_context import start_logger_run, upstream_info
 from speechbias.ser.datamodule import LayerMeansDataModule
 from speechbias.ser.fit import fit_trainer, fit_valence_head
@@ -143,6 +144,8 @@ def run(cfg: DictConfig, output_dir: Path) -> dict:
     summary["n_upstream_forwards"] = n_forward
     for key, value in summary.items():
         log.info("%s = %s", key, value)
+    if valence.synthetic or any(t.name.startswith("demo") for t in tests):
+        log.warning(DEMO_CAVEAT)
     return summary
 
 

@@ -90,15 +90,17 @@ def run_probe(requests: Sequence[ProbeRequest], adapter: SpeechLLM, sampling: Sa
 
 
 def answer_table(requests: Sequence[ProbeRequest], responses: dict[str, str], cer_threshold: float = 0.1,
-                 judge: AnswerJudge | None = None) -> pd.DataFrame:
+                 judge: AnswerJudge | None = None, min_word_recall: float = 0.8) -> pd.DataFrame:
     """One row per request: key, domain, id, speaker, group, order, response, letter, choice (continuation
-    kind or ``other``), method, detail. The stored record of every answer and its mapping."""
+    kind or ``other``), method, rule (the rule of :mod:`~speechbias.sllm.answers` that decided), detail.
+    The stored record of every answer and its mapping."""
     rows = []
     for r in requests:
         response = responses[r.key]
-        mapping = map_answer(response, r.options, cer_threshold=cer_threshold, judge=judge)
+        mapping = map_answer(response, r.options, cer_threshold=cer_threshold, judge=judge,
+                             min_word_recall=min_word_recall)
         rows.append({"key": r.key, "domain": r.domain, "id": r.item_id, "speaker": r.speaker, "group": r.group,
                      "order": "|".join(r.order), "response": response, "letter": mapping.letter or "",
                      "choice": r.answer_key[mapping.letter] if mapping.letter else OTHER,
-                     "method": mapping.method, "detail": mapping.detail})
+                     "method": mapping.method, "rule": mapping.rule, "detail": mapping.detail})
     return pd.DataFrame(rows)

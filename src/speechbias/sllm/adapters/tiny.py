@@ -10,8 +10,8 @@ audio encoder's ``max_source_positions`` (= mel frames / 2). Answers are random 
 from __future__ import annotations
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|audio_bos|>", "<|AUDIO|>", "<|audio_eos|>")
-WORDS = ("A B C a b c the answer is option he she they was were man woman girl boy old young child nurse doctor "
-         "engineer good bad very not and or to of in on at it i you system user assistant audio . , : ( ) ! ?").split()
+WORDS = tuple(("A B C a b c the answer is option he she they was were man woman girl boy old young child nurse doctor "
+         "engineer good bad very not and or to of in on at it i you system user assistant audio . , : ( ) ! ?").split())
 
 
 def build_tiny_tokenizer(words=WORDS):
@@ -67,3 +67,36 @@ def tiny_qwen2_audio_adapter(seed: int = 0, name: str = "tiny_random_qwen2_audio
     model, processor = build_tiny_qwen2_audio(seed=seed)
     return Qwen2AudioAdapter(model_id="tiny-random/qwen2-audio", name=name, device=device, dtype=dtype,
                              model=model, processor=processor, **kwargs)
+
+
+#: a minimal ChatML template (the tiny tokenizer has no chat template of its own)
+TINY_CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+                      "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def build_tiny_chat_lm(seed: int = 0, words=WORDS + ("none",)):
+    """``(model, tokenizer)``: a random Qwen2ForCausalLM (~30 k parameters) over the tiny word-level
+    tokenizer, with :data:`TINY_CHAT_TEMPLATE` as its chat template."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    tokenizer = build_tiny_tokenizer(words)
+    tokenizer.chat_template = TINY_CHAT_TEMPLATE
+    torch.manual_seed(seed)
+    model = Qwen2ForCausalLM(Qwen2Config(
+        vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+        num_attention_heads=2, num_key_value_heads=1, pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id, bos_token_id=None)).eval()
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    return model, tokenizer
+
+
+def tiny_chat_judge(seed: int = 0, max_new_tokens: int = 4):
+    """A :class:`~speechbias.sllm.adapters.judge.ChatJudge` around :func:`build_tiny_chat_lm` (random
+    verdicts: wiring of the judge path only)."""
+    from speechbias.sllm.adapters.judge import ChatJudge
+
+    model, tokenizer = build_tiny_chat_lm(seed=seed)
+    return ChatJudge("tiny-random/qwen2-chat", model=model, tokenizer=tokenizer, device="cpu", dtype="float32",
+                     max_new_tokens=max_new_tokens)

@@ -3,20 +3,32 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
 from speechbias.entry import run_task
+from speechbias.report.caveat import DEMO_CAVEAT
+from speechbias.sllm.answers import METHODS, RULES
+from speechbias.sllm.data import load_spoken_stereoset
+from speechbias.tasks.spoken_stereoset import is_demo_run
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _compose(conf_dir, *overrides):
+    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
+        return compose("evaluate", overrides=["task=spoken_stereoset", "logger=none", *overrides],
+                       return_hydra_config=True)
 
 
 def _run(conf_dir, data_dir, out_dir, *overrides):
-    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
-        cfg = compose("evaluate", overrides=["task=spoken_stereoset", f"task.data_dir={data_dir}",
-                                             f"paths.output_dir={out_dir}", "logger=none", *overrides],
-                      return_hydra_config=True)
-    return run_task(cfg)
+    return run_task(_compose(conf_dir, f"task.data_dir={data_dir}", f"paths.output_dir={out_dir}", *overrides))
 
 
 def test_stereotypical_policy_scores_100_through_the_whole_pipeline(conf_dir, tree, tmp_path):
@@ -28,7 +40,7 @@ def test_stereotypical_policy_scores_100_through_the_whole_pipeline(conf_dir, tr
     assert summary["sllm/age/slms"] == 100.0
     responses = pd.read_csv(out / "responses.csv")
     assert len(responses) == 6 * 6  # 6 instances x 6 orders
-    assert set(responses["method"]) == {"letter"} and set(responses["choice"]) == {"stereotypical"}
+    assert set(responses["rule"]) == {"letter_only"} and set(responses["choice"]) == {"stereotypical"}
     results = pd.read_csv(out / "results.csv")
     assert set(results["model"]) == {"policy_stereotypical", "Oracle", "Always stereotypical", "Random"}
     report = (out / "report.md").read_text()
@@ -55,7 +67,7 @@ def test_irrelevant_and_refusing_policies(conf_dir, tree, tmp_path):
 def test_baselines_only_without_a_model(conf_dir, tree, tmp_path):
     root, _ = tree
     out = tmp_path / "base"
-    assert _run(conf_dir, root, out) == {}
+    assert _run(conf_dir, root, out, "~sllm") == {}
     t = pd.read_csv(out / "results.csv")
     assert set(t["model"]) == {"Oracle", "Always stereotypical", "Random"}
     assert json.loads((out / "summary.json").read_text()) == {}
@@ -65,10 +77,12 @@ def test_tiny_random_qwen2_audio_full_path(conf_dir, tree, tmp_path):
     root, _ = tree
     out = tmp_path / "tiny"
     summary = _run(conf_dir, root, out, "sllm=tiny_random_qwen2_audio", "task.max_items=1",
-                   "task.sampling.max_new_tokens=4", "task.batch_size=2", "task.statistics.enabled=false")
+                   "task.sampling.max_new_tokens=4", "task.batch_size=2", "task.statistics.enabled=false",
+                   "task.judge={_target_: speechbias.sllm.adapters.tiny.tiny_chat_judge}")
     responses = pd.read_csv(out / "responses.csv", keep_default_na=False)
     assert len(responses) == 4  # gender item 3 (2 voices) + age item 5 (2 voices)
-    assert set(responses["method"]) <= {"letter", "substring", "cer", "none"}
+    assert set(responses["rule"]) <= set(RULES) and set(responses["method"]) <= set(METHODS)
+    assert all(RULES[r] == m for r, m in zip(responses["rule"], responses["method"]))
     assert 0.0 <= summary["sllm/overall/slifs"] <= 100.0
     report = (out / "report.md").read_text()
     assert "tiny_random_qwen2_audio" in report and "Answer mapping" in report
@@ -110,3 +124,50 @@ def test_wandb_gets_table3_and_metrics(conf_dir, tree, tmp_path, monkeypatch):
     import re
 
     assert re.search(r"\| Oracle +\| 100\.0 +\| 100\.0 +\| 50\.0 +\|", report)
+
+
+def test_bare_task_defaults_to_the_shipped_demo_set_and_the_tiny_model(conf_dir):
+    cfg = _compose(conf_dir)
+    assert cfg.sllm["_target_"] == "speechbias.sllm.adapters.tiny.tiny_qwen2_audio_adapter"
+    demo = Path(cfg.task.data_dir)
+    assert demo == REPO_ROOT / "experiments" / "demo" / "spoken_stereoset"
+    # the shipped set: released layout, every row has its audio, small
+    dataset = load_spoken_stereoset(demo)
+    assert len(dataset.table) == 14 and dataset.missing.empty
+    assert set(dataset.table.groupby("domain").size().to_dict()) == {"gender", "age"}
+    assert sum(f.stat().st_size for f in demo.rglob("*") if f.is_file()) < 1_000_000
+    # real usage still composes: another model, another folder, or no model
+    cfg = _compose(conf_dir, "sllm=qwen2_audio", "task.data_dir=/data/spoken_stereoset")
+    assert cfg.sllm.model_id == "Qwen/Qwen2-Audio-7B-Instruct" and cfg.task.data_dir == "/data/spoken_stereoset"
+    assert _compose(conf_dir, "~sllm").get("sllm") is None
+
+
+def test_demo_caveat_on_demo_data_and_not_on_real_runs(conf_dir, tree, tmp_path):
+    out = tmp_path / "demo"
+    run_task(_compose(conf_dir, f"paths.output_dir={out}", "sllm=policy"))  # shipped demo set
+    report = (out / "report.md").read_text()
+    assert DEMO_CAVEAT in report and report.index(DEMO_CAVEAT) < report.index("Table 3")
+    assert (out / "rouge_l_histogram.png").stat().st_size > 1000
+    root, _ = tree
+    _run(conf_dir, root, tmp_path / "real", "sllm=policy", "task.statistics.enabled=false")
+    assert "DEMO" not in (tmp_path / "real" / "report.md").read_text()
+    # a tiny random model is plumbing wherever its data come from
+    cfg = _compose(conf_dir, f"task.data_dir={root}")
+    assert is_demo_run(cfg) and not is_demo_run(_compose(conf_dir, f"task.data_dir={root}", "task.demo_caveat=false"))
+
+
+@pytest.mark.slow
+def test_bare_command_runs_offline_from_any_folder(tmp_path):
+    """``python evaluate.py task=spoken_stereoset`` with no further arguments (about 1 min on 2 free cores)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "offline"}
+    env.pop("PROJECT_ROOT", None)
+    proc = subprocess.run([sys.executable, str(REPO_ROOT / "evaluate.py"), "task=spoken_stereoset", "logger=none",
+                           f"paths.output_root={tmp_path / 'out'}"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert DEMO_CAVEAT in proc.stdout + proc.stderr
+    (report,) = (tmp_path / "out").rglob("report.md")
+    text = report.read_text()
+    assert DEMO_CAVEAT in text and "tiny_random_qwen2_audio" in text
+    responses = pd.read_csv(report.parent / "responses.csv", keep_default_na=False)
+    assert len(responses) == 14 and set(responses["rule"]) <= set(RULES)

@@ -76,8 +76,9 @@ def dataset_statistics(table: pd.DataFrame, rouge: pd.DataFrame | None = None) -
     return pd.DataFrame(rows)
 
 
-def plot_rouge_l_histogram(rouge: pd.DataFrame, path: str | Path, bins: int = 30) -> Path:
-    """Fig. 1: histogram of each continuation's mean ROUGE-L against its domain, one colour per domain."""
+def plot_rouge_l_histogram(rouge: pd.DataFrame, path: str | Path, bins: int = 30, caveat: str | None = None) -> Path:
+    """Fig. 1: histogram of each continuation's mean ROUGE-L against its domain, one colour per domain;
+    ``caveat`` (e.g. the demo caveat) is written along the bottom edge."""
     from speechbias.report.figures import plt, save
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
@@ -89,4 +90,4 @@ def plot_rouge_l_histogram(rouge: pd.DataFrame, path: str | Path, bins: int = 30
     ax.set_ylabel("number of continuations")
     ax.set_title("Diversity of continuations")
     ax.legend()
-    return save(fig, path)
+    return save(fig, path, caveat=caveat)

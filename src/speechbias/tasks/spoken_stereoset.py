@@ -1,7 +1,9 @@
 """Task ``spoken_stereoset``: load the set -> ask the speech LLM -> map answers -> slifs/slms/slbs + baselines.
 
-``python evaluate.py task=spoken_stereoset sllm=qwen2_audio`` (``sllm=null``: dataset statistics
-and baselines only). Writes into the run folder: responses.jsonl (answer cache), responses.csv (every
+``python evaluate.py task=spoken_stereoset`` alone is the offline demo (shipped synthetic set under
+``paths.demo_dir``, tiny random Qwen2-Audio; the demo caveat on console, report.md and figures);
+``sllm=qwen2_audio task.data_dir=<released set>`` the real run (``~sllm``: dataset statistics and
+baselines only). Writes into the run folder: responses.jsonl (answer cache), responses.csv (every
 raw answer with its mapping), results.csv/json (long metric table, model and baselines),
 dataset_statistics.csv/json, continuation_rouge_l.csv, rouge_l_histogram.png, summary.json, report.md;
 and a W&B table when ``logger.kind=wandb``.
@@ -18,10 +20,12 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from speechbias.report import wandb_run
+from speechbias.report.caveat import DEMO_CAVEAT, markdown_caveat
 from speechbias.report.run_files import markdown_table, write_json, write_report, write_results
 from speechbias.run_context import finished_results, start_logger_run
 from speechbias.sllm import OTHER
 from speechbias.sllm.adapters.base import SamplingParams
+from speechbias.sllm.answers import RULES
 from speechbias.sllm.baselines import DEFINES, DISPLAY_NAMES, all_baselines
 from speechbias.sllm.data import describe_missing, load_spoken_stereoset
 from speechbias.sllm.metrics import ALL_GROUPS, METRICS, summarise
@@ -46,6 +50,22 @@ def _baseline_note() -> str:
     return "\n".join(lines)
 
 
+def is_demo_run(cfg: DictConfig) -> bool:
+    """Whether this run's numbers are plumbing only (``task.demo_caveat``: auto | true | false). auto:
+    the data lie under ``paths.demo_dir`` (the shipped synthetic set), or the model or the judge is a
+    tiny random one (``speechbias.sllm.adapters.tiny``)."""
+    setting = str(cfg.task.get("demo_caveat", "auto")).lower()
+    if setting in ("true", "false"):
+        return setting == "true"
+    if setting != "auto":
+        raise ValueError(f"task.demo_caveat must be auto, true or false, got {setting!r}")
+    demo_dir = cfg.paths.get("demo_dir")
+    if demo_dir and Path(cfg.task.data_dir).resolve().is_relative_to(Path(demo_dir).resolve()):
+        return True
+    targets = [str(part.get("_target_", "")) for part in (cfg.get("sllm"), cfg.task.get("judge")) if part]
+    return any(".adapters.tiny." in t for t in targets)
+
+
 def run(cfg: DictConfig, output_dir: Path) -> dict:
     output_dir = Path(output_dir)
     task = cfg.task
@@ -57,6 +77,9 @@ def run(cfg: DictConfig, output_dir: Path) -> dict:
     table = dataset.table
     if table.empty:
         raise ValueError(f"{task.data_dir}: no instance with audio to evaluate")
+    caveat = DEMO_CAVEAT if is_demo_run(cfg) else None
+    if caveat:
+        log.warning(caveat)
     summaries, answers, model_label = [], None, None
     sllm_cfg = cfg.get("sllm")
     if sllm_cfg is not None:
@@ -71,7 +94,8 @@ def run(cfg: DictConfig, output_dir: Path) -> dict:
         responses = run_probe(requests, adapter, sampling, output_dir / "responses.jsonl",
                               batch_size=int(task.batch_size), seed=int(cfg.seed))
         judge = hydra.utils.instantiate(task.judge) if task.get("judge") else None
-        answers = answer_table(requests, responses, cer_threshold=float(task.answer.cer_threshold), judge=judge)
+        answers = answer_table(requests, responses, cer_threshold=float(task.answer.cer_threshold), judge=judge,
+                               min_word_recall=float(task.answer.get("min_word_recall", 0.8)))
         write_results(answers, output_dir, stem="responses")
         model_summary = summarise(answers, model=model_label)
         model_summary["condition"] = "text_only" if text_only else "audio"
@@ -83,16 +107,19 @@ def run(cfg: DictConfig, output_dir: Path) -> dict:
     summary = pd.concat(summaries, ignore_index=True)
     write_results(summary, output_dir)
 
-    sections = [("Data", f"{len(table)} instances from {task.data_dir} "
+    sections = [("Demo run", markdown_caveat(caveat))] if caveat else []
+    sections += [("Data", f"{len(table)} instances from {task.data_dir} "
                          f"({', '.join(f'{d}: {n}' for d, n in table.groupby('domain', sort=False).size().items())})"
                  + (f"; {describe_missing(dataset.missing)} (skipped)" if len(dataset.missing) else ""))]
     t3 = table3(summary)
     sections.append(("Table 3: slifs / slms / slbs (%)", to_markdown(t3) + "\n\n" + _baseline_note()))
     sections.append(("Per speaker group (mean ± SD across speakers)", to_markdown(group_table(summary))))
     if answers is not None:
-        methods = answers.groupby(["domain", "method"]).size().unstack(fill_value=0).reset_index()
-        sections.append(("Answer mapping", "How each answer was mapped (letter, substring, cer, judge; none = "
-                         f"{OTHER}):\n\n" + markdown_table(methods) + "\n\nEvery raw answer: responses.csv"))
+        rules = answers.groupby(["domain", "rule"]).size().unstack(fill_value=0)
+        rules = rules[[r for r in RULES if r in rules.columns]].reset_index()
+        sections.append(("Answer mapping", "Answers per rule that decided them (our rule cascade, "
+                         "speechbias.sllm.answers; none = " f"{OTHER}):\n\n" + markdown_table(rules)
+                         + "\n\nEvery raw answer with its rule and reason: responses.csv"))
     images = {}
     if task.statistics.enabled:
         rouge = continuation_rouge_l(table, method=task.statistics.rouge_method)
@@ -100,13 +127,15 @@ def run(cfg: DictConfig, output_dir: Path) -> dict:
         write_results(stats, output_dir, stem="dataset_statistics")
         write_results(rouge, output_dir, stem="continuation_rouge_l")
         images["spoken_stereoset/rouge_l_histogram"] = plot_rouge_l_histogram(
-            rouge, output_dir / "rouge_l_histogram.png", bins=int(task.statistics.histogram_bins))
+            rouge, output_dir / "rouge_l_histogram.png", bins=int(task.statistics.histogram_bins), caveat=caveat)
         sections.append(("Dataset statistics (Table 2)", markdown_table(stats) + "\n\n![mean ROUGE-L of each "
                          "continuation against the others of its domain](rouge_l_histogram.png)"))
     write_report(output_dir, f"Spoken StereoSet: {model_label or 'baselines only'}", sections)
 
     metrics = _summary_metrics(summary, model_label) if model_label else {}
     write_json(metrics, done)
+    if caveat:
+        log.warning("report: %s (%s)", output_dir / "report.md", caveat)
     run_ = start_logger_run(cfg, output_dir, job_type="spoken_stereoset",
                             name=f"spoken_stereoset/{model_label or 'baselines'}",
                             tags=["spoken_stereoset", model_label or "baselines"])

@@ -147,6 +147,57 @@ def test_no_speaker_is_poisson_glm_closed_form():
     np.testing.assert_allclose(np.r_[fit_c.mu, fit_c.gamma], ref, atol=1e-5)
 
 
+def _l1_l2_corpus():
+    """Fair-Speech-sized L1/L2 data (26,000 utterances, ~1.3e5 errors) on which an absolute IRLS
+    deviance tolerance never stops: the saturated fit's deviance is float noise (~1e-11)."""
+    rng = np.random.default_rng(1)
+    n = 26000
+    group = np.where(rng.random(n) < 0.8, "L1", "L2")
+    words = rng.integers(1, 30, n)
+    errors = rng.poisson(words * np.where(group == "L1", 0.3, 0.5))
+    return errors, words, group
+
+
+def test_large_l1_l2_glm_converges_on_the_closed_form():
+    import statsmodels.api as sm
+
+    errors, words, group = _l1_l2_corpus()
+    tot = {g: (errors[group == g].sum(), words[group == g].sum()) for g in ("L1", "L2")}
+    # the case is hard for an absolute criterion: statsmodels' default check (successive deviances
+    # within tol = 1e-12) runs out of iterations on the collapsed two-row problem
+    y = np.array([tot["L1"][0], tot["L2"][0]], float)
+    w = np.array([tot["L1"][1], tot["L2"][1]], float)
+    with pytest.warns(Warning):
+        old = sm.GLM(y, np.eye(2), family=sm.families.Poisson(), offset=np.log(w)).fit(maxiter=100, tol=1e-12)
+    assert not old.converged
+    # cell means: mu_g = log(errors_g / words_g)
+    fit = fit_poisson_glmm(errors, words, group)
+    assert fit.converged, fit.message
+    for g, mu in zip(fit.groups, fit.mu):
+        assert mu == pytest.approx(math.log(tot[g][0] / tot[g][1]), rel=1e-12)
+    # one binary covariate (x = 1 for L2) and an intercept: exp(beta) = ratio of the groups' rates
+    x = (group == "L2").astype(float)
+    fit_x = fit_poisson_glmm(errors, words, np.full(group.size, "all"), covariates=x[:, None])
+    assert fit_x.converged, fit_x.message
+    rate = {g: tot[g][0] / tot[g][1] for g in tot}
+    assert math.exp(fit_x.gamma[0]) == pytest.approx(rate["L2"] / rate["L1"], rel=1e-10)
+    assert math.exp(fit_x.mu[0]) == pytest.approx(rate["L1"], rel=1e-10)
+
+
+def test_glm_not_at_optimum_is_not_converged(monkeypatch):
+    """The score check rejects an IRLS stop away from the optimum (here: one iteration allowed)."""
+    errors, words, group = _l1_l2_corpus()
+    real_fit = glmm.sm.GLM.fit
+
+    def one_step(self, *a, **k):
+        k["maxiter"] = 1
+        return real_fit(self, *a, **k)
+
+    monkeypatch.setattr(glmm.sm.GLM, "fit", one_step)
+    fit = fit_poisson_glmm(errors, words, group)
+    assert not fit.converged and "IRLS" in fit.message
+
+
 def test_sigma_zero_data_gives_small_sigma_and_glm_means():
     df = simulate_errors([0.1, 0.2], speakers_per_group=30, utts_per_speaker=(10, 20), sigma=1e-9, seed=8)
     fit = fit_poisson_glmm(df.errors, df.words, df.group, df.speaker)

@@ -105,8 +105,10 @@ class RatioBootstrap:
     """Pairwise WER ratios with percentile bootstrap CIs.
 
     ``table`` columns: group_a, group_b, ratio (full-data estimate), ci_low, ci_high, significant
-    (CI excludes 1), se_log_ratio (bootstrap SD of mu_a - mu_b). ``replicates`` is
-    (n_ok, n_groups) of bootstrap mu estimates.
+    (CI excludes 1 and is not degenerate), degenerate (the CI is not finite or has zero width, or a
+    group has fewer than two resampling units, so the resampling cannot show its variability),
+    se_log_ratio (bootstrap SD of mu_a - mu_b). ``replicates`` is (n_ok, n_groups) of bootstrap
+    mu estimates.
     """
 
     table: pd.DataFrame
@@ -450,8 +452,28 @@ def fit_poisson_glmm(errors, words, group, speaker=None, covariates=None, n_agq:
     )
 
 
-def _glm_fit_arrays(y, w, g_codes, G, cov, freq, start):
-    """statsmodels Poisson GLM with offset log(w) on rows collapsed by identical design rows."""
+# IRLS stopping and acceptance are judged on the problem's own scale: Poisson deviance and score
+# terms grow with the error counts, so an absolute tolerance (statsmodels' default criterion:
+# successive deviances within ``tol``) is below float rounding for a corpus with ~1e5 errors and
+# a saturated fit never "converges" although it sits on the closed form.
+GLM_RTOL = 1e-10
+
+
+@dataclass(frozen=True)
+class _GLMResult:
+    params: np.ndarray
+    converged: bool
+    message: str
+    n_iter: int
+
+
+def _glm_fit_arrays(y, w, g_codes, G, cov, freq, start, rtol: float = GLM_RTOL) -> _GLMResult:
+    """statsmodels Poisson GLM with offset log(w) on rows collapsed by identical design rows.
+
+    Convergence is scale-aware: IRLS stops when successive deviances agree within
+    ``rtol * (1 + sum y)`` (the deviance's scale), and the fit is accepted only if every score
+    component ``|X'(y - lambda)|`` is below ``sqrt(rtol) * (1 + sum y)`` at the estimate.
+    """
     keep = freq > 0
     key = np.column_stack([g_codes[keep].astype(float), cov[keep]])
     _, inv = np.unique(key, axis=0, return_inverse=True)
@@ -463,29 +485,42 @@ def _glm_fit_arrays(y, w, g_codes, G, cov, freq, start):
     first[inv] = np.arange(inv.size)
     X = np.column_stack([np.eye(G)[g_codes[keep][first]], cov[keep][first]])
     model = sm.GLM(uy, X, family=sm.families.Poisson(), offset=np.log(uw))
+    scale = 1.0 + float(uy.sum())
     with warnings.catch_warnings():
         # cell-means design collapsed to one row per group is saturated: statsmodels warns about
         # "perfect prediction" and a zero residual df, which is expected here and harmless
         warnings.simplefilter("ignore", category=PerfectSeparationWarning)
         warnings.simplefilter("ignore", category=RuntimeWarning)
-        res = model.fit(start_params=start, maxiter=100, tol=1e-12)
-    return res
+        res = model.fit(start_params=start, maxiter=100, tol=rtol * scale, rtol=rtol)
+    params = np.asarray(res.params, dtype=float)
+    n_iter = int(getattr(res, "fit_history", {}).get("iteration", 0))
+    if not np.all(np.isfinite(params)):
+        return _GLMResult(params, False, "IRLS gave non-finite estimates", n_iter)
+    score = np.abs(X.T @ (uy - uw * np.exp(X @ params)))
+    worst = float(score.max()) / scale
+    if not res.converged:
+        return _GLMResult(params, False, f"IRLS did not converge in {n_iter} iterations (deviance change "
+                          f"above {rtol:g} x (1 + total errors); max |score| / (1 + total errors) = {worst:.2g})",
+                          n_iter)
+    if worst > math.sqrt(rtol):
+        return _GLMResult(params, False, f"IRLS stopped away from the optimum (max |score| / (1 + total errors) "
+                          f"= {worst:.2g} > {math.sqrt(rtol):g})", n_iter)
+    return _GLMResult(params, True, f"IRLS converged in {n_iter} iterations (max |score| / (1 + total errors) "
+                      f"= {worst:.2g})", n_iter)
 
 
 def _fit_glm(y, w, g_codes, groups, cov, cov_names, freq, per_group_obs, start) -> PoissonGLMMFit:
     G = len(groups)
     res = _glm_fit_arrays(y, w, g_codes, G, cov, freq, None if start is None else np.asarray(start)[:-1])
-    params = np.asarray(res.params, dtype=float)
+    params = res.params
     # full (per-utterance) Poisson log-likelihood; collapsing rows changes only the constant
     mu_obs = w * np.exp(params[:G][g_codes] + (cov @ params[G:] if cov.shape[1] else 0.0))
     ll = float(np.sum(freq * (y * np.log(mu_obs) - mu_obs - special.gammaln(y + 1.0))))
-    converged = bool(res.converged) and bool(np.all(np.isfinite(params)))
     return PoissonGLMMFit(
         groups=groups, mu=params[:G].copy(), covariate_names=cov_names, gamma=params[G:].copy(),
-        sigma=float("nan"), loglik=ll, converged=converged,
-        message="IRLS converged" if converged else "IRLS did not converge", method="poisson_glm",
+        sigma=float("nan"), loglik=ll, converged=res.converged, message=res.message, method="poisson_glm",
         n_obs=int(y.size), n_speakers=0, n_speakers_per_group={}, n_obs_per_group=per_group_obs,
-        n_iter=int(getattr(res, "fit_history", {}).get("iteration", 0)),
+        n_iter=res.n_iter,
     )
 
 
@@ -557,6 +592,7 @@ def bootstrap_wer_ratios(errors, words, group, speaker=None, covariates=None, fi
     rng = np.random.default_rng(seed)
     G = len(groups)
     if speaker is None:
+        units_per_group = np.bincount(g_codes, minlength=G)
         resampling = "utterances within group (no speaker column: CIs ignore within-speaker correlation)"
         weights = _resample_weights(g_codes, n_resamples, rng)
         reps = np.full((n_resamples, G), np.nan)
@@ -576,12 +612,13 @@ def bootstrap_wer_ratios(errors, words, group, speaker=None, covariates=None, fi
                 if not res.converged:
                     status.append("not converged: IRLS")
                     continue
-                reps[b] = np.asarray(res.params)[:G]
+                reps[b] = res.params[:G]
             status.append("ok")
     else:
         resampling = "speakers within group (cluster bootstrap)"
         s_codes, spk_labels = _codes(speaker, "speaker")
         units = _reduce(y, w, g_codes, G, s_codes, cov)
+        units_per_group = np.bincount(units.cluster_group[units.cluster_group >= 0], minlength=G)
         multi = np.flatnonzero(units.cluster_group < 0)
         if multi.size:
             names = [spk_labels[i] for i in multi[:10]]
@@ -623,10 +660,13 @@ def bootstrap_wer_ratios(errors, words, group, speaker=None, covariates=None, fi
             se = float(np.std(d, ddof=1))
         else:
             lo = hi = se = float("nan")
+        degenerate = bool(not (np.isfinite(lo) and np.isfinite(hi) and hi > lo)
+                          or min(units_per_group[ia], units_per_group[ib]) < 2)
         rows.append({"group_a": groups[ia], "group_b": groups[ib], "ratio": est, "ci_low": float(lo),
-                     "ci_high": float(hi), "significant": bool(lo > 1.0 or hi < 1.0), "se_log_ratio": se})
+                     "ci_high": float(hi), "significant": bool(not degenerate and (lo > 1.0 or hi < 1.0)),
+                     "degenerate": degenerate, "se_log_ratio": se})
     table = pd.DataFrame(rows, columns=["group_a", "group_b", "ratio", "ci_low", "ci_high", "significant",
-                                        "se_log_ratio"])
+                                        "degenerate", "se_log_ratio"])
     return RatioBootstrap(table=table, replicates=reps_ok, n_resamples=int(n_resamples),
                           n_failed=int((~ok).sum()), failures=failures, seed=int(seed),
                           confidence=float(confidence), resampling=resampling)

@@ -50,3 +50,33 @@ def test_generic_manifest(tmp_path):
     assert c.utterances.utterance_id.iloc[0] == "asr_fairness_audio/" + meta.hash_name.iloc[0] + ".wav"
     with pytest.raises(CorpusError, match=r"missing column\(s\) \['accent'\]"):
         load_asr_manifest(tmp_path / "cv.csv", ["accent"], path_column="file", transcript_column="sentence")
+
+
+def _write_odd_values(root) -> pd.DataFrame:
+    """The fixture tree with survey-style gender/first_language cells (case, whitespace, non-answers)."""
+    meta = make_fair_speech_tree(root, with_speaker=False)  # 16 rows: 8 female, 8 male
+    m = pd.read_csv(root / "metadata.tsv", sep="\t", dtype=str, keep_default_na=False)
+    m.loc[0:4, "gender"] = ["Female", " female ", "Prefer not to say", "", "NaN"]
+    m.loc[8:9, "gender"] = ["MALE", "male  "]
+    m.loc[0:3, "first_language"] = ["prefer not to say", " english", "", "Spanish "]
+    m.to_csv(root / "metadata.tsv", sep="\t", index=False)
+    return m
+
+
+def test_fair_speech_odd_values_fold_to_levels_and_undisclosed(tmp_path):
+    m = _write_odd_values(tmp_path)
+    c = load_fair_speech(tmp_path, l1_languages=["English"])
+    # gender: rows 0-1 are female spellings, 2-4 non-answers, 5-7 female, 8-15 male (8, 9 odd spellings)
+    assert c.utterances.gender.value_counts().to_dict() == {"male": 8, "female": 5, "undisclosed": 3}
+    lv = c.levels[c.levels.category == "gender"].set_index("raw_value")
+    assert lv.loc["Female", "level"] == "female" and lv.loc[" female ", "level"] == "female"
+    assert lv.loc["MALE", "level"] == "male" and lv.loc["male  ", "level"] == "male"
+    assert set(lv[lv.level == "undisclosed"].index) == {"Prefer not to say", "", "NaN"}
+    assert lv.rows.sum() == len(m)
+    # first_language: a non-answer is never recoded to L2
+    fl = c.utterances.first_language
+    assert fl.iloc[0] == "undisclosed" and fl.iloc[1] == "L1" and fl.iloc[2] == "undisclosed" and fl.iloc[3] == "L2"
+    expect_l1 = 1 + (m.first_language.iloc[4:] == "English").sum()
+    assert (fl == "L1").sum() == expect_l1 and (fl == "undisclosed").sum() == 2
+    fl_lv = c.levels[c.levels.category == "first_language"].set_index("raw_value")
+    assert fl_lv.loc[" english", "level"] == "L1" and fl_lv.loc["prefer not to say", "level"] == "undisclosed"

@@ -8,6 +8,7 @@ import pandas as pd
 
 from speechbias.asr.corpora import EXCLUDED_COLUMNS, ASRCorpus
 from speechbias.asr.disparity import relative_gaps, wer_by_group, wer_ratio_table
+from speechbias.asr.groups import GroupRule, level_table
 from speechbias.asr.scoring import score_utterances
 
 
@@ -22,17 +23,23 @@ class WerDisparityResult:
     fits: dict = field(default_factory=dict)
     categories: list[str] = field(default_factory=list)
     speaker_column: str | None = None
+    # every level of every category: counts, compared or why not (groups.LEVEL_COLUMNS)
+    levels: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # which raw values became which level (corpora.LEVEL_SPELLING_COLUMNS)
+    spellings: pd.DataFrame = field(default_factory=pd.DataFrame)
+    rule: GroupRule = field(default_factory=GroupRule)
 
 
 def analyse_wer_disparity(corpus: ASRCorpus, hypotheses: pd.DataFrame, failed: pd.DataFrame | None = None,
                           normalizer: str = "whisper_english", categories: list[str] | None = None,
                           covariates: list[str] | None = None, n_agq: int = 1, n_resamples: int = 1000,
                           wer_ci_resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
-                          min_speakers: int = 5, n_jobs: int = 1) -> WerDisparityResult:
+                          rule: GroupRule = GroupRule(), n_jobs: int = 1) -> WerDisparityResult:
     """Score every utterance with a hypothesis and build Table 2 and Table 3.
 
     Utterances whose audio could not be decoded (``failed``) or whose reference is empty after
-    normalisation are excluded and listed with the reason.
+    normalisation are excluded and listed with the reason. ``rule`` says which levels are compared
+    (minimum utterances and speakers per group; undisclosed left out by default).
     """
     cats = list(categories) if categories else list(corpus.categories)
     unknown = [c for c in cats if c not in corpus.utterances.columns]
@@ -67,9 +74,16 @@ def analyse_wer_disparity(corpus: ASRCorpus, hypotheses: pd.DataFrame, failed: p
     if utts.empty:
         raise ValueError(f"{corpus.source}: no utterance left to score ({len(excl)} excluded)")
     spk = corpus.speaker_column
-    table2 = wer_by_group(utts, cats, spk, n_resamples=wer_ci_resamples, seed=seed, confidence=confidence)
+    table2 = wer_by_group(utts, cats, spk, n_resamples=wer_ci_resamples, seed=seed, confidence=confidence,
+                          rule=rule)
     ratios = wer_ratio_table(utts, cats, spk, covariates=covariates, n_agq=n_agq, n_resamples=n_resamples,
-                             seed=seed, confidence=confidence, min_speakers=min_speakers, n_jobs=n_jobs)
-    return WerDisparityResult(utterances=utts, table2=table2, gaps=relative_gaps(table2), table3=ratios.table,
+                             seed=seed, confidence=confidence, rule=rule, n_jobs=n_jobs)
+    gaps = relative_gaps(table2)
+    no_gap = [c for c in cats if c not in set(gaps["category"])]
+    if no_gap:
+        notes.append(f"no relative gap for {no_gap}: fewer than two compared levels.")
+    spellings = corpus.levels[corpus.levels["category"].isin(cats)].reset_index(drop=True)
+    return WerDisparityResult(utterances=utts, table2=table2, gaps=gaps, table3=ratios.table,
                               excluded=excl, notes=notes + ratios.notes, fits=ratios.fits, categories=cats,
-                              speaker_column=spk)
+                              speaker_column=spk, levels=level_table(utts, cats, spk, rule), spellings=spellings,
+                              rule=rule)

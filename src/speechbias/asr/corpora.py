@@ -4,7 +4,10 @@
 (the transcript), ``speaker`` (only when the corpus has speaker ids) and one column per
 demographic category. Rows that cannot be used (empty transcript, audio file missing) are not
 dropped silently: they are listed in ``excluded`` (source row number, id, path, reason) and the
-rest of the corpus is analysed.
+rest of the corpus is analysed. Demographic values are normalised by
+:func:`speechbias.asr.levels.normalise_levels` (case and whitespace folded; blank cells, "NaN",
+"prefer not to say" and other non-answers become the explicit level "undisclosed", never a group);
+``levels`` lists which raw values became which level.
 
 Fair-Speech (Veliche et al., 2024) as released: a TSV with columns hash_name, transcription, age,
 gender, first_language, socioeconomic_bkgd, ethnicity and audio at
@@ -20,12 +23,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from speechbias.asr.levels import DEFAULT_UNDISCLOSED_VALUES, UNDISCLOSED, normalise_levels, spelling_table
+
 log = logging.getLogger(__name__)
 
 FAIR_SPEECH_COLUMNS = ("hash_name", "transcription", "age", "gender", "first_language", "socioeconomic_bkgd",
                        "ethnicity")
 FAIR_SPEECH_CATEGORIES = ("age", "gender", "ethnicity", "socioeconomic_bkgd", "first_language")
 EXCLUDED_COLUMNS = ["row", "utterance_id", "path", "reason"]
+LEVEL_SPELLING_COLUMNS = ["category", "level", "raw_value", "rows"]
 
 
 class CorpusError(ValueError):
@@ -40,6 +46,8 @@ class ASRCorpus:
     excluded: pd.DataFrame
     source: str
     notes: list[str] = field(default_factory=list)
+    # LEVEL_SPELLING_COLUMNS over the kept utterances: which raw values became which level
+    levels: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=LEVEL_SPELLING_COLUMNS))
 
 
 def _read_table(path: Path, sep: str | None) -> pd.DataFrame:
@@ -54,13 +62,16 @@ def _read_table(path: Path, sep: str | None) -> pd.DataFrame:
 
 
 def _build(df: pd.DataFrame, source: str, ids, paths, transcripts, speaker, categories: list[str],
-           notes: list[str]) -> ASRCorpus:
+           notes: list[str], undisclosed_values=DEFAULT_UNDISCLOSED_VALUES, raw: dict | None = None) -> ASRCorpus:
+    """``raw``: category -> the original column when ``df[category]`` was already recoded (for ``levels``)."""
+    raw = raw or {}
+    if undisclosed_values is None:
+        undisclosed_values = DEFAULT_UNDISCLOSED_VALUES
     out = pd.DataFrame({"utterance_id": ids, "path": paths, "reference": transcripts})
     if speaker is not None:
         out["speaker"] = speaker
     for c in categories:
-        vals = df[c].astype(str).str.strip()
-        out[c] = vals.where(vals != "", None)
+        out[c] = normalise_levels(df[c].reset_index(drop=True), undisclosed_values).to_numpy()
     out["row"] = range(2, len(out) + 2)  # 1-based data rows after the header line
     excluded = []
     dup = out["utterance_id"].duplicated(keep="first")
@@ -81,18 +92,26 @@ def _build(df: pd.DataFrame, source: str, ids, paths, transcripts, speaker, cate
     kept = out[~bad].drop(columns="row").reset_index(drop=True)
     if kept.empty:
         raise CorpusError(f"{source}: no usable rows ({len(excl)} excluded: {excl['reason'].value_counts().to_dict()})")
+    keep = (~bad).to_numpy()
+    spellings = [spelling_table(out[c][keep], raw.get(c, df[c]).reset_index(drop=True)[keep]).assign(category=c)
+                 for c in categories]
+    levels = pd.concat(spellings, ignore_index=True)[LEVEL_SPELLING_COLUMNS] if spellings else None
     return ASRCorpus(utterances=kept, categories=list(categories), speaker_column="speaker" if speaker is not None else None,
-                     excluded=excl, source=source, notes=notes)
+                     excluded=excl, source=source, notes=notes,
+                     levels=levels if levels is not None else pd.DataFrame(columns=LEVEL_SPELLING_COLUMNS))
 
 
 def load_fair_speech(root: str | Path, metadata: str | None = None, audio_dir: str = "asr_fairness_audio",
                      speaker_column: str | None = None, categories: list[str] | tuple[str, ...] = FAIR_SPEECH_CATEGORIES,
-                     l1_languages: list[str] | None = None) -> ASRCorpus:
+                     l1_languages: list[str] | None = None,
+                     undisclosed_values: list[str] | tuple[str, ...] | None = None) -> ASRCorpus:
     """Load Fair-Speech from ``root``.
 
     ``metadata``: the TSV (relative to ``root``); ``None`` = the only ``*.tsv`` in ``root``.
     ``l1_languages``: first_language values counted as L1; when given, ``first_language`` is
-    recoded to "L1" / "L2" (the paper's split) and the original kept as ``first_language_raw``.
+    recoded to "L1" / "L2" (the paper's split); an undisclosed first language stays "undisclosed".
+    ``undisclosed_values``: cell values (compared case-insensitively) that are non-answers;
+    ``None`` = :data:`speechbias.asr.levels.DEFAULT_UNDISCLOSED_VALUES`.
     """
     root = Path(root)
     if not root.is_dir():
@@ -116,24 +135,28 @@ def load_fair_speech(root: str | Path, metadata: str | None = None, audio_dir: s
                      "fitted without a speaker random effect (a Poisson GLM) and bootstrap CIs resample utterances; "
                      "they are too narrow when a speaker's utterances are correlated. Set corpus.speaker_column "
                      "to a speaker id column to fit the paper's mixed model.")
+    raw = {}
     if l1_languages is not None and "first_language" in categories:
         df = df.copy()
-        df["first_language_raw"] = df["first_language"]
-        l1 = {s.strip().lower() for s in l1_languages}
-        vals = df["first_language"].str.strip()
-        df["first_language"] = vals.map(lambda v: "" if v == "" else ("L1" if v.lower() in l1 else "L2"))
-        notes.append(f"first_language recoded: L1 = {sorted(l1_languages)}, L2 = any other language.")
+        raw["first_language"] = df["first_language"]
+        l1 = {" ".join(s.split()).casefold() for s in l1_languages}
+        level = normalise_levels(df["first_language"],
+                                 DEFAULT_UNDISCLOSED_VALUES if undisclosed_values is None else undisclosed_values)
+        df["first_language"] = level.map(lambda v: v if v == UNDISCLOSED else ("L1" if v.casefold() in l1 else "L2"))
+        notes.append(f"first_language recoded: L1 = {sorted(l1_languages)}, L2 = any other stated language; "
+                     f"a first language not given stays '{UNDISCLOSED}'.")
     audio = root / audio_dir
     paths = [str(audio / f"{h.strip()}.wav") for h in df["hash_name"]]
     speaker = df[speaker_column].astype(str).str.strip() if speaker_column else None
     return _build(df, str(meta), df["hash_name"].str.strip().tolist(), paths, df["transcription"].tolist(), speaker,
-                  list(categories), notes)
+                  list(categories), notes, undisclosed_values, raw)
 
 
 def load_asr_manifest(manifest: str | Path, category_columns: list[str] | tuple[str, ...], path_column: str = "path",
                       transcript_column: str = "transcript", id_column: str | None = None,
                       speaker_column: str | None = None, root: str | Path | None = None,
-                      sep: str | None = None) -> ASRCorpus:
+                      sep: str | None = None,
+                      undisclosed_values: list[str] | tuple[str, ...] | None = None) -> ASRCorpus:
     """Load any CSV/TSV manifest with an audio path, a transcript and demographic columns.
 
     Relative audio paths resolve against ``root`` (default: the manifest's folder). ``id_column``
@@ -155,4 +178,5 @@ def load_asr_manifest(manifest: str | Path, category_columns: list[str] | tuple[
     notes = [] if speaker_column else [
         "No speaker column given: the WER model is a Poisson GLM without a speaker random effect and "
         "bootstrap CIs resample utterances (too narrow when a speaker's utterances are correlated)."]
-    return _build(df, str(manifest), ids, paths, df[transcript_column].tolist(), speaker, list(category_columns), notes)
+    return _build(df, str(manifest), ids, paths, df[transcript_column].tolist(), speaker, list(category_columns), notes,
+                  undisclosed_values)

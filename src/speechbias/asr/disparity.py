@@ -12,8 +12,10 @@ Input: a per-utterance table with ``errors`` (S + D + I), ``ref_words``, ``subst
   intercept, offset log words, cell-means group effects, optional covariates) and all pairwise WER
   ratios exp(mu_a - mu_b) with speaker-bootstrap percentile CIs (``speechbias.stats.glmm``).
 
-Problems that concern one category or group (too few speakers, missing values, a group without
-errors, a fit that does not converge) are returned as notes; the other categories go on.
+Only compared levels (:mod:`speechbias.asr.groups`: stated answers with enough utterances and
+speakers) enter the gaps and ratios; Table 2 lists every level with its counts and status.
+Problems that concern one category or group (a level not compared, a group without errors, a fit
+that does not converge) are returned as notes; the other categories go on.
 """
 
 from __future__ import annotations
@@ -24,14 +26,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from speechbias.asr.groups import GroupRule, compared_groups, level_table
 from speechbias.stats.glmm import bootstrap_wer_ratios, fit_poisson_glmm
 
 log = logging.getLogger(__name__)
 
 TABLE2_COLUMNS = ["category", "group", "utterances", "speakers", "ref_words", "errors", "substitutions", "deletions",
-                  "insertions", "wer", "wer_ci_low", "wer_ci_high"]
-TABLE3_COLUMNS = ["category", "group_a", "group_b", "wer_ratio", "ci_low", "ci_high", "significant", "method",
-                  "sigma", "resampling", "n_resamples", "n_failed"]
+                  "insertions", "wer", "wer_ci_low", "wer_ci_high", "compared", "status"]
+TABLE3_COLUMNS = ["category", "group_a", "group_b", "wer_ratio", "ci_low", "ci_high", "significant", "degenerate",
+                  "method", "sigma", "resampling", "n_resamples", "n_failed"]
 
 
 def _speaker_or_utterance(df: pd.DataFrame, speaker_column: str | None) -> pd.Series:
@@ -56,17 +59,25 @@ def _ratio_ci(err: np.ndarray, words: np.ndarray, n_resamples: int, rng: np.rand
 
 
 def wer_by_group(utts: pd.DataFrame, categories: list[str], speaker_column: str | None = None,
-                 n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> pd.DataFrame:
-    """Table 2: one row per (category, group). Rows with a missing group value are left out."""
+                 n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
+                 rule: GroupRule = GroupRule()) -> pd.DataFrame:
+    """Table 2: one row per (category, level), every level including those not compared.
+
+    ``compared`` / ``status`` come from :func:`speechbias.asr.groups.level_table`. The CI is NaN
+    when the level has fewer than two resampling units (speakers, or utterances without speaker
+    ids): one unit has no sampling variability to resample, and a zero-width interval would claim
+    certainty.
+    """
     rng = np.random.default_rng(seed)
+    levels = level_table(utts, categories, speaker_column, rule).set_index(["category", "group"])
     rows = []
     for cat in categories:
-        d = utts[utts[cat].notna()]
-        for grp, g in d.groupby(cat, sort=True):
+        for grp, g in utts.groupby(cat, sort=True, dropna=False):
             clusters = _speaker_or_utterance(g, speaker_column)
             per = g.groupby(clusters.values)[["errors", "ref_words"]].sum()
             lo, hi = _ratio_ci(per["errors"].to_numpy(float), per["ref_words"].to_numpy(float), n_resamples, rng,
-                               confidence) if n_resamples > 0 else (np.nan, np.nan)
+                               confidence) if n_resamples > 0 and len(per) >= 2 else (np.nan, np.nan)
+            lv = levels.loc[(cat, str(grp))]
             rows.append({
                 "category": cat, "group": str(grp), "utterances": int(len(g)),
                 "speakers": int(g[speaker_column].nunique()) if speaker_column else np.nan,
@@ -74,20 +85,30 @@ def wer_by_group(utts: pd.DataFrame, categories: list[str], speaker_column: str 
                 "substitutions": int(g["substitutions"].sum()), "deletions": int(g["deletions"].sum()),
                 "insertions": int(g["insertions"].sum()),
                 "wer": float(g["errors"].sum() / g["ref_words"].sum()), "wer_ci_low": lo, "wer_ci_high": hi,
+                "compared": bool(lv["compared"]), "status": str(lv["status"]),
             })
     return pd.DataFrame(rows, columns=TABLE2_COLUMNS)
 
 
+GAP_COLUMNS = ["category", "lowest_group", "lowest_wer", "highest_group", "highest_wer", "relative_gap", "n_groups"]
+
+
 def relative_gaps(table2: pd.DataFrame) -> pd.DataFrame:
-    """Per category: lowest- and highest-WER groups and (WER_high - WER_low) / WER_low."""
+    """Per category with >= 2 compared levels: lowest/highest-WER groups and (WER_high - WER_low) / WER_low.
+
+    Levels with ``compared`` False (undisclosed, too small) take no part; ``n_groups`` = how many did.
+    """
     rows = []
-    for cat, t in table2.groupby("category", sort=False):
+    t2 = table2[table2["compared"].astype(bool)] if "compared" in table2.columns else table2
+    for cat, t in t2.groupby("category", sort=False):
+        if len(t) < 2:
+            continue
         lo, hi = t.loc[t["wer"].idxmin()], t.loc[t["wer"].idxmax()]
         gap = (hi["wer"] - lo["wer"]) / lo["wer"] if lo["wer"] > 0 else np.inf
         rows.append({"category": cat, "lowest_group": lo["group"], "lowest_wer": lo["wer"],
-                     "highest_group": hi["group"], "highest_wer": hi["wer"], "relative_gap": gap})
-    return pd.DataFrame(rows, columns=["category", "lowest_group", "lowest_wer", "highest_group", "highest_wer",
-                                       "relative_gap"])
+                     "highest_group": hi["group"], "highest_wer": hi["wer"], "relative_gap": gap,
+                     "n_groups": int(len(t))})
+    return pd.DataFrame(rows, columns=GAP_COLUMNS)
 
 
 def covariate_matrix(df: pd.DataFrame, columns: list[str]) -> pd.DataFrame | None:
@@ -116,23 +137,20 @@ class RatioAnalysis:
 
 def wer_ratio_table(utts: pd.DataFrame, categories: list[str], speaker_column: str | None = None,
                     covariates: list[str] | None = None, n_agq: int = 1, n_resamples: int = 1000, seed: int = 0,
-                    confidence: float = 0.95, min_speakers: int = 5, n_jobs: int = 1) -> RatioAnalysis:
-    """Table 3: per category, the WER model and pairwise WER ratios with bootstrap CIs."""
+                    confidence: float = 0.95, rule: GroupRule = GroupRule(), n_jobs: int = 1) -> RatioAnalysis:
+    """Table 3: per category, the WER model over the compared levels and their pairwise WER ratios."""
     out = RatioAnalysis(table=pd.DataFrame(columns=TABLE3_COLUMNS))
     rows = []
     covariates = list(covariates or [])
+    levels = level_table(utts, categories, speaker_column, rule)
     for k, cat in enumerate(categories):
-        d = utts[utts[cat].notna()]
-        n_missing = int(utts[cat].isna().sum())
-        if n_missing:
-            out.notes.append(f"{cat}: {n_missing} utterance(s) without a {cat} value left out of this category.")
-        if speaker_column:
-            n_spk = d.groupby(cat)[speaker_column].nunique()
-            small = sorted(n_spk[n_spk < min_speakers].index.astype(str))
-            if small:
-                out.notes.append(f"{cat}: group(s) {small} have fewer than {min_speakers} speakers "
-                                 f"({', '.join(f'{g}: {int(n_spk[g])}' for g in small)}); left out of the WER model.")
-                d = d[~d[cat].astype(str).isin(small)]
+        lv = levels[levels["category"] == cat]
+        left_out = lv[~lv["compared"]]
+        if len(left_out):
+            out.notes.append(f"{cat}: level(s) left out of the gap and the WER model: "
+                             + "; ".join(f"'{r.group}' {r.status.removeprefix('not compared: ')}"
+                                         for r in left_out.itertuples()) + ".")
+        d = utts[utts[cat].astype(str).isin(compared_groups(levels, cat))]
         zero = d.groupby(cat)["errors"].sum()
         zero = sorted(zero[zero == 0].index.astype(str))
         if zero:
@@ -164,7 +182,7 @@ def wer_ratio_table(utts: pd.DataFrame, categories: list[str], speaker_column: s
         for r in boot.table.itertuples():
             rows.append({"category": cat, "group_a": r.group_a, "group_b": r.group_b, "wer_ratio": r.ratio,
                          "ci_low": r.ci_low, "ci_high": r.ci_high, "significant": bool(r.significant),
-                         "method": fit.method, "sigma": fit.sigma, "resampling": boot.resampling,
+                         "degenerate": bool(r.degenerate), "method": fit.method, "sigma": fit.sigma, "resampling": boot.resampling,
                          "n_resamples": boot.n_resamples, "n_failed": boot.n_failed})
     out.table = pd.DataFrame(rows, columns=TABLE3_COLUMNS)
     return out

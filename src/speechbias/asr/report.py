@@ -14,35 +14,64 @@ def _pct(x: float) -> str:
 
 
 def table2_markdown(table2: pd.DataFrame, gaps: pd.DataFrame) -> str:
-    """Paper form: per category, groups with WER % [95% CI], #utterances, #speakers; then the gap."""
-    lines = ["| category | group | WER % | 95% CI | utterances | speakers | ref. words |",
-             "|---|---|---:|---|---:|---:|---:|"]
+    """Paper form: per category, every level with WER % [95% CI], #utterances, #speakers, status; then the gap."""
+    lines = ["| category | group | WER % | 95% CI | utterances | speakers | ref. words | status |",
+             "|---|---|---:|---|---:|---:|---:|---|"]
     for cat, t in table2.groupby("category", sort=False):
         for r in t.itertuples():
             spk = "n/a" if pd.isna(r.speakers) else str(int(r.speakers))
-            lines.append(f"| {cat} | {r.group} | {_pct(r.wer)} | [{_pct(r.wer_ci_low)}, {_pct(r.wer_ci_high)}] | "
-                         f"{r.utterances} | {spk} | {r.ref_words} |")
+            ci = "n/a" if pd.isna(r.wer_ci_low) else f"[{_pct(r.wer_ci_low)}, {_pct(r.wer_ci_high)}]"
+            lines.append(f"| {cat} | {r.group} | {_pct(r.wer)} | {ci} | {r.utterances} | {spk} | {r.ref_words} | "
+                         f"{r.status} |")
         g = gaps[gaps.category == cat]
         if len(g):
             g = g.iloc[0]
             lines.append(f"| {cat} | *relative gap* ({g.highest_group} vs {g.lowest_group}) | "
-                         f"{100 * g.relative_gap:.1f}% | | | | |")
+                         f"{100 * g.relative_gap:.1f}% | | | | | over {g.n_groups} compared groups |")
+        else:
+            lines.append(f"| {cat} | *relative gap* | n/a | | | | | fewer than two compared groups |")
     return "\n".join(lines)
 
 
+def levels_markdown(levels: pd.DataFrame, spellings: pd.DataFrame) -> str:
+    """Every level of every category: utterances, speakers, compared or why not, and the raw values folded into it."""
+    if levels.empty:
+        return "_(no levels)_"
+    lines = ["| category | level | utterances | speakers | status | raw values in the corpus file (rows) |",
+             "|---|---|---:|---:|---|---|"]
+    for r in levels.itertuples():
+        sp = spellings[(spellings["category"] == r.category) & (spellings["level"] == r.group)]
+        raw = ", ".join(f"{v!r} ({n})" for v, n in zip(sp["raw_value"], sp["rows"]))
+        spk = "n/a" if pd.isna(r.speakers) else str(int(r.speakers))
+        lines.append(f"| {r.category} | {r.group} | {r.utterances} | {spk} | {r.status} | {raw.replace('|', '/')} |")
+    return "\n".join(lines)
+
+
+def levels_console_lines(levels: pd.DataFrame) -> list[str]:
+    """One line per category: ``category: level=n [status], ...`` for the console."""
+    out = []
+    for cat, t in levels.groupby("category", sort=False):
+        parts = [f"{r.group}={r.utterances}" + ("" if r.compared else f" [{r.status.removeprefix('not compared: ')}]")
+                 for r in t.itertuples()]
+        out.append(f"{cat}: " + ", ".join(parts))
+    return out
+
+
 def table3_markdown(table3: pd.DataFrame) -> str:
-    """Paper form: per category, WER ratio group_a / group_b [95% CI], * when the CI excludes 1."""
+    """Paper form: per category, WER ratio group_a / group_b [95% CI], * when a non-degenerate CI excludes 1."""
     if table3.empty:
         return "_(no WER ratios: see notes)_"
     lines = ["| category | comparison | WER ratio | 95% CI | significant |", "|---|---|---:|---|:---:|"]
     for r in table3.itertuples():
+        sig = "degenerate CI" if r.degenerate else ("*" if r.significant else "")
         lines.append(f"| {r.category} | {r.group_a} / {r.group_b} | {r.wer_ratio:.3f} | "
-                     f"[{r.ci_low:.3f}, {r.ci_high:.3f}] | {'*' if r.significant else ''} |")
+                     f"[{r.ci_low:.3f}, {r.ci_high:.3f}] | {sig} |")
     return "\n".join(lines)
 
 
-def wer_bar_chart(table2: pd.DataFrame, path: str | Path, title: str = "WER by group") -> Path:
-    """One panel per category: WER % per group with bootstrap CI error bars. Saved as PNG."""
+def wer_bar_chart(table2: pd.DataFrame, path: str | Path, title: str = "WER by group", caveat: str | None = None) -> Path:
+    """One panel per category: WER % per level with bootstrap CI error bars; levels not compared
+    (undisclosed, too small) drawn hatched grey. Saved as PNG, ``caveat`` along the bottom."""
     from speechbias.report.figures import plt, save
 
     cats = list(dict.fromkeys(table2["category"]))
@@ -54,15 +83,20 @@ def wer_bar_chart(table2: pd.DataFrame, path: str | Path, title: str = "WER by g
         hi = 100 * t["wer_ci_high"].to_numpy(float)
         err = np.vstack([np.clip(wer - lo, 0, None), np.clip(hi - wer, 0, None)])
         err = np.nan_to_num(err)
+        compared = t["compared"].to_numpy(bool) if "compared" in t.columns else np.ones(len(t), bool)
         x = np.arange(len(t))
-        ax.bar(x, wer, yerr=err, capsize=3, color="tab:blue", alpha=0.8)
+        bars = ax.bar(x, wer, yerr=err, capsize=3, color=np.where(compared, "tab:blue", "lightgrey"), alpha=0.8)
+        for b, c in zip(bars, compared):
+            if not c:
+                b.set_hatch("//")
         ax.set_xticks(x)
-        ax.set_xticklabels([str(g)[:18] for g in t["group"]], rotation=45, ha="right", fontsize=8)
+        ax.set_xticklabels([str(g)[:18] + ("" if c else " (n.c.)") for g, c in zip(t["group"], compared)],
+                           rotation=45, ha="right", fontsize=8)
         ax.set_title(cat)
         ax.set_xlabel("group")
         ax.set_ylabel("WER (%)")
-    fig.suptitle(f"{title} (error bars: 95% bootstrap CI)")
-    return save(fig, path)
+    fig.suptitle(f"{title} (error bars: 95% bootstrap CI; n.c. = not compared)")
+    return save(fig, path, caveat=caveat)
 
 
 def results_table(result, run_info: dict) -> pd.DataFrame:
@@ -71,14 +105,15 @@ def results_table(result, run_info: dict) -> pd.DataFrame:
     for r in result.table2.itertuples():
         rows.append({"kind": "wer", "category": r.category, "group": r.group, "value": r.wer, "ci_low": r.wer_ci_low,
                      "ci_high": r.wer_ci_high, "utterances": r.utterances, "speakers": r.speakers,
-                     "ref_words": r.ref_words, "errors": r.errors})
+                     "ref_words": r.ref_words, "errors": r.errors, "compared": r.compared, "status": r.status})
     for r in result.gaps.itertuples():
         rows.append({"kind": "gap", "category": r.category, "group": f"{r.highest_group} vs {r.lowest_group}",
                      "value": r.relative_gap})
     for r in result.table3.itertuples():
         rows.append({"kind": "ratio", "category": r.category, "group": f"{r.group_a} / {r.group_b}",
                      "group_a": r.group_a, "group_b": r.group_b, "value": r.wer_ratio, "ci_low": r.ci_low,
-                     "ci_high": r.ci_high, "significant": r.significant, "method": r.method, "sigma": r.sigma,
+                     "ci_high": r.ci_high, "significant": r.significant, "degenerate": r.degenerate,
+                     "method": r.method, "sigma": r.sigma,
                      "n_resamples": r.n_resamples})
     df = pd.DataFrame(rows)
     for k, v in reversed(list(run_info.items())):
@@ -86,15 +121,18 @@ def results_table(result, run_info: dict) -> pd.DataFrame:
     return df
 
 
-def write_wer_outputs(result, output_dir: str | Path, run_info: dict, settings: dict) -> dict[str, Path]:
-    """results.csv/json, table2.csv, table3.csv, utterances.csv, excluded.csv, wer_by_group.png, report.md."""
+def write_wer_outputs(result, output_dir: str | Path, run_info: dict, settings: dict,
+                      caveat: str | None = None) -> dict[str, Path]:
+    """results.csv/json, table2.csv, table3.csv, levels.csv, utterances.csv, excluded.csv, wer_by_group.png,
+    report.md; ``caveat`` (a demo run's) heads report.md and is written on the figure."""
+    from speechbias.report.caveat import markdown_caveat
     from speechbias.report.run_files import markdown_table, write_report, write_results
 
     out = Path(output_dir)
     write_results(results_table(result, run_info), out)
     paths = {"results": out / "results.csv"}
     for stem, df in (("table2", result.table2), ("table3", result.table3), ("gaps", result.gaps),
-                     ("excluded", result.excluded)):
+                     ("levels", result.levels), ("excluded", result.excluded)):
         write_results(df, out, stem=stem)
         paths[stem] = out / f"{stem}.csv"
     keep = [c for c in ["utterance_id", "path", "speaker", *result.categories, "reference", "hypothesis",
@@ -105,7 +143,7 @@ def write_wer_outputs(result, output_dir: str | Path, run_info: dict, settings: 
     tmp.replace(out / "utterances.csv")
     paths["utterances"] = out / "utterances.csv"
     paths["figure"] = wer_bar_chart(result.table2, out / "wer_by_group.png",
-                                    title=f"WER by group: {run_info.get('asr', '')}")
+                                    title=f"WER by group: {run_info.get('asr', '')}", caveat=caveat)
     n_utts = len(result.utterances)
     overall = result.utterances["errors"].sum() / result.utterances["ref_words"].sum()
     model_lines = []
@@ -122,20 +160,31 @@ def write_wer_outputs(result, output_dir: str | Path, run_info: dict, settings: 
     if result.speaker_column is None:
         method = ("No speaker column: errors_ij ~ Poisson(lambda_ij), log lambda_ij = log(words_ij) + mu_group"
                   + (" + covariates" if settings.get("covariates") else "") + " (Poisson GLM, no speaker random effect).")
-    sections = [
+    rule = result.rule
+    sections = [] if not caveat else [("Demo", markdown_caveat(caveat))]
+    sections += [
         ("Run", "\n".join(f"- {k}: {v}" for k, v in run_info.items())
          + f"\n- utterances scored: {n_utts}; excluded: {len(result.excluded)}\n- overall WER: {100 * overall:.2f}%"
          + f"\n- text normalisation: {settings.get('normalizer')}"),
+        ("Levels", levels_markdown(result.levels, result.spellings)
+         + "\n\nEvery value of every category, after folding case and whitespace. Non-answers (blank, NaN, "
+         + "'prefer not to say', ...) form the level 'undisclosed', which is "
+         + ("compared like a group (include_undisclosed)" if rule.include_undisclosed else "never compared")
+         + f". A compared group needs at least {rule.min_utterances} utterances"
+         + (f" and {rule.min_speakers} speakers" if result.speaker_column else " (no speaker ids to count speakers)")
+         + "; smaller levels are listed but set neither the gap nor a WER ratio."),
         ("Table 2: WER by group", table2_markdown(result.table2, result.gaps)
          + "\n\nWER = total errors (S + D + I) / total reference words of the group. CI: percentile bootstrap, "
          + ("speakers" if result.speaker_column else "utterances") + " resampled within the group. "
-         + "Relative gap = (highest WER - lowest WER) / lowest WER."),
+         + "Relative gap = (highest WER - lowest WER) / lowest WER over the compared groups. "
+         + "No CI (n/a) for a level with a single resampling unit."),
         ("Table 3: WER ratios (mixed-effects Poisson regression)", table3_markdown(result.table3)
          + f"\n\nModel: {method}\n\nWER ratio = exp(mu_a - mu_b); 95% percentile bootstrap CI over "
          + f"{settings.get('n_resamples')} resamples (seed {settings.get('seed')}), "
          + ("speakers resampled within each group (a speaker drawn twice counts as two speakers)"
             if result.speaker_column else "utterances resampled within each group (ignores speaker clustering)")
-         + "; * = CI excludes 1.\n\n" + "\n".join(model_lines)),
+         + "; * = CI excludes 1; a degenerate CI (zero width, or a group with one resampling unit) is never "
+         + "marked significant.\n\n" + "\n".join(model_lines)),
         ("Figure", "![WER by group](wer_by_group.png)"),
         ("Notes", "\n".join(f"- {n}" for n in result.notes) if result.notes else "_none_"),
         ("Excluded utterances", (markdown_table(result.excluded.head(50))

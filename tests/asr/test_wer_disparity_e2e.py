@@ -14,6 +14,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from speechbias.entry import run_task
+from speechbias.report.caveat import DEMO_CAVEAT
 from tests.asr.fixtures import make_fair_speech_tree
 
 CONF = str(Path(__file__).resolve().parents[2] / "conf")
@@ -23,7 +24,8 @@ def _run(tmp_path: Path, asr: str, extra: list[str], out: str = "out", force: bo
     overrides = [
         "task=wer_disparity", f"asr={asr}", "corpus=fair_speech", f"corpus.load.root={tmp_path / 'fs'}",
         f"paths.output_dir={tmp_path / out}", f"paths.cache_dir={tmp_path / 'cache'}", "logger=none",
-        "task.progress=false", "task.glmm.min_speakers=2", "task.glmm.n_resamples=200",
+        "task.progress=false", "corpus.min_group.speakers=2", "corpus.min_group.utterances=1",
+        "task.glmm.n_resamples=200",
         "task.wer_ci_resamples=200", f"force={str(force).lower()}", *extra,
     ]
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
@@ -75,6 +77,7 @@ def test_ctc_with_speakers_end_to_end(tmp_path):
     assert t3[t3.category == "gender"].wer_ratio.iloc[0] == pytest.approx(fit.ratio("female", "male"), rel=1e-8)
     report = (out / "report.md").read_text()
     assert "Table 2" in report and "Table 3" in report and "wer_by_group.png" in report
+    assert DEMO_CAVEAT in report  # a tiny random model: plumbing
     res = pd.read_csv(out / "results.csv")
     assert set(res.kind) == {"wer", "gap", "ratio"} and (res.asr == "tiny_random_wav2vec2_ctc").all()
     # a second run reads every hypothesis from the cache

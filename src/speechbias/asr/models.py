@@ -259,8 +259,9 @@ def tiny_random_whisper(cache_dir: str | Path, seed: int = 0, **kwargs) -> Whisp
 
 def tiny_random_ctc(cache_dir: str | Path, family: str = "wav2vec2", seed: int = 0, **kwargs) -> CTCTranscriber:
     """A CTCTranscriber over a tiny random wav2vec2/HuBERT CTC model saved under ``cache_dir``."""
-    from speechbias.asr.tiny_models import build_tiny_ctc
+    from speechbias.asr.tiny_models import CTC_LAYOUT, build_tiny_ctc
 
-    folder = build_tiny_ctc(Path(cache_dir) / "tiny_models" / f"{family}_ctc_seed{seed}", family=family, seed=seed)
+    folder = build_tiny_ctc(Path(cache_dir) / "tiny_models" / f"{family}_ctc_{CTC_LAYOUT}_seed{seed}", family=family,
+                            seed=seed)
     kwargs.setdefault("name", f"tiny_random_{family}_ctc")
     return CTCTranscriber(model_id=str(folder), **kwargs)

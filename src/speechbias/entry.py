@@ -28,8 +28,10 @@ from speechbias.user_errors import (error_line, error_message, find_user_error, 
 log = logging.getLogger("speechbias")
 
 PROJECT_ROOT_RESOLVER = "speechbias.project_root"
-# the file a task writes last (its presence means the run finished); results.json unless listed
-FINISHED_MARKERS = {"spoken_stereoset": "summary.json"}
+# the files of a finished run (a task writes the first one last); results.json unless listed
+FINISHED_MARKERS = {"spoken_stereoset": ("summary.json", "results.csv")}
+# tasks that always run (the sweep report is rewritten from whatever the sweep holds now)
+NEVER_SKIPPED = {"report"}
 
 
 def register_project_root(root: str | Path | None = None) -> None:
@@ -84,8 +86,11 @@ def job_overrides() -> list[str]:
 
 def finished_before(cfg: DictConfig, output_dir: Path) -> bool:
     """True when the run's results already exist and ``force`` is off (the task will skip itself)."""
-    marker = FINISHED_MARKERS.get(str(OmegaConf.select(cfg, "task.name", default="")), "results.json")
-    return (output_dir / marker).is_file() and not cfg.get("force", False)
+    task = str(OmegaConf.select(cfg, "task.name", default=""))
+    if task in NEVER_SKIPPED:
+        return False
+    markers = FINISHED_MARKERS.get(task, ("results.json",))
+    return all((output_dir / m).is_file() for m in markers) and not cfg.get("force", False)
 
 
 def offline_wandb_runs(output_dir: Path, since: float) -> list[Path]:
@@ -103,8 +108,8 @@ def results_line(output_dir: Path, since: float) -> str:
 
 
 def run_entry(cfg: DictConfig) -> dict | None:
-    """The body of the entry points (see the module docstring); returns the task's summary metrics,
-    or None for a failed job of a multirun."""
+    """The body of the entry points (see the module docstring); returns the task's summary metrics
+    ({} for a run that found its results), or None for a failed job of a multirun."""
     multirun = hydra_multirun()
     output_dir = Path(cfg.paths.output_dir)
     started = time.time()
@@ -113,7 +118,11 @@ def run_entry(cfg: DictConfig) -> dict | None:
     try:
         check_config(cfg)
         skipped = finished_before(cfg, output_dir)
-        summary = run_task(cfg)
+        if skipped:  # the task would skip itself too; this way a resumed sweep skips without importing torch
+            log.info("results already exist in %s; skipping (force=true reruns)", output_dir)
+            summary = {}
+        else:
+            summary = run_task(cfg)
     except Exception as exc:
         status.status, status.seconds = "failed", time.time() - started
         status.error = error_message(exc)

@@ -18,8 +18,9 @@ from hydra import compose, initialize_config_dir
 
 from speechbias.entry import run_task
 
-FIGURES = ["figure1_effect_sizes", "figure2_propagation", "figure3_se_curves", "appendix_d_positive",
-           "layer_profiles", "significance_heatmap"]
+# a SpEAT-only sweep has no Figure 2 (SER propagation): the report says so instead of drawing an empty one
+FIGURES = ["figure1_effect_sizes", "figure3_se_curves", "appendix_d_positive", "layer_profiles",
+           "significance_heatmap"]
 
 
 def _env(cache: Path) -> dict:
@@ -58,8 +59,9 @@ def _check_report(report: Path, n_runs: int) -> pd.DataFrame:
     results = pd.read_csv(report / "results.csv")
     assert len(results) == n_runs and results["d"].notna().all()
     assert (report / "results.parquet").is_file() and (report / "report.md").is_file()
+    assert not (report / "figure2_propagation.png").exists()
     md = (report / "report.md").read_text()
-    assert "no results yet" not in md and "No SE curves" not in md
+    assert "no results yet" not in md and "no SE curves" not in md and "No Figure 2: no SER propagation runs" in md
     return results
 
 

@@ -65,9 +65,58 @@ def test_report_writes_every_table_and_figure_embeds_them_and_is_reproducible(sw
         assert (again / name).read_text() == (out / name).read_text(), name
 
 
-def test_report_of_an_empty_sweep_still_writes_every_figure(tmp_path):
+def test_report_of_an_empty_sweep_draws_no_figure_and_says_why(tmp_path):
     rep = sweep_report.write_sweep_report(collect.collect(tmp_path), tmp_path / "report")
-    assert all(p.is_file() for p in rep.figures.values()) and len(rep.figures) == len(FIGURES)
+    assert rep.figures == {} and not list((tmp_path / "report").glob("*.png"))
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert not re.findall(r"!\[[^\]]*\]\(", md)
+    for line in ("_No Figure 1: no SpEAT results in this sweep._", "_No significance heat map: no SpEAT results",
+                 "_No Figure 2: no SER propagation runs", "_No Figure 3: no SE curves",
+                 "_No layer-profile figure: no per-layer results", "_No appendix D figure: no SpEAT results"):
+        assert line in md, line
+
+
+def test_report_names_the_reason_of_each_incomplete_job(tmp_path):
+    from speechbias.sweep_status import JobStatus
+
+    sweep = tmp_path / "s"
+    write_speat_sweep(sweep, models=PAPER_MODELS[:2], tests={"female_male": 0.31})
+    failed = sweep / "bias_test=female_male,upstream=broken"
+    (failed / ".hydra").mkdir(parents=True)
+    JobStatus("failed", ["upstream=broken"], 0.4, error="bias_test.manifest=/x.csv: no such file").write(failed)
+    killed = sweep / "bias_test=female_male,upstream=killed"
+    (killed / ".hydra").mkdir(parents=True)
+    JobStatus("running", ["upstream=killed"]).write(killed)
+    logged = sweep / "bias_test=female_male,upstream=old"
+    (logged / ".hydra").mkdir(parents=True)
+    (logged / "evaluate.log").write_text("[INFO] - start\n[ERROR] - AudioError: /a.wav: not a WAV file\n[INFO] - x\n")
+    silent = sweep / "bias_test=female_male,upstream=silent"
+    (silent / ".hydra").mkdir(parents=True)
+    sweep_report.write_sweep_report(collect.collect(sweep), sweep / "report")
+    md = (sweep / "report" / "report.md").read_text()
+    assert "4 job folder(s) have no results yet" in md
+    assert "`bias_test=female_male,upstream=broken`: failed: bias_test.manifest=/x.csv: no such file" in md
+    assert "`bias_test=female_male,upstream=killed`: no end recorded (the job was killed" in md
+    assert "`bias_test=female_male,upstream=old`: failed (from its log): [ERROR] - AudioError: /a.wav: not a WAV" in md
+    assert "`bias_test=female_male,upstream=silent`: no status or error recorded" in md
+
+
+def _png_height(path) -> int:
+    with Image.open(path) as im:
+        return im.size[1]
+
+
+def test_figures_of_a_sweep_with_demo_tests_carry_the_demo_caveat(tmp_path):
+    """The same results under a demo test name and a paper test name: the demo figures are taller by the
+    caveat's strip (and report.md carries the synthetic note); the paper ones have neither."""
+    for name in ("demo_voice", "female_male"):
+        write_speat_sweep(tmp_path / name, models=PAPER_MODELS[:3], tests={name: None})
+        sweep_report.write_sweep_report(collect.collect(tmp_path / name), tmp_path / name / "report")
+    demo, paper = tmp_path / "demo_voice" / "report", tmp_path / "female_male" / "report"
+    for fig in ("figure1_effect_sizes", "significance_heatmap", "figure3_se_curves", "layer_profiles"):
+        assert _png_height(demo / f"{fig}.png") > _png_height(paper / f"{fig}.png") + 20, fig
+    assert sweep_report.SYNTHETIC_NOTE in (demo / "report.md").read_text()
+    assert sweep_report.SYNTHETIC_NOTE not in (paper / "report.md").read_text()
 
 
 def test_d_pivot_marks_significance():

@@ -1,0 +1,76 @@
+"""Config checks that run before torch is imported: learning rates, required values, task arguments, manifests."""
+
+from __future__ import annotations
+
+import pytest
+from omegaconf import OmegaConf
+
+from speechbias.config_checks import (check_config, check_manifest_files, check_report_arguments, learning_rates)
+from speechbias.user_errors import ConfigError
+
+
+@pytest.mark.parametrize("value, expected", [
+    (1e-4, [1e-4]), ("1e-3", [1e-3]), (2, [2.0]), ([1e-3, 1e-4, 1e-5], [1e-3, 1e-4, 1e-5]),
+    (OmegaConf.create([0.1, "0.01"]), [0.1, 0.01]),
+])
+def test_learning_rates_accept_positive_numbers(value, expected):
+    assert learning_rates(value) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("value", ["abc", 0, -1e-4, [], [1e-3, "x"], True, float("nan"), float("inf"), None])
+def test_learning_rates_reject_anything_else_in_one_line(value):
+    with pytest.raises(ConfigError) as info:
+        learning_rates(value)
+    assert str(info.value).startswith("lr=") and "\n" not in str(info.value)
+
+
+def test_a_required_value_left_unset_is_named_with_an_example():
+    cfg = OmegaConf.create({"task": {"name": "report"}, "sweep_dir": "???", "hydra": {"x": "???"},
+                            "corpus": {"load": {"manifest": "???"}}, "ref": "${sweep_dir}"})
+    with pytest.raises(ConfigError, match=r"^corpus.load.manifest: required.*corpus.load.manifest=<csv>"):
+        check_config(cfg)
+    cfg.corpus.load.manifest = "/m.csv"
+    with pytest.raises(ConfigError, match=r"^sweep_dir: required.*task=report sweep_dir=multirun/"):
+        check_config(cfg)
+
+
+def test_report_arguments_must_be_existing_folders_and_files(tmp_path):
+    cfg = OmegaConf.create({"sweep_dir": str(tmp_path / "nope"), "paper_results": None,
+                            "task": {"extra_sweep_dirs": []}})
+    with pytest.raises(ConfigError, match="nope: no such folder"):
+        check_report_arguments(cfg)
+    cfg.sweep_dir = str(tmp_path)
+    check_report_arguments(cfg)
+    cfg.paper_results = str(tmp_path / "paper.csv")
+    with pytest.raises(ConfigError, match="paper_results=.*paper.csv: no such file"):
+        check_report_arguments(cfg)
+
+
+def _manifest(tmp_path, paths):
+    (tmp_path / "here.wav").write_bytes(b"RIFF")
+    lines = ["clip_id,path,role"] + [f"c{i},{p},X" for i, p in enumerate(paths)]
+    path = tmp_path / "m.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_manifest_check_names_the_rows_whose_files_are_missing(tmp_path):
+    # rows of the CSV file: the header is line 1, so the clips are lines 2..6
+    path = _manifest(tmp_path, ["here.wav", "gone.wav", str(tmp_path / "here.wav"), "/abs/gone2.wav", "here.wav"])
+    with pytest.raises(ConfigError) as info:
+        check_manifest_files(path, tmp_path, "bias_test.manifest")
+    msg = str(info.value)
+    assert "2 audio file(s) not found, e.g. gone.wav (row(s) 3, 5)" in msg and msg.startswith("bias_test.manifest=")
+    check_manifest_files(_manifest(tmp_path, ["here.wav"]), tmp_path)
+
+
+def test_the_speat_task_checks_its_bias_test_manifest(tmp_path):
+    path = _manifest(tmp_path, ["here.wav", "gone.wav"])
+    cfg = OmegaConf.create({"task": {"name": "speat"}, "bias_test": {"manifest": str(path), "root": None}})
+    with pytest.raises(ConfigError, match="1 audio file"):
+        check_config(cfg)
+    cfg.bias_test.manifest = str(tmp_path / "missing.csv")
+    with pytest.raises(ConfigError, match="missing.csv: no such file and no builder"):
+        check_config(cfg)
+    cfg.bias_test.builder = {"_target_": "x.y"}  # a builder writes the manifest on first use
+    check_config(cfg)

@@ -1,0 +1,86 @@
+"""Job status files and their collection into sweep_status.csv (the same for basic, joblib and submitit
+jobs: only the job folders are read)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+
+import pytest
+from omegaconf import OmegaConf
+
+from speechbias.sweep_status import (NO_END, STATUS_CSV, SWEEP_ID_ENV, JobStatus, SweepStatusCallback,
+                                     collect_statuses, count_line, incomplete_reason, print_status_table,
+                                     write_status_csv)
+
+
+def _job(sweep, name, status, sweep_id="s1", **kw):
+    job = sweep / name
+    (job / ".hydra").mkdir(parents=True)
+    JobStatus(status, overrides=name.split(","), sweep_id=sweep_id, **kw).write(job)
+    return job
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    """A SLURM-style sweep folder: job folders, a .submitit folder, and one job of an earlier sweep."""
+    root = tmp_path / "sweep"
+    _job(root, "upstream=b,bias_test=t", "failed", seconds=3.25, error="bias_test.manifest=/x.csv: no such file")
+    _job(root, "upstream=a,bias_test=t", "ok", seconds=12.0)
+    _job(root, "upstream=c,bias_test=t", "skipped", seconds=0.04)
+    _job(root, "upstream=d,bias_test=t", "running", seconds=0.0)
+    _job(root, "upstream=e,bias_test=t", "ok", sweep_id="earlier")
+    (root / ".submitit" / "123_0").mkdir(parents=True)
+    (root / "upstream=f,bias_test=t" / ".hydra").mkdir(parents=True)  # never started: no status
+    return root
+
+
+def test_statuses_of_one_sweep_are_collected_in_folder_order(sweep):
+    rows = collect_statuses(sweep, "s1")
+    assert [r.job for r in rows] == [f"upstream={m},bias_test=t" for m in "abcd"]
+    assert [r.status for r in rows] == ["ok", "failed", "skipped", "failed"]
+    assert rows[1].error == "bias_test.manifest=/x.csv: no such file" and rows[1].seconds == 3.2
+    assert rows[3].error == NO_END  # a job that never recorded its end (killed by SLURM, out of memory)
+    assert len(collect_statuses(sweep)) == 5  # without an id: every job with a status file
+    assert count_line(rows) == "1 ok, 1 skipped, 2 failed of 4 job(s)"
+
+
+def test_status_csv_has_one_row_per_job(sweep, tmp_path):
+    path = write_status_csv(collect_statuses(sweep, "s1"), tmp_path / STATUS_CSV)
+    rows = list(csv.DictReader(path.open()))
+    assert list(rows[0]) == ["job", "overrides", "status", "seconds", "error"]
+    assert [(r["status"], r["seconds"]) for r in rows] == [("ok", "12.0"), ("failed", "3.2"), ("skipped", "0.0"),
+                                                           ("failed", "0.0")]
+    assert rows[1]["overrides"] == "upstream=b bias_test=t"
+    out = io.StringIO()
+    print_status_table(collect_statuses(sweep, "s1"), path, file=out)
+    text = out.getvalue()
+    assert "bias_test.manifest=/x.csv: no such file" in text and "1 ok, 1 skipped, 2 failed of 4 job(s)" in text
+
+
+def test_the_callback_writes_the_csv_and_exits_1_when_a_job_failed(sweep, monkeypatch, capsys):
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}})
+    monkeypatch.delenv(SWEEP_ID_ENV, raising=False)  # restored to unset after the test
+    callback = SweepStatusCallback()
+    callback.on_multirun_start(config)
+    assert os.environ[SWEEP_ID_ENV]
+    monkeypatch.setenv(SWEEP_ID_ENV, "s1")
+    with pytest.raises(SystemExit) as info:
+        callback.on_multirun_end(config)
+    assert info.value.code == 1
+    assert len(list(csv.DictReader((sweep / STATUS_CSV).open()))) == 4
+    assert "2 failed" in capsys.readouterr().out
+    # a sweep whose jobs all finished returns normally
+    monkeypatch.setenv(SWEEP_ID_ENV, "earlier")
+    callback.on_multirun_end(config)
+    assert [r["status"] for r in csv.DictReader((sweep / STATUS_CSV).open())] == ["ok"]
+
+
+def test_incomplete_reason_reads_the_status_then_the_log(sweep):
+    assert incomplete_reason(sweep / "upstream=b,bias_test=t") == "failed: bias_test.manifest=/x.csv: no such file"
+    assert incomplete_reason(sweep / "upstream=d,bias_test=t") == NO_END
+    job = sweep / "upstream=f,bias_test=t"
+    assert incomplete_reason(job).startswith("no status or error recorded")
+    (job / "train.log").write_text("[INFO] start\n[ERROR] CorpusError: /data/mess: no such folder\n[INFO] end\n")
+    assert incomplete_reason(job) == "failed (from its log): [ERROR] CorpusError: /data/mess: no such folder"

@@ -9,7 +9,8 @@ Modules, in data-flow order:
 - :mod:`~speechbias.sllm.prompts`: multiple-choice prompts under seeded option orders.
 - :mod:`~speechbias.sllm.adapters`: speech LLMs (Qwen2-Audio, generic chat-template audio LLMs, scripted policies).
 - :mod:`~speechbias.sllm.probe`: batched generation with a per-item response cache.
-- :mod:`~speechbias.sllm.answers`: free-form answer -> choice (letter, substring, CER, optional judge).
+- :mod:`~speechbias.sllm.answers`: free-form answer -> choice by a rule cascade (letter rules, text rules,
+  CER, optional LLM judge), recording the rule that decided.
 - :mod:`~speechbias.sllm.metrics` and :mod:`~speechbias.sllm.baselines`: slifs, slms, slbs.
 - :mod:`~speechbias.sllm.tables`: the paper's Table 3 form.
 """

@@ -1,10 +1,10 @@
 """Map a free-form answer to one of the options A, B, C, or to "other", recording the rule that decided.
 
-This is our rule cascade, not the paper's procedure (the paper mapped answers with CER and an LLM
-judge; its authors' scorer checks whether the answer is inside an option, then the lowest CER). It is
-built for how instruction-tuned models answer, and never guesses: a rule decides only when it
-points at exactly one option; when it points at several, the answer goes on to the next rule, and
-ends as "other" if no rule is decisive. First decisive rule wins:
+This is our rule cascade, not the paper's procedure (the paper used an LLM judge; its authors' scorer
+checks whether the answer is inside an option, then takes the lowest CER). It is built for how
+instruction-tuned models answer, and never guesses: a rule decides only when it points at exactly
+one option; when it points at several, the answer goes on to the next rule, and ends as "other" if
+no rule is decisive. First decisive rule wins:
 
 Letter rules (``method`` = ``letter``). Letters count in any case when bracketed (``(b)``, ``[B]``);
 a bare capital only when punctuation, the end, or a verb such as ``is`` follows it (so ``A man ...``

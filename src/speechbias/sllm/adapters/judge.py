@@ -1,8 +1,9 @@
 """An :class:`~speechbias.sllm.answers.AnswerJudge` backed by any local text chat model.
 
-Used only for answers the rules (letter, substring, CER) leave undecided. The judge sees the options
-and the answer, is asked for a single letter or ``none`` under greedy decoding, and its reply counts
-only if it names exactly one option letter (same letter rules as the answer mapper).
+Used only for answers the rules of :mod:`~speechbias.sllm.answers` leave undecided. The judge sees
+the options and the answer, is asked for a single letter or ``none`` under greedy decoding, and its
+reply counts only if it names exactly one option letter (same letter rules as the answer mapper).
+:func:`speechbias.sllm.adapters.tiny.tiny_chat_judge` is a tiny random one for wiring tests.
 """
 
 from __future__ import annotations

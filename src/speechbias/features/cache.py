@@ -97,7 +97,8 @@ class FeatureCache:
         return self.root / "stats" / fingerprint / audio_sha[:2] / f"{audio_sha}.safetensors"
 
     def has(self, fingerprint: str, audio_sha: str) -> bool:
-        """Whether a valid entry exists (an invalid one counts as absent and is reported once)."""
+        """Whether a valid entry exists: reads and verifies it like :meth:`get` (an invalid entry
+        counts as absent, so the caller recomputes it, and is reported once)."""
         return self.get(fingerprint, audio_sha) is not None
 
     def put(self, fingerprint: str, audio_sha: str, stats: ClipStatistics) -> Path:
@@ -216,6 +217,7 @@ class FeatureCache:
         return sha, n_samples
 
     def remember_audio(self, path: str | Path, audio_sha: str, n_samples: int) -> None:
+        """Record (atomically) that the file at ``path``, as it is now, decodes to ``audio_sha``."""
         identity = self._file_identity(path)
         ip = self._index_path(identity)
         body = {"file": identity, "sha256": audio_sha, "n_samples": int(n_samples)}

@@ -103,3 +103,43 @@ def test_concurrent_jobs_extract_a_stimulus_set_once(tmp_path):
         assert p.exitcode == 0
     counts = sorted(json.loads((tmp_path / f"n{i}.json").read_text()) for i in range(2))
     assert counts == [0, 16]  # one job did every forward, the other waited and found all cached
+
+
+class _BarState(pl.Callback):
+    """Records whether the progress bar was enabled while the predict loop ran."""
+
+    def __init__(self):
+        self.enabled_during_predict = None
+
+    def on_predict_start(self, trainer, pl_module):
+        self.enabled_during_predict = trainer.progress_bar_callback.is_enabled
+
+
+def _trainer_with_bar(*callbacks):
+    return pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                      enable_model_summary=False, enable_progress_bar=True, callbacks=list(callbacks))
+
+
+def test_progress_bar_only_when_there_is_work(tmp_path):
+    """Cold: the bar shows; warm (every clip cached): hidden for the predict loop, enabled again after;
+    one clip missing: shown again."""
+    from speechbias.features.extraction import count_uncached
+
+    m = load_manifest(write_manifest_tree(tmp_path / "data"))
+    paths = list(m["path"])
+    cache = FeatureCache(tmp_path / "cache")
+    assert count_uncached(paths, cache, ToyUpstream().fingerprint) == len(paths)
+    cold = _BarState()
+    extract_statistics(ToyUpstream(), paths, cache, _trainer_with_bar(cold), batch_size=4)
+    assert cold.enabled_during_predict is True
+    assert count_uncached(paths, cache, ToyUpstream().fingerprint) == 0
+    warm = _BarState()
+    trainer = _trainer_with_bar(warm)
+    _, n_forward = extract_statistics(ToyUpstream(), paths, cache, trainer, batch_size=4)
+    assert n_forward == 0 and warm.enabled_during_predict is False
+    assert trainer.progress_bar_callback.is_enabled  # shown again for what follows (train.py's fit)
+    cache.entry_path(ToyUpstream().fingerprint, cache.lookup_audio(paths[0])[0]).unlink()
+    assert count_uncached(paths, cache, ToyUpstream().fingerprint) == 1
+    one_missing = _BarState()
+    _, n_forward = extract_statistics(ToyUpstream(), paths, cache, _trainer_with_bar(one_missing), batch_size=4)
+    assert n_forward == 1 and one_missing.enabled_during_predict is True

@@ -1,0 +1,61 @@
+"""layer_profile.png: whole-layer ticks, single-layer upstreams as one labelled point, permutation counts."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from speechbias.callbacks.speat import speat_by_layer
+from speechbias.report import figures
+
+
+def _ticks(ax):
+    return [t.get_text() for t in ax.get_xticklabels()], list(ax.get_xticks())
+
+
+def test_single_layer_upstream_has_one_named_tick_and_no_transformer_label():
+    fig, ax = plt.subplots()
+    assert figures.layer_axis(ax, [0], "single-layer") is True
+    labels, ticks = _ticks(ax)
+    assert ticks == [0] and labels == ["the features (one layer)"]
+    assert "transformer" not in ax.get_xlabel() and "single-layer" in ax.get_xlabel()
+    plt.close(fig)
+
+
+def test_multi_layer_upstream_ticks_on_whole_layers_only():
+    fig, ax = plt.subplots()
+    assert figures.layer_axis(ax, [0, 1, 2], "block-io-v1") is False
+    _, ticks = _ticks(ax)
+    assert ticks == [0, 1, 2]
+    assert "transformer block" in ax.get_xlabel()
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    figures.layer_axis(ax, range(49), "block-io-v1")  # whisper-large-like: a locator, still integers
+    ax.set_xlim(0, 48)
+    assert all(float(t).is_integer() for t in ax.get_xticks())
+    plt.close(fig)
+
+
+def test_per_layer_p_says_how_many_permutations():
+    rng = np.random.default_rng(0)
+    roles = np.array(["X"] * 10 + ["Y"] * 10 + ["A"] * 10 + ["B"] * 10)
+    sampled = speat_by_layer(rng.normal(size=(40, 2, 5)), roles, n_permutations=10_000, seed=0)
+    assert math.comb(20, 10) > 10_000  # 184,756 partitions: sampled
+    assert list(sampled["n_permutations"]) == [10_000, 10_000] and not sampled["exact"].any()
+    assert figures.permutation_note(sampled) == "p per layer: one-sided, 10,000 random permutations"
+    small_roles = np.array(["X"] * 3 + ["Y"] * 3 + ["A"] * 3 + ["B"] * 3)
+    exact = speat_by_layer(rng.normal(size=(12, 1, 5)), small_roles, n_permutations=10_000, seed=0)
+    assert list(exact["n_permutations"]) == [math.comb(6, 3)] and exact["exact"].all()
+    assert figures.permutation_note(exact) == "p per layer: one-sided, exact over all 20 partitions"
+    assert figures.permutation_note(pd.DataFrame({"layer": [0], "d": [0.1]})) == ""
+
+
+def test_layer_profile_png_of_a_single_layer_upstream(tmp_path):
+    layers = pd.DataFrame({"upstream": ["fbank"], "family": ["classical"], "layer": [0], "d": [1.5], "p": [1e-4],
+                           "n_permutations": [10_000], "exact": [False]})
+    path = figures.layer_profile(layers, "demo_voice: d per layer", tmp_path / "layer_profile.png",
+                                 layer_convention="single-layer", caveat="DEMO caveat")
+    assert path.stat().st_size > 1000

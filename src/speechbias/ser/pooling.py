@@ -4,6 +4,10 @@ The SpEAT paper trains three heads per model (learning rates 1e-3, 1e-4, 1e-5) a
 three heads' predicted valence per group before computing Cohen's d. Input: the
 ``predictions.csv`` tables of several runs (one row per clip and head: ``upstream``, ``test``,
 ``lr``, ``role`` X/Y, ``predicted_valence``, ``ser_data``).
+
+Precision: predictions are read as float64 and Cohen's d, means and CIs are computed in float64
+(:func:`speechbias.stats.cohens_d`); only the predictions themselves carry the float32 rounding
+of the head's forward pass.
 """
 
 from __future__ import annotations

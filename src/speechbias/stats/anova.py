@@ -2,7 +2,8 @@
 
 Fits the linear model d ~ C(test) + C(family) (+ C(test):C(family) when ``interaction``) by OLS
 (statsmodels) and returns both the sequential (type I; test entered first) and the type II sums
-of squares tables from ``statsmodels.stats.anova.anova_lm``.
+of squares tables from ``statsmodels.stats.anova.anova_lm``. Values are cast to float64 first
+(statsmodels' design matrices are float64 too: a float32 d column gave bit-identical tables).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def two_way_anova(
     if missing:
         raise StatsInputError(f"table: missing column(s) {missing}; has {list(table.columns)}")
     data = pd.DataFrame({
-        "value": pd.to_numeric(table[value], errors="coerce"),
+        "value": pd.to_numeric(table[value], errors="coerce").astype(np.float64),  # to_numeric keeps float32 as is
         "test": table[test].astype(str),
         "family": table[family].astype(str),
     })

@@ -54,7 +54,7 @@ def test_generic_manifest(tmp_path):
 
 def _write_odd_values(root) -> pd.DataFrame:
     """The fixture tree with survey-style gender/first_language cells (case, whitespace, non-answers)."""
-    meta = make_fair_speech_tree(root, with_speaker=False)  # 16 rows: 8 female, 8 male
+    make_fair_speech_tree(root, with_speaker=False)  # 16 rows: 8 female, 8 male
     m = pd.read_csv(root / "metadata.tsv", sep="\t", dtype=str, keep_default_na=False)
     m.loc[0:4, "gender"] = ["Female", " female ", "Prefer not to say", "", "NaN"]
     m.loc[8:9, "gender"] = ["MALE", "male  "]

@@ -39,7 +39,8 @@ def main() -> None:
     df = demo_asr_manifest()
     missing = [p for p in df["path"] if not (HERE / p).is_file()]
     if missing:
-        raise SystemExit(f"{len(missing)} demo clip(s) missing, e.g. {missing[0]}: run experiments/demo/make_demo_stimuli.py")
+        raise SystemExit(f"{len(missing)} demo clip(s) missing, e.g. {missing[0]}: "
+                         "run experiments/demo/make_demo_stimuli.py")
     df.to_csv(HERE / "manifest.csv", index=False)
     print(f"wrote {HERE / 'manifest.csv'}: {len(df)} clips; "
           + "; ".join(f"{c}: {df[c].value_counts().to_dict()}" for c in ("voice_gender", "accent", "prosody")))

@@ -96,8 +96,8 @@ def _build(df: pd.DataFrame, source: str, ids, paths, transcripts, speaker, cate
     spellings = [spelling_table(out[c][keep], raw.get(c, df[c]).reset_index(drop=True)[keep]).assign(category=c)
                  for c in categories]
     levels = pd.concat(spellings, ignore_index=True)[LEVEL_SPELLING_COLUMNS] if spellings else None
-    return ASRCorpus(utterances=kept, categories=list(categories), speaker_column="speaker" if speaker is not None else None,
-                     excluded=excl, source=source, notes=notes,
+    return ASRCorpus(utterances=kept, categories=list(categories),
+                     speaker_column="speaker" if speaker is not None else None, excluded=excl, source=source, notes=notes,
                      levels=levels if levels is not None else pd.DataFrame(columns=LEVEL_SPELLING_COLUMNS))
 
 

@@ -182,7 +182,8 @@ def wer_ratio_table(utts: pd.DataFrame, categories: list[str], speaker_column: s
         for r in boot.table.itertuples():
             rows.append({"category": cat, "group_a": r.group_a, "group_b": r.group_b, "wer_ratio": r.ratio,
                          "ci_low": r.ci_low, "ci_high": r.ci_high, "significant": bool(r.significant),
-                         "degenerate": bool(r.degenerate), "method": fit.method, "sigma": fit.sigma, "resampling": boot.resampling,
+                         "degenerate": bool(r.degenerate), "method": fit.method, "sigma": fit.sigma,
+                         "resampling": boot.resampling,
                          "n_resamples": boot.n_resamples, "n_failed": boot.n_failed})
     out.table = pd.DataFrame(rows, columns=TABLE3_COLUMNS)
     return out

@@ -69,7 +69,8 @@ def table3_markdown(table3: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def wer_bar_chart(table2: pd.DataFrame, path: str | Path, title: str = "WER by group", caveat: str | None = None) -> Path:
+def wer_bar_chart(table2: pd.DataFrame, path: str | Path, title: str = "WER by group",
+                  caveat: str | None = None) -> Path:
     """One panel per category: WER % per level with bootstrap CI error bars; levels not compared
     (undisclosed, too small) drawn hatched grey. Saved as PNG, ``caveat`` along the bottom."""
     from speechbias.report.figures import plt, save
@@ -95,7 +96,8 @@ def wer_bar_chart(table2: pd.DataFrame, path: str | Path, title: str = "WER by g
         ax.set_title(cat)
         ax.set_xlabel("group")
         ax.set_ylabel("WER (%)")
-    fig.suptitle(f"{title} (error bars: 95% bootstrap CI; n.c. = not compared)")
+    fig.suptitle(f"{title}\n(error bars: 95% bootstrap CI; n.c. = not compared: undisclosed or too small)",
+                 fontsize=10)
     return save(fig, path, caveat=caveat)
 
 

@@ -46,7 +46,8 @@ def run(cfg: DictConfig, output_dir: Path) -> dict:
     # without asr=... / corpus=... these are the offline demo's (conf/task/wer_disparity.yaml defaults)
     asr_node, corpus_node = cfg.get("asr"), cfg.get("corpus")
     if asr_node is None or corpus_node is None:
-        raise ValueError("task=wer_disparity needs an ASR model and a corpus, e.g. asr=whisper_small corpus=fair_speech")
+        raise ValueError("task=wer_disparity needs an ASR model and a corpus, "
+                         "e.g. asr=whisper_small corpus=fair_speech")
     asr_cfg = OmegaConf.to_container(asr_node, resolve=True)
     # demo = shipped synthetic corpus or a tiny random model: plumbing, not findings
     caveat = DEMO_CAVEAT if (asr_cfg.pop("demo", False) or corpus_node.get("demo", False)) else None

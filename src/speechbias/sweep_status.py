@@ -138,19 +138,19 @@ def write_status_csv(rows: Sequence[StatusRow], path: str | Path) -> Path:
 
 
 def print_status_table(rows: Sequence[StatusRow], csv_path: Path, file=None) -> None:
-    """A rich table of the jobs and a count line (``2 ok, 1 failed of 3 jobs``)."""
+    """A rich table of the jobs and a count line (``2 ok, 1 failed of 3 job(s); <csv_path>``)."""
     from rich.console import Console
     from rich.table import Table
 
     console = Console(file=file or sys.stdout, width=max(100, Console().width))
-    table = Table(title=f"sweep jobs ({csv_path})", title_justify="left", show_lines=False)
+    table = Table(title="sweep jobs", title_justify="left", show_lines=False)
     for name, style in (("job", "cyan"), ("status", None), ("seconds", None), ("error", "red")):
         table.add_column(name, style=style, overflow="fold", justify="right" if name == "seconds" else "left")
     colour = {"ok": "green", "skipped": "yellow", "failed": "bold red"}
     for r in rows:
         table.add_row(r.job, f"[{colour.get(r.status, '')}]{r.status}[/]", f"{r.seconds:.1f}", r.error)
     console.print(table)
-    console.print(count_line(rows), highlight=False)
+    console.print(f"{count_line(rows)}; {csv_path}", highlight=False, soft_wrap=True)
 
 
 def count_line(rows: Sequence[StatusRow]) -> str:

@@ -115,12 +115,12 @@ def load_fair_speech(root: str | Path, metadata: str | None = None, audio_dir: s
     """
     root = Path(root)
     if not root.is_dir():
-        raise CorpusError(f"{root}: Fair-Speech folder does not exist (set corpus.root or paths.data_root)")
+        raise CorpusError(f"{root}: Fair-Speech folder does not exist (set corpus.load.root or paths.data_root)")
     if metadata is None:
         tsvs = sorted(root.glob("*.tsv"))
         if len(tsvs) != 1:
             raise CorpusError(f"{root}: expected exactly one metadata *.tsv, found {[p.name for p in tsvs]}; "
-                              "set corpus.metadata")
+                              "set corpus.load.metadata")
         meta = tsvs[0]
     else:
         meta = root / metadata
@@ -133,7 +133,7 @@ def load_fair_speech(root: str | Path, metadata: str | None = None, audio_dir: s
     if speaker_column is None:
         notes.append("No speaker column: the public Fair-Speech release has no speaker ids, so the WER model is "
                      "fitted without a speaker random effect (a Poisson GLM) and bootstrap CIs resample utterances; "
-                     "they are too narrow when a speaker's utterances are correlated. Set corpus.speaker_column "
+                     "they are too narrow when a speaker's utterances are correlated. Set corpus.load.speaker_column "
                      "to a speaker id column to fit the paper's mixed model.")
     raw = {}
     if l1_languages is not None and "first_language" in categories:
@@ -170,7 +170,7 @@ def load_asr_manifest(manifest: str | Path, category_columns: list[str] | tuple[
     if missing:
         raise CorpusError(f"{manifest}: missing column(s) {missing}; has {list(df.columns)}")
     if not category_columns:
-        raise CorpusError(f"{manifest}: no demographic category columns given (corpus.category_columns)")
+        raise CorpusError(f"{manifest}: no demographic category columns given (corpus.load.category_columns)")
     base = Path(root) if root is not None else manifest.parent
     paths = [str(p if Path(p).is_absolute() else base / p) for p in df[path_column].str.strip()]
     ids = df[id_column].str.strip().tolist() if id_column else df[path_column].str.strip().tolist()

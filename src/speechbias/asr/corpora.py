@@ -97,8 +97,8 @@ def _build(df: pd.DataFrame, source: str, ids, paths, transcripts, speaker, cate
                  for c in categories]
     levels = pd.concat(spellings, ignore_index=True)[LEVEL_SPELLING_COLUMNS] if spellings else None
     return ASRCorpus(utterances=kept, categories=list(categories),
-                     speaker_column="speaker" if speaker is not None else None, excluded=excl, source=source, notes=notes,
-                     levels=levels if levels is not None else pd.DataFrame(columns=LEVEL_SPELLING_COLUMNS))
+                     speaker_column="speaker" if speaker is not None else None, excluded=excl, source=source,
+                     notes=notes, levels=levels if levels is not None else pd.DataFrame(columns=LEVEL_SPELLING_COLUMNS))
 
 
 def load_fair_speech(root: str | Path, metadata: str | None = None, audio_dir: str = "asr_fairness_audio",

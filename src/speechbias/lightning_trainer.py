@@ -6,8 +6,8 @@ it: Lightning's advertising tips (``💡 Tip: ... litlogger``), the accelerator 
 that is neither present nor used (``TPU available: False``, ``GPU available: False, used: False``),
 and torch's deprecation of ``LeafSpec`` that Lightning 2.6 still triggers. Every other message,
 Lightning's and our own warnings included, is left as it is. The filters are installed when this
-module is imported, so processes spawned by ``ddp_spawn`` (which unpickle the trainer and import
-this module) are quiet too.
+module is imported; the modules whose objects ``ddp_spawn`` workers unpickle (the extraction and
+valence-head LightningModules) import it too, so those processes are quiet as well.
 """
 
 from __future__ import annotations

@@ -31,9 +31,13 @@ from torch.utils.data import DataLoader, Dataset
 from speechbias.audio import SAMPLE_RATE, AudioError, audio_sha256, load_audio
 from speechbias.features.cache import ClipStatistics, FeatureCache
 from speechbias.features.statistics import temporal_statistics
+from speechbias.lightning_trainer import quiet_third_party_console
 from speechbias.upstream.base import Upstream
 
 log = logging.getLogger(__name__)
+
+# spawned DDP workers import this module (unpickling it), not the trainer factory: quiet them too
+quiet_third_party_console()
 
 
 @dataclass

@@ -27,8 +27,12 @@ import pytorch_lightning as pl
 import torch
 from torch import nn
 
+from speechbias.lightning_trainer import quiet_third_party_console
 from speechbias.ser.head import ValenceHead, predict_with_heads
 from speechbias.ser.pooling import lr_label
+
+# spawned DDP workers import this module (unpickling it), not the trainer factory: quiet them too
+quiet_third_party_console()
 
 
 def r2_score(pred: torch.Tensor, target: torch.Tensor) -> float:

@@ -92,7 +92,7 @@ def _count_sampled_at_least(
     is taken with probability (still needed) / (items left), decided exactly as ``j < still needed``
     with j uniform on [0, items left). Subset sums come from one float64 matrix-vector product and
     are compared with the tie tolerance. (A float32 product with a float64 recheck near ``t_obs``
-    gave the same counts and was no faster: the selection loop dominates, benchmarks/stats_bench.py.)
+    gives the same counts; the float64 sums cost a few percent of the test, benchmarks/stats_bench.py.)
     Hand-written because it is 4-5x faster than sorting random keys (argpartition), measured in
     benchmarks/stats_bench.py.
     """
@@ -103,7 +103,6 @@ def _count_sampled_at_least(
     need_dtype = np.uint16 if k < (1 << 16) else np.int64
     draws = UniformIntegers()
     taken = np.empty((n, chunk), dtype=bool)
-    taken64 = np.empty((n, chunk), dtype=np.float64)
     sums64 = np.empty(chunk, dtype=np.float64)
     still_needed = np.empty(chunk, dtype=need_dtype)
     count = 0
@@ -117,11 +116,10 @@ def _count_sampled_at_least(
         for i in range(n):
             np.less(j[i], need, out=take[i])
             need -= take[i]
-        take64 = taken64[:, :size]
-        np.copyto(take64, take)
         # einsum, not matmul: a multi-threaded BLAS call per block slowed the whole loop down 2-3x
-        # on a busy 2-core machine (idle BLAS threads spinning against the main thread).
-        sums = np.einsum("i,ij->j", centred, take64, out=sums64[:size])
+        # on a busy 2-core machine (idle BLAS threads spinning against the main thread). einsum
+        # casts the bool matrix block by block, faster than a float64 copy of it first.
+        sums = np.einsum("i,ij->j", centred, take, out=sums64[:size])
         count += int(np.count_nonzero(sums >= at_least))
         done += size
     return count

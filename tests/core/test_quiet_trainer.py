@@ -10,7 +10,8 @@ from omegaconf import OmegaConf
 from speechbias.lightning_trainer import build_trainer, quiet_third_party_console
 from conftest import CONF_DIR
 
-LEAFSPEC = "`isinstance(treespec, LeafSpec)` is deprecated, use `isinstance(treespec, TreeSpec) and treespec.is_leaf()` instead."
+LEAFSPEC = ("`isinstance(treespec, LeafSpec)` is deprecated, use `isinstance(treespec, TreeSpec) and "
+            "treespec.is_leaf()` instead.")
 
 
 def test_every_trainer_config_uses_the_factory():

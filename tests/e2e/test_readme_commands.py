@@ -46,8 +46,10 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -225,7 +227,7 @@ def substituted(command: str, workspace: dict) -> list[str]:
     if experiment and not keep_real:
         for key, value in SWEEP_CUTS.get(experiment, {}).items():
             if not any(t.startswith(f"hydra.sweeper.params.{key}=") for t in args):
-                out.append(f"hydra.sweeper.params.{key}={value}")
+                out.append(f'hydra.sweeper.params.{key}="{value}"')  # quoted: a value, not a sweep of hydra
         out += EXTRA_FOR_EXPERIMENT.get(experiment, [])
     if "hydra/launcher=parallel" in args and not any(t.startswith("hydra.launcher.n_jobs=") for t in args):
         out.append("hydra.launcher.n_jobs=2")
@@ -267,7 +269,7 @@ def workspace(tmp_path_factory) -> dict:
     from sllm.conftest import make_tree
 
     root = tmp_path_factory.mktemp("readme")
-    ws = {"cwd": root / "cwd", "cache": root / "cache", "outputs": root / "outputs", "data": root / "data", "ran": set()}
+    ws = {"cwd": root / "cwd", "cache": root / "cache", "outputs": root / "outputs", "data": root / "data"}
     ws["cwd"].mkdir()
     make_fair_speech_tree(ws["data"] / "fair_speech")
     make_tree(ws["data"] / "spoken_stereoset")
@@ -314,17 +316,28 @@ def test_command_that_cannot_run_here_composes(command, workspace):
         assert "submitit" in proc.stdout  # the SLURM launcher's settings composed
 
 
-def _results_of(command: str, workspace: dict, since: float) -> list[Path]:
-    """Results files written by a run since ``since`` (its output folder or sweep folder)."""
-    roots = [workspace["outputs"], workspace["cwd"] / "multirun"]
-    names = ("results.json", "summary.json")
-    return [p for r in roots if r.exists() for n in names for p in r.rglob(n) if p.stat().st_mtime >= since - 1]
+RESULT_FILES = ("results.json", "summary.json")
+
+
+def _results_of(workspace: dict, since: float) -> list[Path]:
+    """Results files a single run wrote since ``since``."""
+    root = workspace["outputs"]
+    return [p for n in RESULT_FILES for p in root.rglob(n) if p.stat().st_mtime >= since]
+
+
+def _check_sweep(workspace: dict, since: float) -> None:
+    """The sweep this command ran (its ``sweep_status.csv``, written at the end of every sweep, new since
+    ``since``) lists every job ok or skipped (a rerun skips finished jobs), each with its results file."""
+    statuses = [p for p in (workspace["cwd"] / "multirun").rglob("sweep_status.csv") if p.stat().st_mtime >= since]
+    assert len(statuses) == 1, statuses
+    table = pd.read_csv(statuses[0])
+    assert len(table) and set(table["status"]) <= {"ok", "skipped"}, table.to_string()
+    for job in table["job"]:
+        assert any((statuses[0].parent / str(job) / n).is_file() for n in RESULT_FILES), job
 
 
 @pytest.mark.parametrize("command", list(_cases(compose=False)))
 def test_command_runs_with_offline_stand_ins(command, workspace):
-    import time
-
     sweep_dir = next((t.split("=", 1)[1] for t in shlex.split(command) if t.startswith("sweep_dir=")), None)
     if sweep_dir and not (workspace["cwd"] / sweep_dir).is_dir():
         prerequisite = run_command(SWEEP_OF_REPORT[sweep_dir], workspace)
@@ -338,7 +351,8 @@ def test_command_runs_with_offline_stand_ins(command, workspace):
     assert proc.returncode == 0, f"{command}\n{proc.stdout[-1500:]}\n{proc.stderr[-3000:]}"
     if sweep_dir:
         assert (workspace["cwd"] / sweep_dir / "report" / "report.md").is_file()
-    else:
-        assert _results_of(command, workspace, started), f"{command}: no results files written"
-    if " -m " in f" {command} ":
+    elif " -m " in f" {command} ":
         assert "job failed" not in proc.stderr, proc.stderr[-3000:]
+        _check_sweep(workspace, started)
+    else:
+        assert _results_of(workspace, started), f"{command}: no results files written"

@@ -17,6 +17,7 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from speechbias.project_paths import user_path
 from speechbias.user_errors import ConfigError, error_line, full_error_requested
 
 # a command line that sets a required key, shown in the error line
@@ -103,8 +104,8 @@ def check_learning_rates(value) -> None:
     learning_rates(value)
 
 
-def _folder(key: str, value) -> Path:
-    path = Path(str(value)).expanduser()
+def _folder(key: str, value, project_root) -> Path:
+    path = user_path(value, project_root)
     if not path.is_dir():
         raise ConfigError(f"{key}={value}: no such folder; give the multirun folder of a sweep, "
                           "e.g. sweep_dir=multirun/<date>/<time>")
@@ -113,11 +114,12 @@ def _folder(key: str, value) -> Path:
 
 def check_report_arguments(cfg: DictConfig) -> None:
     """``sweep_dir`` and ``task.extra_sweep_dirs`` are folders; ``paper_results`` (if given) a file."""
-    _folder("sweep_dir", cfg.sweep_dir)
+    root = OmegaConf.select(cfg, "paths.root_dir", default=None)
+    _folder("sweep_dir", cfg.sweep_dir, root)
     for extra in OmegaConf.select(cfg, "task.extra_sweep_dirs", default=None) or []:
-        _folder("task.extra_sweep_dirs", extra)
+        _folder("task.extra_sweep_dirs", extra, root)
     paper = OmegaConf.select(cfg, "paper_results", default=None)
-    if paper and not Path(str(paper)).expanduser().is_file():
+    if paper and not user_path(paper, root).is_file():
         raise ConfigError(f"paper_results={paper}: no such file; give the paper's all_mean_mean_results.csv "
                           "or leave paper_results out")
 

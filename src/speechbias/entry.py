@@ -21,6 +21,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from speechbias.config_checks import check_config
+from speechbias.project_paths import user_path
 from speechbias.sweep_status import JobStatus, current_sweep_id
 from speechbias.user_errors import (error_line, error_message, find_user_error, full_error_requested,
                                     log_traceback_to_files)
@@ -44,6 +45,9 @@ def register_project_root(root: str | Path | None = None) -> None:
 
 
 register_project_root()
+# ${speechbias.user_path:<path>,<project root>}: a typed relative path, from the cwd when it exists there
+OmegaConf.register_new_resolver("speechbias.user_path", lambda value, root: str(user_path(value, root)),
+                                replace=True)
 
 
 def job_trainer_config(trainer_cfg: DictConfig) -> DictConfig:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from omegaconf import OmegaConf
 
@@ -74,3 +76,22 @@ def test_the_speat_task_checks_its_bias_test_manifest(tmp_path):
         check_config(cfg)
     cfg.bias_test.builder = {"_target_": "x.y"}  # a builder writes the manifest on first use
     check_config(cfg)
+
+
+def test_a_relative_sweep_dir_is_found_in_the_cwd_first_then_in_the_project(tmp_path, monkeypatch):
+    from speechbias.project_paths import user_path
+
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    (project / "multirun" / "s").mkdir(parents=True)
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    cfg = OmegaConf.create({"sweep_dir": "multirun/s", "paper_results": None, "paths": {"root_dir": str(project)},
+                            "task": {"extra_sweep_dirs": []}})
+    check_report_arguments(cfg)  # only the project has it
+    assert user_path("multirun/s", project) == project / "multirun" / "s"
+    (elsewhere / "multirun" / "s").mkdir(parents=True)  # the cwd's wins when both have it
+    assert user_path("multirun/s", project) == elsewhere / "multirun" / "s"
+    assert user_path("/abs/x", project) == Path("/abs/x")
+    cfg.sweep_dir = "multirun/none"
+    with pytest.raises(ConfigError, match="multirun/none: no such folder"):
+        check_report_arguments(cfg)

@@ -13,6 +13,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from speechbias.report import collect, sweep_report, wandb_report, wandb_run
+from speechbias.project_paths import user_path
 from speechbias.report.paper_results import load_paper_results
 from speechbias.run_context import start_logger_run
 from speechbias.user_errors import ConfigError
@@ -26,7 +27,7 @@ def _sweep_dirs(cfg: DictConfig) -> list[Path]:
         raise ConfigError("sweep_dir: required, e.g. "
                          "python evaluate.py task=report sweep_dir=multirun/2024-05-01/12-00-00")
     extra = OmegaConf.select(cfg, "task.extra_sweep_dirs", default=None) or []
-    return [Path(str(main))] + [Path(str(d)) for d in extra]
+    return [user_path(d, OmegaConf.select(cfg, "paths.root_dir", default=None)) for d in [main, *extra]]
 
 
 def options_from_config(task: DictConfig) -> sweep_report.ReportOptions:
@@ -42,7 +43,7 @@ def run(cfg: DictConfig, output_dir: Path) -> dict:
     results = collect.collect(dirs, exclude=[output_dir])
     paper = None
     if OmegaConf.select(cfg, "paper_results", default=None):
-        paper = load_paper_results(cfg.paper_results, models=dict(cfg.task.paper_models),
+        paper = load_paper_results(user_path(cfg.paper_results, OmegaConf.select(cfg, "paths.root_dir", default=None)), models=dict(cfg.task.paper_models),
                                    tests=dict(cfg.task.paper_tests))
     group = cfg.logger.get("group") or dirs[0].resolve().name
     run_ = start_logger_run(cfg, output_dir, job_type="report", name=f"report/{group}",

@@ -95,8 +95,10 @@ EXPECTED = {
         "python train.py upstream=hubert_xl lr=1e-4",
         "python train.py upstream=hubert_xl 'lr=[1e-3,1e-4,1e-5]'",
         "python train.py -m experiment=paper_propagation",
+        "python evaluate.py task=wer_disparity",
         "python evaluate.py task=wer_disparity asr=whisper_small corpus=fair_speech",
-        "python evaluate.py task=spoken_stereoset sllm=qwen2_audio",
+        "python evaluate.py task=spoken_stereoset",
+        "python evaluate.py task=spoken_stereoset sllm=qwen2_audio task.data_dir=/data/spoken_stereoset",
     ],
     "experiments/fair_speech_2024/README.md": [
         "python evaluate.py task=wer_disparity",

@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from speechbias.config_checks import check_config
 from speechbias.project_paths import user_path
+from speechbias.run_markers import finished_results
 from speechbias.sweep_status import JobStatus, current_sweep_id
 from speechbias.user_errors import (error_line, error_message, find_user_error, full_error_requested,
                                     log_traceback_to_files)
@@ -29,10 +30,6 @@ from speechbias.user_errors import (error_line, error_message, find_user_error, 
 log = logging.getLogger("speechbias")
 
 PROJECT_ROOT_RESOLVER = "speechbias.project_root"
-# the files of a finished run (a task writes the first one last); results.json unless listed
-FINISHED_MARKERS = {"spoken_stereoset": ("summary.json", "results.csv")}
-# tasks that always run (the sweep report is rewritten from whatever the sweep holds now)
-NEVER_SKIPPED = {"report"}
 
 
 def register_project_root(root: str | Path | None = None) -> None:
@@ -88,15 +85,6 @@ def job_overrides() -> list[str]:
         return []
 
 
-def finished_before(cfg: DictConfig, output_dir: Path) -> bool:
-    """True when the run's results already exist and ``force`` is off (the task will skip itself)."""
-    task = str(OmegaConf.select(cfg, "task.name", default=""))
-    if task in NEVER_SKIPPED:
-        return False
-    markers = FINISHED_MARKERS.get(task, ("results.json",))
-    return all((output_dir / m).is_file() for m in markers) and not cfg.get("force", False)
-
-
 def offline_wandb_runs(output_dir: Path, since: float) -> list[Path]:
     """Offline W&B run folders this run wrote below ``output_dir`` (to sync later)."""
     runs = [p for p in sorted(Path(output_dir).glob("wandb/offline-run-*")) if p.is_dir()]
@@ -121,9 +109,8 @@ def run_entry(cfg: DictConfig) -> dict | None:
     status.write(output_dir)
     try:
         check_config(cfg)
-        skipped = finished_before(cfg, output_dir)
+        skipped = finished_results(cfg, output_dir) is not None
         if skipped:  # the task would skip itself too; this way a resumed sweep skips without importing torch
-            log.info("results already exist in %s; skipping (force=true reruns)", output_dir)
             summary = {}
         else:
             summary = run_task(cfg)

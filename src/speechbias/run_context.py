@@ -12,19 +12,6 @@ from speechbias.report import wandb_run
 log = logging.getLogger(__name__)
 
 
-def finished_results(cfg: DictConfig, output_dir: Path, marker: str = "results.json") -> Path | None:
-    """The run's ``marker`` file when the run already finished and ``force`` is off, else None.
-
-    Every task writes its marker last, so its presence means the run completed; sweeps rerun into
-    the same folders and skip finished jobs this way.
-    """
-    done = Path(output_dir) / marker
-    if done.is_file() and not cfg.get("force", False):
-        log.info("results already exist in %s; skipping (force=true reruns)", output_dir)
-        return done
-    return None
-
-
 def config_choice(cfg: DictConfig, group: str, fallback: str = "") -> str:
     """The option chosen for a config group (e.g. ``hubert_xl`` for ``upstream``), when Hydra knows it."""
     try:

@@ -19,7 +19,8 @@ from speechbias.features.extraction import extract_statistics
 from speechbias.report import wandb_run
 from speechbias.report.caveat import DEMO_CAVEAT
 from speechbias.report.speat_report import is_demo_test
-from speechbias.run_context import finished_results, start_logger_run, upstream_info
+from speechbias.run_context import start_logger_run, upstream_info
+from speechbias.run_markers import finished_results
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,8 @@ from omegaconf import DictConfig, OmegaConf
 from speechbias.report import wandb_run
 from speechbias.report.caveat import DEMO_CAVEAT, markdown_caveat
 from speechbias.report.run_files import markdown_table, write_json, write_report, write_results
-from speechbias.run_context import finished_results, start_logger_run
+from speechbias.run_context import start_logger_run
+from speechbias.run_markers import finished_results
 from speechbias.sllm import OTHER
 from speechbias.sllm.adapters.base import SamplingParams
 from speechbias.sllm.answers import RULES
@@ -70,7 +71,7 @@ def run(cfg: DictConfig, output_dir: Path) -> dict:
     output_dir = Path(output_dir)
     task = cfg.task
     done = output_dir / "summary.json"
-    if finished_results(cfg, output_dir, marker=done.name) and (output_dir / "results.csv").is_file():
+    if finished_results(cfg, output_dir):
         return json.loads(done.read_text())
     dataset = load_spoken_stereoset(task.data_dir, domains=list(task.domains), version=task.version,
                                     on_missing_audio=task.on_missing_audio, max_items=task.max_items)

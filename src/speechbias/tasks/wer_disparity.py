@@ -24,7 +24,8 @@ from speechbias.asr.transcribe import transcribe_corpus
 from speechbias.report import wandb_run
 from speechbias.report.caveat import DEMO_CAVEAT, markdown_caveat
 from speechbias.report.run_files import write_report, write_results
-from speechbias.run_context import finished_results, start_logger_run
+from speechbias.run_context import start_logger_run
+from speechbias.run_markers import finished_results
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,10 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from speechbias.aggregation_configs import register_aggregation_configs
 from speechbias.config_checks import check_config
 from speechbias.project_paths import user_path
+from speechbias.run_context import register_choice_resolver
 from speechbias.run_markers import finished_results
 from speechbias.sweep_status import JobStatus, current_sweep_id
 from speechbias.user_errors import (error_line, error_message, find_user_error, full_error_requested,
@@ -42,6 +44,8 @@ def register_project_root(root: str | Path | None = None) -> None:
 
 
 register_project_root()
+register_choice_resolver()
+register_aggregation_configs()  # options of config group aggregation, before @hydra.main composes
 # ${speechbias.user_path:<path>,<project root>}: a typed relative path, from the cwd when it exists there
 OmegaConf.register_new_resolver("speechbias.user_path", lambda value, root: str(user_path(value, root)),
                                 replace=True)
@@ -138,10 +142,9 @@ def run_entry(cfg: DictConfig) -> dict | None:
 
 
 def run_task(cfg: DictConfig) -> dict:
-    """Run ``cfg.task.run(cfg=cfg, output_dir=...)`` and return its summary metrics.
-
-    The task runner is a ``_partial_`` callable named by ``cfg.task.run._target_``.
-    """
+    """Build the task of ``cfg.task.run`` (its ``_target_`` receives the built collaborators its
+    config names: upstream, bias tests, cache, writer, tracker, trainer factory) and run it with the
+    resolved config (the tracker's record of the run); returns the task's summary metrics."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import pytorch_lightning as pl
 
@@ -151,5 +154,7 @@ def run_task(cfg: DictConfig) -> dict:
     OmegaConf.save(cfg, output_dir / "config.yaml", resolve=False)
     if "trainer" in cfg:
         cfg.trainer = job_trainer_config(cfg.trainer)
-    runner = hydra.utils.instantiate(cfg.task.run)
-    return runner(cfg=cfg, output_dir=output_dir) or {}
+    task = hydra.utils.instantiate(cfg.task.run)
+    if callable(getattr(task, "run", None)):  # a task object built with its collaborators
+        return task.run(config=OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)) or {}
+    return task(cfg=cfg, output_dir=output_dir) or {}

@@ -1,43 +1,54 @@
-"""What a run is called and how it is tagged: upstream/test names from the Hydra config, logger start."""
+"""What a run is called: the config option chosen per group, and the upstream's identity columns.
+
+``${speechbias.choice:<group>}`` (registered with :func:`register_choice_resolver`, which the entry
+points call before composing) is the option chosen for a config group, e.g. ``hubert_xl`` for
+``upstream``: task configs pass it to their task as the run's readable name.
+"""
 
 from __future__ import annotations
 
-import logging
-from pathlib import Path
-
 from omegaconf import DictConfig, OmegaConf
 
-from speechbias.report import wandb_run
-
-log = logging.getLogger(__name__)
+CHOICE_RESOLVER = "speechbias.choice"
 
 
-def config_choice(cfg: DictConfig, group: str, fallback: str = "") -> str:
-    """The option chosen for a config group (e.g. ``hubert_xl`` for ``upstream``), when Hydra knows it."""
+def config_choice(cfg: DictConfig | None, group: str, fallback: str = "") -> str:
+    """The option chosen for a config group (e.g. ``hubert_xl`` for ``upstream``), when Hydra knows it
+    (the running app's choices, else ``hydra.runtime.choices`` of a config composed with it)."""
     try:
         from hydra.core.hydra_config import HydraConfig
 
         return str(HydraConfig.get().runtime.choices.get(group) or fallback)
     except (ValueError, AttributeError):
-        choices = OmegaConf.select(cfg, "hydra.runtime.choices", default=None)
+        choices = OmegaConf.select(cfg, "hydra.runtime.choices", default=None) if cfg is not None else None
         if choices is not None and choices.get(group):
             return str(choices.get(group))
         return fallback
 
 
-def upstream_info(cfg: DictConfig, upstream) -> dict:
-    """Run identity columns: upstream name, family, model id and fingerprint."""
+def register_choice_resolver() -> None:
+    """Register ``${speechbias.choice:<group>}`` (idempotent)."""
+    OmegaConf.register_new_resolver(CHOICE_RESOLVER, lambda group, *, _root_: config_choice(_root_, group),
+                                    replace=True)
+
+
+def upstream_info(upstream, name: str | None = None) -> dict:
+    """Run identity columns: upstream name, family, model id and fingerprint. ``name``: the config
+    option (``${speechbias.choice:upstream}``), used when the upstream has no display name."""
     fields = upstream.fingerprint_fields()
-    name = OmegaConf.select(cfg, "upstream.display_name", default=None) or config_choice(cfg, "upstream") \
-        or fields.get("name") or type(upstream).__name__
-    family = (OmegaConf.select(cfg, "upstream.family", default=None) or fields.get("family")
-              or getattr(upstream, "family", None) or "other")
-    return {"upstream": str(name), "family": str(family), "model_id": str(fields.get("model_id", name)),
+    shown = getattr(upstream, "display_name", None) or name or fields.get("name") or type(upstream).__name__
+    family = fields.get("family") or getattr(upstream, "family", None) or "other"
+    return {"upstream": str(shown), "family": str(family), "model_id": str(fields.get("model_id", shown)),
             "fingerprint": upstream.fingerprint}
 
 
-def start_logger_run(cfg: DictConfig, output_dir: Path, job_type: str, name: str, tags: list[str]):
-    """A W&B run when ``logger.kind == wandb`` (grouped by the sweep folder), else None."""
+def start_logger_run(cfg: DictConfig, output_dir, job_type: str, name: str, tags: list[str]):
+    """TEMPORARY (removed once every task publishes through its Tracker): a W&B run when
+    ``logger.kind == wandb``, else None."""
+    from pathlib import Path
+
+    from speechbias.report import wandb_run
+
     if cfg.logger.get("kind") != "wandb":
         return None
     group = cfg.logger.get("group") or Path(output_dir).parent.name

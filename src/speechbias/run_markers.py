@@ -20,13 +20,19 @@ FINISHED_MARKERS = {"spoken_stereoset": ("summary.json", "results.csv")}
 NEVER_SKIPPED = {"report"}
 
 
-def finished_results(cfg: DictConfig, output_dir: Path) -> Path | None:
-    """The run's first marker file when all its task's markers exist and ``force`` is off, else None."""
-    task = str(OmegaConf.select(cfg, "task.name", default=""))
-    if task in NEVER_SKIPPED or cfg.get("force", False):
+def finished_marker(task: str, output_dir: str | Path, force: bool = False) -> Path | None:
+    """The first marker file of a finished ``task`` run in ``output_dir`` when all its markers exist
+    and ``force`` is off, else None (the check a task object makes with its own name and folder)."""
+    if task in NEVER_SKIPPED or force:
         return None
     markers = [Path(output_dir) / m for m in FINISHED_MARKERS.get(task, ("results.json",))]
     if not all(m.is_file() for m in markers):
         return None
     log.info("results already exist in %s; skipping (force=true reruns)", output_dir)
     return markers[0]
+
+
+def finished_results(cfg: DictConfig, output_dir: Path) -> Path | None:
+    """:func:`finished_marker` of the task named in ``cfg`` (``task.name``, ``force``)."""
+    return finished_marker(str(OmegaConf.select(cfg, "task.name", default="")), output_dir,
+                           bool(cfg.get("force", False)))

@@ -19,7 +19,7 @@ from speechbias.features.extraction import extract_statistics
 from speechbias.report import wandb_run
 from speechbias.report.caveat import DEMO_CAVEAT
 from speechbias.report.speat_report import is_demo_test
-from speechbias.run_context import start_logger_run, upstream_info
+from speechbias.run_context import config_choice, start_logger_run, upstream_info
 from speechbias.run_markers import finished_results
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ def run(cfg: DictConfig, output_dir: Path) -> dict:
     upstream = hydra.utils.instantiate(cfg.upstream)
     aggregation = hydra.utils.instantiate(cfg.aggregation)
     cache = FeatureCache(cfg.paths.cache_dir)
-    info = upstream_info(cfg, upstream)
+    info = upstream_info(upstream, config_choice(cfg, "upstream"))
     run_ = start_logger_run(cfg, output_dir, job_type="speat",
                             name=f"{info['upstream']}/{bias_test.name}/{aggregation.name}",
                             tags=[info["upstream"], info["family"], bias_test.name, aggregation.name])
@@ -45,7 +45,7 @@ def run(cfg: DictConfig, output_dir: Path) -> dict:
         n_permutations=cfg.speat.n_permutations, seed=cfg.seed, per_layer=cfg.speat.per_layer,
         se_curve=cfg.speat.se_curve, n_resamples=cfg.speat.n_resamples, wandb_run=run_,
         layer_convention=upstream.fingerprint_fields().get("layer_convention"))
-    trainer = hydra.utils.instantiate(cfg.trainer, callbacks=[callback])
+    trainer = hydra.utils.instantiate(cfg.trainer)(callbacks=[callback])
     try:
         extract_statistics(
             upstream, list(manifest["path"]), cache, trainer, batch_size=cfg.extraction.batch_size,

@@ -28,7 +28,7 @@ from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import extract_statistics
 from speechbias.report import wandb_run
 from speechbias.report.caveat import DEMO_CAVEAT
-from speechbias.run_context import start_logger_run, upstream_info
+from speechbias.run_context import config_choice, start_logger_run, upstream_info
 from speechbias.ser.datamodule import LayerMeansDataModule
 from speechbias.ser.fit import fit_trainer, fit_valence_head
 from speechbias.ser.module import as_learning_rates
@@ -93,7 +93,7 @@ def run(cfg: DictConfig, output_dir: Path) -> dict:
     valence = hydra.utils.instantiate(cfg.ser_data.source)
     tests = load_propagation_tests(cfg)
     upstream = hydra.utils.instantiate(cfg.upstream)
-    info = upstream_info(cfg, upstream)
+    info = upstream_info(upstream, config_choice(cfg, "upstream"))
     fingerprint = upstream.fingerprint
     cache = FeatureCache(cfg.paths.cache_dir)
     lrs = as_learning_rates(OmegaConf.to_object(cfg.lr) if isinstance(cfg.lr, ListConfig) else cfg.lr)
@@ -109,7 +109,7 @@ def run(cfg: DictConfig, output_dir: Path) -> dict:
         aggregation=hydra.utils.instantiate(cfg.propagation.aggregation),
         speat_results=cfg.propagation.get("speat_results"), synthetic=valence.synthetic, wandb_run=run_)
     checkpoint_dir = output_dir / "checkpoints"
-    trainer = fit_trainer(partial(hydra.utils.instantiate, cfg.trainer), checkpoint_dir,
+    trainer = fit_trainer(hydra.utils.instantiate(cfg.trainer), checkpoint_dir,
                           max_steps=int(cfg.max_steps), val_every_n_epochs=int(cfg.ser_data.val_every_n_epochs),
                           checkpoint_every_n_epochs=int(cfg.get("checkpoint_every_n_epochs", 1)),
                           callbacks=[callback], **lightning_logger(cfg, output_dir))

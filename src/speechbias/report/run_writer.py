@@ -1,0 +1,145 @@
+"""The one writer of a run's outputs: tables, JSON, figures, report.md and what goes to W&B.
+
+Every task writes through a :class:`RunWriter` (built from ``conf/task/*.yaml`` with the run folder);
+analysis modules return data and figures and never write files. Files are written atomically into
+the run folder. What should reach the experiment tracker (tables, figures, metrics) is also recorded
+in ``<run>/tracker_log.json``; the task then hands the writer to its tracker
+(:class:`speechbias.report.tracker.Tracker`), which logs that record. So no tracker handle crosses
+into callbacks or spawned DDP workers: they write through the writer (it pickles as a folder name),
+and the process that holds the tracker logs what they recorded.
+
+Demo runs set :attr:`RunWriter.caveat`: it becomes the first section of report.md and is drawn on
+every figure (the words of :mod:`speechbias.report.caveat`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from speechbias.atomic_file import atomic_write
+from speechbias.report.caveat import markdown_caveat
+
+TRACKER_LOG = "tracker_log.json"
+
+
+def _json_default(obj):
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return None if not math.isfinite(float(obj)) else float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def json_text(obj) -> str:
+    """Indented JSON of ``obj`` (numpy scalars/arrays converted, non-finite floats as null)."""
+    return json.dumps(obj, indent=2, default=_json_default) + "\n"
+
+
+def markdown_table(df: pd.DataFrame, floatfmt: str = ".3g", disable_numparse: bool = False) -> str:
+    """A GitHub-flavoured markdown table of ``df`` (via tabulate).
+
+    ``disable_numparse=True`` keeps pre-formatted strings such as "100.0" exactly as given.
+    """
+    if df.empty:
+        return "_(no rows)_"
+    return df.to_markdown(index=False, floatfmt=floatfmt, disable_numparse=disable_numparse)
+
+
+def report_text(title: str, sections: Iterable[tuple[str, str]]) -> str:
+    """Markdown of a report: ``# title`` then ``## heading`` + body per section."""
+    parts = [f"# {title}", ""]
+    for heading, body in sections:
+        parts += [f"## {heading}", "", body.rstrip(), ""]
+    return "\n".join(parts)
+
+
+class RunWriter:
+    """Writes one run's outputs into ``output_dir`` (created on first write).
+
+    Args:
+        output_dir: the run folder (Hydra's output folder of the job).
+        caveat: the demo caveat of a demo run (report.md and every figure), else None.
+    """
+
+    def __init__(self, output_dir: str | Path, caveat: str | None = None):
+        self.output_dir = Path(output_dir)
+        self.caveat = caveat
+
+    def __repr__(self) -> str:
+        return f"RunWriter({str(self.output_dir)!r})"
+
+    def path(self, name: str) -> Path:
+        """``<output_dir>/<name>``."""
+        return self.output_dir / name
+
+    # -- files --------------------------------------------------------------------------------
+    def text(self, name: str, text: str) -> Path:
+        """Write a UTF-8 text file atomically."""
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        return atomic_write(self.path(name), lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+    def json(self, name: str, obj) -> Path:
+        """Write ``obj`` as indented JSON to ``<name>`` (give the suffix, e.g. ``summary.json``)."""
+        return self.text(name, json_text(obj))
+
+    def table(self, stem: str, df: pd.DataFrame, *, tracker_key: str | None = None,
+              parquet: bool = False) -> Path:
+        """Write ``df`` as ``<stem>.csv`` and ``<stem>.json`` (a list of row records), and
+        ``<stem>.parquet`` when asked; record it for the tracker under ``tracker_key``.
+        Returns the CSV path."""
+        csv_path = self.text(f"{stem}.csv", df.to_csv(index=False))
+        self.json(f"{stem}.json", json.loads(df.to_json(orient="records")))
+        if parquet:
+            self.output_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write(self.path(f"{stem}.parquet"), lambda tmp: df.to_parquet(tmp, index=False))
+        if tracker_key:
+            self._record({"kind": "table", "key": tracker_key, "file": f"{stem}.csv"})
+        return csv_path
+
+    def figure(self, stem: str, fig, *, tracker_key: str | None = None) -> Path | None:
+        """Save a matplotlib figure as ``<stem>.png`` (with the caveat of a demo run) and close it;
+        record it for the tracker under ``tracker_key``. ``fig=None`` (nothing to draw): None."""
+        if fig is None:
+            return None
+        from speechbias.report import figures
+
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        path = figures.save(fig, self.path(f"{stem}.png"), caveat=self.caveat)
+        if tracker_key:
+            self._record({"kind": "image", "key": tracker_key, "file": path.name})
+        return path
+
+    def report(self, title: str, sections: Iterable[tuple[str, str]], name: str = "report.md") -> Path:
+        """Write ``report.md``: a title and ``(heading, markdown body)`` sections; a demo run's
+        caveat comes first."""
+        sections = list(sections)
+        if self.caveat and not any(markdown_caveat(self.caveat) == body for _, body in sections):
+            sections.insert(0, ("Demo run", markdown_caveat(self.caveat)))
+        return self.text(name, report_text(title, sections))
+
+    # -- what the tracker logs ----------------------------------------------------------------
+    def metrics(self, values: dict, step: int | None = None) -> None:
+        """Record metrics for the tracker (logged, and kept as the run's summary values)."""
+        if values:
+            self._record({"kind": "metrics", "values": dict(values), "step": step})
+
+    def tracker_log(self) -> list[dict]:
+        """What this run recorded for the tracker, in order (empty when nothing was)."""
+        path = self.path(TRACKER_LOG)
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+
+    def _record(self, entry: dict) -> None:
+        # rewritten whole and atomically: a run killed mid-write leaves the previous record intact
+        self.json(TRACKER_LOG, [*self.tracker_log(), entry])

@@ -1,0 +1,97 @@
+"""The experiment tracker of a run (``conf/logger/*.yaml``): W&B, Lightning's CSV logger, or none.
+
+A task hands its :class:`~speechbias.report.run_writer.RunWriter` to :meth:`Tracker.publish` once the
+run's files are written: with ``kind: wandb`` that starts one W&B run (grouped by the sweep folder),
+logs everything the writer recorded (metrics, tables, figures) and finishes it. ``kind: csv`` gives
+train.py a Lightning ``CSVLogger`` (``metrics.csv`` in the run folder); ``kind: none`` logs nothing.
+The results files are the same whichever tracker is chosen. A W&B failure never fails the job
+(:mod:`speechbias.report.wandb_run`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from speechbias.report import wandb_run
+from speechbias.report.run_writer import RunWriter
+
+log = logging.getLogger(__name__)
+
+KINDS = ("wandb", "csv", "none")
+
+
+class Tracker:
+    """Where a run's metrics, tables and figures are logged besides its folder.
+
+    Args:
+        kind: ``wandb`` | ``csv`` | ``none``.
+        project / entity / mode / group / tags: the W&B run's (``mode``: auto | online | offline |
+            disabled; ``group`` defaults to the name of the run folder's parent, i.e. the sweep).
+    """
+
+    def __init__(self, kind: str = "none", project: str = "speechbias", entity: str | None = None,
+                 mode: str = "auto", group: str | None = None, tags: Sequence[str] = ()):
+        if kind not in KINDS:
+            raise ValueError(f"logger.kind must be one of {KINDS}, got {kind!r}")
+        self.kind = kind
+        self.project = project
+        self.entity = entity
+        self.mode = mode
+        self.group = group
+        self.tags = list(tags or [])
+
+    def __repr__(self) -> str:
+        return f"Tracker(kind={self.kind!r})"
+
+    def lightning_logger(self, output_dir: str | Path) -> dict:
+        """Keyword arguments for a Lightning Trainer: ``{"logger": CSVLogger}`` for ``kind: csv``
+        (every logged metric in ``<run>/metrics.csv``), else ``{}``."""
+        if self.kind != "csv":
+            return {}
+        from pytorch_lightning.loggers import CSVLogger
+
+        return {"logger": CSVLogger(save_dir=str(output_dir), name="", version="")}
+
+    def publish(self, writer: RunWriter, *, job_type: str, name: str, tags: Sequence[str] = (),
+                config: dict | None = None, group: str | None = None,
+                on_run: Callable | None = None) -> None:
+        """Log what ``writer`` recorded to W&B (``kind: wandb``; otherwise nothing).
+
+        ``config``: the run's resolved config (the W&B run config). ``group``: the W&B group when
+        ``logger.group`` is unset (default: the run folder's parent folder name). ``on_run(run)`` is
+        called with the live W&B run before it finishes (the sweep report builds its W&B report there).
+        """
+        if self.kind != "wandb":
+            return
+        run = wandb_run.start_run(
+            project=self.project, entity=self.entity, name=name, config=config,
+            group=self.group or group or writer.output_dir.parent.name,
+            tags=[*tags, *self.tags], job_type=job_type, mode=self.mode, save_dir=writer.output_dir)
+        if run is None:
+            return
+        try:
+            log_recorded(run, writer)
+            if on_run is not None:
+                on_run(run)
+        finally:
+            wandb_run.finish(run)
+
+
+def log_recorded(run, writer: RunWriter) -> None:
+    """Log a writer's recorded metrics, tables (read back from their CSV) and figures to ``run``."""
+    import pandas as pd
+
+    for entry in writer.tracker_log():
+        kind = entry.get("kind")
+        if kind == "metrics":
+            wandb_run.log_metrics(run, entry["values"], step=entry.get("step"))
+            continue
+        path = writer.path(entry["file"])
+        if not path.is_file():
+            log.warning("%s: recorded for the tracker but missing; not logged", path)
+        elif kind == "table":
+            wandb_run.log_table(run, entry["key"], pd.read_csv(path))
+        elif kind == "image":
+            wandb_run.log_images(run, {entry["key"]: path})

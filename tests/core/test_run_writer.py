@@ -1,0 +1,117 @@
+"""RunWriter (the one writer of a run's files) and Tracker (what is logged to W&B from its record)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from speechbias.report import tracker as tracker_module  # noqa: E402
+from speechbias.report.caveat import DEMO_CAVEAT  # noqa: E402
+from speechbias.report.run_writer import TRACKER_LOG, RunWriter  # noqa: E402
+from speechbias.report.tracker import Tracker  # noqa: E402
+
+
+def test_table_writes_csv_and_records_and_records_for_tracker(tmp_path):
+    w = RunWriter(tmp_path / "run")
+    df = pd.DataFrame({"a": [1, 2], "b": [0.5, np.nan]})
+    path = w.table("results", df, tracker_key="speat/results")
+    assert path == tmp_path / "run" / "results.csv"
+    assert pd.read_csv(path).shape == (2, 2)
+    records = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert records == [{"a": 1, "b": 0.5}, {"a": 2, "b": None}]
+    assert w.tracker_log() == [{"kind": "table", "key": "speat/results", "file": "results.csv"}]
+    w.table("plain", df)  # no tracker key: not recorded
+    assert len(w.tracker_log()) == 1
+
+
+def test_json_converts_numpy_and_non_finite(tmp_path):
+    w = RunWriter(tmp_path)
+    w.json("summary.json", {"n": np.int64(3), "x": np.float32("inf"), "v": np.arange(2), "ok": np.bool_(True)})
+    assert json.loads((tmp_path / "summary.json").read_text()) == {"n": 3, "x": None, "v": [0, 1], "ok": True}
+
+
+def test_report_puts_the_caveat_first_once(tmp_path):
+    w = RunWriter(tmp_path, caveat=DEMO_CAVEAT)
+    text = w.report("T", [("Result", "body")]).read_text()
+    assert text.index(DEMO_CAVEAT) < text.index("## Result")
+    assert text.count(DEMO_CAVEAT) == 1
+    assert DEMO_CAVEAT not in RunWriter(tmp_path / "real").report("T", [("Result", "body")]).read_text()
+
+
+def test_figure_saves_closes_and_records(tmp_path):
+    w = RunWriter(tmp_path)
+    fig, ax = plt.subplots()
+    ax.plot([0, 1])
+    path = w.figure("curve", fig, tracker_key="ser/curve")
+    assert path.is_file() and path.read_bytes()[:4] == b"\x89PNG"
+    assert not plt.fignum_exists(fig.number)
+    assert w.figure("nothing", None) is None
+    assert w.tracker_log()[-1] == {"kind": "image", "key": "ser/curve", "file": "curve.png"}
+
+
+def test_writer_pickles_as_its_folder(tmp_path):
+    w = RunWriter(tmp_path, caveat="c")
+    w.metrics({"m": 1.0})
+    clone = pickle.loads(pickle.dumps(w))  # a spawned worker's copy writes into the same record
+    clone.metrics({"m2": 2.0}, step=3)
+    assert [e["values"] for e in w.tracker_log()] == [{"m": 1.0}, {"m2": 2.0}]
+    assert w.tracker_log()[1]["step"] == 3
+
+
+class FakeRun:
+    def __init__(self):
+        self.logged, self.summary, self.finished = [], {}, False
+
+    def log(self, data, step=None):
+        self.logged.append((data, step))
+
+    def finish(self):
+        self.finished = True
+
+
+def test_tracker_logs_everything_recorded_then_finishes(tmp_path, monkeypatch):
+    w = RunWriter(tmp_path / "sweep" / "job")
+    w.metrics({"speat/t/d": 0.4})
+    w.table("results", pd.DataFrame({"d": [0.4]}), tracker_key="speat/t/results")
+    fig, _ = plt.subplots()
+    w.figure("fig", fig, tracker_key="speat/t/fig")
+    (w.path("fig.png")).unlink()  # a missing file is warned about, not fatal
+    started = {}
+    run = FakeRun()
+
+    def start_run(**kwargs):
+        started.update(kwargs)
+        return run
+
+    monkeypatch.setattr(tracker_module.wandb_run, "start_run", start_run)
+    seen = []
+    Tracker("wandb", tags=["extra"]).publish(w, job_type="speat", name="n", tags=["t"], config={"a": 1},
+                                             on_run=seen.append)
+    assert started["group"] == "sweep" and started["tags"] == ["t", "extra"] and started["config"] == {"a": 1}
+    assert run.summary == {"speat/t/d": 0.4}
+    keys = [k for data, _ in run.logged for k in data]
+    assert keys == ["speat/t/d", "speat/t/results"]
+    assert seen == [run] and run.finished
+
+
+@pytest.mark.parametrize("kind", ["none", "csv"])
+def test_other_trackers_log_nothing(tmp_path, monkeypatch, kind):
+    monkeypatch.setattr(tracker_module.wandb_run, "start_run", lambda **kw: pytest.fail("W&B started"))
+    w = RunWriter(tmp_path)
+    w.metrics({"x": 1})
+    Tracker(kind).publish(w, job_type="j", name="n")
+    assert (Tracker("csv").lightning_logger(tmp_path) != {}) and Tracker(kind="none").lightning_logger(tmp_path) == {}
+    assert (tmp_path / TRACKER_LOG).is_file()
+
+
+def test_unknown_tracker_kind_is_an_error():
+    with pytest.raises(ValueError, match="logger.kind"):
+        Tracker("tensorboard")

@@ -21,7 +21,7 @@ from scipy import integrate, optimize, special, stats
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from glmm_sim import simulate_errors  # noqa: E402
 
-from speechbias.stats import glmm  # noqa: E402
+from speechbias.stats.glmm import design, likelihood, poisson_glm  # noqa: E402
 from speechbias.stats.glmm import bootstrap_wer_ratios, fit_poisson_glmm, pairwise_wer_ratios  # noqa: E402
 
 
@@ -90,16 +90,16 @@ def test_laplace_loglik_matches_independent_laplace(small_data):
 def test_gradient_matches_finite_differences(n_agq):
     df = simulate_errors([0.05, 0.1, 0.3], speakers_per_group=6, sigma=0.7, seed=4, covariate_effect=0.3)
     y, w = df.errors.to_numpy(float), df.words.to_numpy(float)
-    g_codes, _ = glmm._codes(df.group, "group")
-    s_codes, _ = glmm._codes(df.speaker, "speaker")
-    units = glmm._reduce(y, w, g_codes, 3, s_codes, df[["x"]].to_numpy())
-    z, log_wz = glmm._gh_rule(n_agq)
+    g_codes, _ = design.label_codes(df.group, "group")
+    s_codes, _ = design.label_codes(df.speaker, "speaker")
+    units = design.reduce_to_units(y, w, g_codes, 3, s_codes, df[["x"]].to_numpy())
+    z, log_wz = likelihood.gauss_hermite_rule(n_agq)
     weights = np.random.default_rng(0).integers(0, 3, size=units.n_clusters).astype(float)
     for x in ([-2.5, -2.0, -1.0, 0.2, 0.6], [-3.0, -2.2, -1.5, -0.4, 1.3], [-2.0, -2.0, -2.0, 0.0, -0.4]):
         x = np.array(x)
-        _, grad = glmm._loglik_and_grad(x, units, weights, z, log_wz)
-        num = np.array([(glmm._loglik_and_grad(x + e, units, weights, z, log_wz)[0]
-                         - glmm._loglik_and_grad(x - e, units, weights, z, log_wz)[0]) / 2e-6
+        _, grad = likelihood.loglik_and_grad(x, units, weights, z, log_wz)
+        num = np.array([(likelihood.loglik_and_grad(x + e, units, weights, z, log_wz)[0]
+                         - likelihood.loglik_and_grad(x - e, units, weights, z, log_wz)[0]) / 2e-6
                         for e in np.eye(x.size) * 1e-6])
         np.testing.assert_allclose(grad, num, rtol=1e-5, atol=1e-5)
 
@@ -187,13 +187,13 @@ def test_large_l1_l2_glm_converges_on_the_closed_form():
 def test_glm_not_at_optimum_is_not_converged(monkeypatch):
     """The score check rejects an IRLS stop away from the optimum (here: one iteration allowed)."""
     errors, words, group = _l1_l2_corpus()
-    real_fit = glmm.sm.GLM.fit
+    real_fit = poisson_glm.sm.GLM.fit
 
     def one_step(self, *a, **k):
         k["maxiter"] = 1
         return real_fit(self, *a, **k)
 
-    monkeypatch.setattr(glmm.sm.GLM, "fit", one_step)
+    monkeypatch.setattr(poisson_glm.sm.GLM, "fit", one_step)
     fit = fit_poisson_glmm(errors, words, group)
     assert not fit.converged and "IRLS" in fit.message
 

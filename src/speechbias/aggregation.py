@@ -11,13 +11,19 @@ accumulate the float32 cached statistics in float64 (numpy casts block by block,
 partial sums; relative error below L x 1.1e-16), where a float32 sum over 33 layers was up to
 8e-7 relative off (tests/core/test_statistics_aggregation.py). ``min``, ``max`` and single layers
 are exact in any precision and are only cast.
+
+numpy is imported where vectors are computed, not at module import: the entry points import this
+module's names (speechbias.aggregation_configs) before ``@hydra.main`` composes, and a ``--cfg job``
+or a config error should not wait for numpy.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 TEMPORAL = ("mean", "min", "max")
 LAYER_REDUCTIONS = ("sum", "mean", "min", "max")
@@ -61,6 +67,8 @@ class Aggregation:
 
 def aggregate_layers(per_layer: np.ndarray, layer: str) -> np.ndarray:
     """Reduce or select over the layer axis of an (N, L, D) array -> (N, D) float64."""
+    import numpy as np
+
     per_layer = np.asarray(per_layer)
     if per_layer.ndim != 3:
         raise ValueError(f"per-layer statistics must be (N, L, D), got shape {per_layer.shape}")

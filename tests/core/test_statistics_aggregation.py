@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from hydra.core.config_store import ConfigStore
 
 from speechbias.aggregation import LAYER_CHOICES, Aggregation, aggregate_layers, layer_index
 from speechbias.features.statistics import temporal_statistics
@@ -97,8 +98,9 @@ def test_every_strategy_returns_float64():
     np.testing.assert_array_equal(aggregate_layers(per_layer, "max"), per_layer.max(axis=1))  # exact, only cast
 
 
-def test_all_33_strategies_have_configs(conf_dir):
-    names = {p.stem for p in (conf_dir / "aggregation").glob("*.yaml")}
+def test_all_33_strategies_have_configs():
+    # config group aggregation: ConfigStore nodes (speechbias.aggregation_configs, registered by tests/conftest.py)
+    names = {n.removesuffix(".yaml") for n in ConfigStore.instance().list("aggregation")}
     assert names == {f"{t}_{l}" for t in ("mean", "min", "max") for l in LAYER_CHOICES}
 
 

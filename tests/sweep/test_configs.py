@@ -7,6 +7,7 @@ import stat
 
 import pytest
 from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Glob
 from omegaconf import OmegaConf
@@ -24,7 +25,10 @@ def _compose(conf_dir, overrides, config="evaluate"):
 
 
 def _options(conf_dir, group: str) -> list[str]:
-    return sorted(p.stem for p in (conf_dir / group).glob("*.yaml"))
+    """The options of a config group as Hydra's sweeper globs them: conf/<group>/*.yaml and ConfigStore
+    nodes (group aggregation lives in the ConfigStore, speechbias.aggregation_configs)."""
+    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
+        return sorted(GlobalHydra.instance().config_loader().get_group_options(group))
 
 
 def _sweep_values(conf_dir, params: dict) -> dict[str, list[str]]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -108,15 +108,19 @@ class RunWriter:
             self._record({"kind": "table", "key": tracker_key, "file": f"{stem}.csv"})
         return csv_path
 
-    def figure(self, stem: str, fig, *, tracker_key: str | None = None) -> Path | None:
+    def figure(self, stem: str, fig, *, tracker_key: str | None = None,
+               save: Callable[..., Path] | None = None) -> Path | None:
         """Save a matplotlib figure as ``<stem>.png`` (with the caveat of a demo run) and close it;
-        record it for the tracker under ``tracker_key``. ``fig=None`` (nothing to draw): None."""
+        record it for the tracker under ``tracker_key``. ``fig=None`` (nothing to draw): None.
+        ``save(fig, path, caveat=)`` writes it: :func:`speechbias.report.figures.save` unless given
+        (the sweep report's figures use ``paper_figures.save``: 200 dpi, the caveat under the drawing)."""
         if fig is None:
             return None
-        from speechbias.report import figures
+        if save is None:
+            from speechbias.report.figures import save
 
         self.output_dir.mkdir(parents=True, exist_ok=True)
-        path = figures.save(fig, self.path(f"{stem}.png"), caveat=self.caveat)
+        path = save(fig, self.path(f"{stem}.png"), caveat=self.caveat)
         if tracker_key:
             self._record({"kind": "image", "key": tracker_key, "file": path.name})
         return path

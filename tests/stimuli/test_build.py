@@ -14,7 +14,8 @@ from omegaconf import OmegaConf
 
 from speechbias.stimuli.bias_test import BiasTest
 from speechbias.stimuli.paper_lists import PaperListError
-from speechbias.stimuli.selection import RECIPES, build_test
+from speechbias.stimuli.registry import RECIPES
+from speechbias.stimuli.selection import build_test
 
 from tests.conftest import CONF_DIR
 from tests.stimuli import corpus_trees as trees

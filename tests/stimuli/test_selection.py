@@ -11,6 +11,7 @@ import pytest
 
 from speechbias.stimuli.corpora.saa import read_saa_metadata
 from speechbias.stimuli.paper_lists import eu_emotion_paper_pool, paper_target_rows
+from speechbias.stimuli.registry import recipe
 from speechbias.stimuli.selection import targets as T
 from speechbias.stimuli.selection.attributes import eu_emotion_attributes, mess_attributes, paper_order, valence_poles
 from speechbias.stimuli.selection.diagnostics import length_test, valence_by_sex, valence_on_age
@@ -267,7 +268,7 @@ def test_uk_young_old_age_groups_are_the_papers_for_every_seed():
     the 25 youngest end inside a tie of five 21-year-olds (ranks 22-26), the 25 oldest inside a tie of three
     37-year-olds (ranks 25-27). Mean rank keeps the first tie whole and drops the second."""
     saa = read_saa_metadata(SHARED / "speech_accent_archive" / "speaker_list.csv")
-    paper = paper_target_rows("uk_young_old", SHARED)
+    paper = paper_target_rows(recipe("uk_young_old"), SHARED)
     paper_old_f = set(paper.loc[(paper["role"] == "Y") & (paper["sex"] == "female"), "speaker"])
     uk = saa[saa["native_language"].eq("english") & saa["birth_place"].str.contains(r", uk|, ireland|ireland,")]
     ages = uk["age"].sort_values().to_numpy()
@@ -300,15 +301,15 @@ def test_published_lists_parse_with_the_papers_counts():
                 "abled_disabled": 60, "european_african_american": 60, "human_synthesized_mitchell": 64,
                 "female_male_mitchell": 64, "us_foreign_pantos_perkins": 8, "uk_british_foreign": 32}
     for test, n in expected.items():
-        rows = paper_target_rows(test, SHARED)
+        rows = paper_target_rows(recipe(test), SHARED)
         assert rows.groupby("role").size().to_dict() == {"X": n, "Y": n}, test
         if (rows["pair_id"] != "").all():
             p = rows.groupby("pair_id")["role"].agg(lambda r: "".join(sorted(r)))
             assert (p == "XY").all(), test
-    fm = paper_target_rows("female_male", SHARED)
+    fm = paper_target_rows(recipe("female_male"), SHARED)
     wide = fm.pivot(index="pair_id", columns="role", values="age")
     assert (wide["X"] == wide["Y"]).all()  # the authors kept exact age matches only
-    torgo = paper_target_rows("abled_disabled", SHARED)
+    torgo = paper_target_rows(recipe("abled_disabled"), SHARED)
     assert (torgo.groupby("pair_id")["text"].nunique() == 1).all()
 
 

@@ -2,7 +2,9 @@
 
 A test gets its manifest either from a CSV (``manifest``) or from a ``builder`` (a callable that
 returns a manifest DataFrame, e.g. a selection procedure over a corpus), whose result is written
-once to ``manifest`` and reused. Any user-supplied manifest makes a valid bias test.
+once to ``manifest`` and reused. Any user-supplied manifest makes a valid bias test. Labels of X and
+Y not given are the manifest's own group names (the paper tests' come from their entry in
+:mod:`speechbias.stimuli.registry`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,11 @@ RESAMPLING_DESIGNS = ("iid", "paired", "stratified")
 
 @dataclass
 class BiasTest:
-    """One SpEAT test. ``human_iat_d`` is the human IAT effect size (None if unknown)."""
+    """One SpEAT test. ``human_iat_d`` is the human IAT effect size (None if unknown).
+
+    ``x_label`` / ``y_label`` None: set by :meth:`load` to the one group name of the X / Y clips of
+    the manifest ("X" / "Y" when they have none or several).
+    """
 
     name: str
     manifest: str | None = None
@@ -31,8 +37,8 @@ class BiasTest:
     root: str | None = None
     human_iat_d: float | None = None
     resampling: str = "iid"
-    x_label: str = "X"
-    y_label: str = "Y"
+    x_label: str | None = None
+    y_label: str | None = None
     a_label: str = "pleasant"
     b_label: str = "unpleasant"
     description: str = ""
@@ -45,6 +51,14 @@ class BiasTest:
 
     def load(self) -> pd.DataFrame:
         """The validated manifest; built (and written to ``manifest``) on first use if needed."""
+        df = self._read_or_build()
+        for role, attr in (("X", "x_label"), ("Y", "y_label")):
+            if getattr(self, attr) is None:
+                groups = set(df.loc[df["role"] == role, "group"]) - {""}
+                setattr(self, attr, groups.pop() if len(groups) == 1 else role)
+        return df
+
+    def _read_or_build(self) -> pd.DataFrame:
         if self.manifest is not None and Path(self.manifest).is_file():
             return load_manifest(self.manifest, root=self.root)
         if self.builder is None:

@@ -6,16 +6,22 @@ copy of the corpus under ``data_root`` (see :mod:`speechbias.stimuli.selection.s
 that cannot be found are reported (an error by default; dropped, with their pair partner, when
 ``allow_missing`` is true).
 
-Lists read (relative to ``paper_lists_dir``): see :data:`TARGET_LISTS` and
-:data:`ATTRIBUTE_LISTS`. MESS ratings are not published, so the MESS poles are recomputed from
-the user's ratings table with the authors' procedure and tie-breaking order, restricted to the
-clips of their ``all.tsv``; the EU-Emotion poles are recomputed from the published ratings.
+Which list a test reads, and with which reader below, is the test's :class:`PaperList` in
+:mod:`speechbias.stimuli.registry`; a reader turns the rows of one list format into target rows
+(``role`` X/Y, ``pair_id``, ``stratum`` and the keys to find the audio), and the registry entry
+names the groups. Attribute lists: :data:`ATTRIBUTE_LISTS`. MESS ratings are not published, so the
+MESS poles are recomputed from the user's ratings table with the authors' procedure and tie-breaking
+order, restricted to the clips of their ``all.tsv``; the EU-Emotion poles are recomputed from the
+published ratings.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -26,35 +32,36 @@ from speechbias.stimuli.selection.attributes import paper_order, valence_poles
 from speechbias.stimuli.selection.result import Selection
 from speechbias.stimuli.selection.sources import CorpusSources
 
-SAA_LISTS = "speech_accent_archive"
-TARGET_LISTS = {
-    "female_male": f"{SAA_LISTS}/male_female/clip_info.csv",
-    "us_foreign": f"{SAA_LISTS}/us_korean/clip_info.csv",
-    "young_old": f"{SAA_LISTS}/usa_young_old/clip_info.csv",
-    "uk_young_old": f"{SAA_LISTS}/british_young_old/clip_info.csv",
-    "human_synthesized": "human_synthesized/clip_info.csv",
-    "abled_disabled": "TORGO/clip_info.csv",
-    "european_african_american": "coraal_buckeye_joined/clip_info.csv",
-    "human_synthesized_mitchell": "audio_iats/mitchell_et_al/audio_info.csv",
-    "female_male_mitchell": "audio_iats/mitchell_et_al/audio_info.csv",
-    "us_foreign_pantos_perkins": "audio_iats/pantos_perkins/clip_info.csv",
-    "uk_british_foreign": "audio_iats/romero_rivas_et_al/clip_info.csv",
-}
+if TYPE_CHECKING:
+    from speechbias.stimuli.registry import Recipe
+
+SAA_LISTS = "speech_accent_archive"  # folder of the Speech Accent Archive lists under paper_lists_dir
 ATTRIBUTE_LISTS = {
     "mess": "morgan_emotional_speech_set/all.tsv",
     "eu_emotion": "EU_Emotion_Stimulus_Set/voice_file_info.csv",
 }
 SAA_SAMPLE_RATE = 16_000  # sample_length in the lists counts 16 kHz samples
+SAA_COLUMNS = ("id", "name", "sex", "age")
 _PP_PHRASE = re.compile(r"^(?:AM|KOR)_Dr[12]_(?P<phrase>.+?)[xX]3n$")
+
+# a reader: (the list's file, the test's corpus keys in registry order) -> target rows with a role column
+ListReader = Callable[[Path, tuple[str, ...]], pd.DataFrame]
 
 
 class PaperListError(ValueError):
     """A published list that is absent or malformed, or clips of it that are not in the user's corpora."""
 
 
-def read_list(lists_dir: str | Path, relative: str, required: tuple[str, ...] = ()) -> pd.DataFrame:
+@dataclass(frozen=True)
+class PaperList:
+    """A test's published targets: the list's ``path`` relative to ``paper_lists_dir``, and its reader."""
+
+    path: str
+    read: ListReader
+
+
+def read_list_file(path: Path, required: tuple[str, ...] = ()) -> pd.DataFrame:
     """A published list as strings; error naming the file if absent or lacking ``required`` columns."""
-    path = Path(lists_dir) / relative
     if not path.is_file():
         raise PaperListError(f"{path}: published list not found (paper_lists_dir should hold the authors' data/ layout)")
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
@@ -62,6 +69,11 @@ def read_list(lists_dir: str | Path, relative: str, required: tuple[str, ...] = 
     if missing:
         raise PaperListError(f"{path}: missing column(s) {missing}")
     return df
+
+
+def read_list(lists_dir: str | Path, relative: str, required: tuple[str, ...] = ()) -> pd.DataFrame:
+    """The published list ``relative`` to ``lists_dir`` (see :func:`read_list_file`)."""
+    return read_list_file(Path(lists_dir) / relative, required)
 
 
 def _stem(name: str) -> str:
@@ -79,102 +91,141 @@ def _rows(df: pd.DataFrame, **cols) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def _saa_rows(df: pd.DataFrame) -> pd.DataFrame:
-    return _rows(df, source="saa", key=df["name"].str.strip(), alt_key=df["id"].str.strip(),
+def _with_roles(out: pd.DataFrame, x) -> pd.DataFrame:
+    """``out`` with ``role`` X where the boolean array ``x`` is true, Y elsewhere."""
+    out["role"] = np.where(x, "X", "Y")
+    return out
+
+
+def _saa_rows(df: pd.DataFrame, corpus: str) -> pd.DataFrame:
+    return _rows(df, source=corpus, key=df["name"].str.strip(), alt_key=df["id"].str.strip(),
                  speaker=df["name"].str.strip(), speaker_id=df["id"].str.strip(), sex=normalise_sex(df["sex"]),
                  age=_num(df["age"]), duration_s=_num(df["sample_length"]) / SAA_SAMPLE_RATE
                  if "sample_length" in df.columns else np.nan)
 
 
-def paper_target_rows(test: str, lists_dir: str | Path) -> pd.DataFrame:
-    """The published target clips of ``test``: role, group, pair_id, stratum and the keys to find the audio.
+# --- readers, one per list format (corpora: the test's corpus keys, see the registry) --------------
 
-    ``source`` names the corpus, ``key`` (and ``alt_key``) the file stem to look for in it.
-    """
-    if test not in TARGET_LISTS:
-        raise PaperListError(f"no published list for test {test!r}; published: {sorted(TARGET_LISTS)}")
-    rel = TARGET_LISTS[test]
-    if test in ("female_male", "us_foreign", "young_old", "uk_young_old"):
-        df = read_list(lists_dir, rel, ("id", "name", "sex", "age"))
-        out = _saa_rows(df)
-        if test == "female_male":
-            x = (out["sex"] == "female").to_numpy()
-            out["pair_id"], out["stratum"] = "paper-" + df["pair_id"].str.strip().to_numpy(), ""
-            groups = ("female", "male")
-        elif test == "us_foreign":
-            x = (df["language"].str.strip() == "english").to_numpy()
-            out["pair_id"], out["stratum"] = "paper-" + df["pair_id"].str.strip().to_numpy(), out["sex"]
-            groups = ("us", "foreign")
-        else:
-            x = (df["age_rank"].str.strip() == "low_age").to_numpy()
-            out["pair_id"], out["stratum"] = "", out["sex"]
-            groups = ("young", "old")
-    elif test == "human_synthesized":
-        df = read_list(lists_dir, rel, ("id", "name", "sex", "human"))
-        x = (df["human"].str.strip().str.lower() == "true").to_numpy()
-        out = _saa_rows(df)
-        synth = ~x
-        out.loc[synth, "source"] = "synthesized"
-        out.loc[synth, "key"] = [_stem(i) for i in df.loc[synth, "id"]]
-        out.loc[synth, "alt_key"] = ""
-        out.loc[synth, "speaker"] = df.loc[synth, "voice"].str.strip().to_numpy()
-        out["pair_id"], out["stratum"] = "", out["sex"]
-        groups = ("human", "synthesized")
-    elif test == "abled_disabled":
-        df = read_list(lists_dir, rel, ("id", "speaker", "session", "dysarthric", "gender", "text", "pair_id"))
-        x = (df["dysarthric"].str.strip() == "control").to_numpy()
-        out = _rows(df, source="torgo", key=df["speaker"].str.strip() + "/" + df["session"].str.strip() + "/"
-                    + df["id"].str.strip(), alt_key="", speaker=df["speaker"].str.strip(),
-                    sex=normalise_sex(df["gender"]), text=df["text"],
-                    duration_s=_num(df["sample_length"]) / SAA_SAMPLE_RATE if "sample_length" in df.columns else np.nan)
-        out["pair_id"], out["stratum"] = "paper-" + df["pair_id"].str.strip().to_numpy(), out["sex"]
-        groups = ("abled", "disabled")
-    elif test == "european_african_american":
-        df = read_list(lists_dir, rel, ("speaker", "start_time", "end_time", "original_file_name", "speaker_gender",
-                                        "speaker_age", "interviewer_gender", "speaker_race", "file_name",
-                                        "match_file_name"))
-        x = (df["speaker_race"].str.strip() == "caucasian").to_numpy()
-        pair = ["paper-" + "~".join(sorted((_stem(a), _stem(b)))) for a, b in zip(df["file_name"], df["match_file_name"])]
-        out = _rows(df, source=np.where(x, "buckeye", "coraal"), key=[_stem(n) for n in df["original_file_name"]],
-                    alt_key="", speaker=df["speaker"].str.strip(), sex=normalise_sex(df["speaker_gender"]),
-                    age_group=df["speaker_age"].str.strip(), interviewer_sex=normalise_sex(df["interviewer_gender"]),
-                    start_s=_num(df["start_time"]), end_s=_num(df["end_time"]), text=df.get("content", ""))
-        out["duration_s"] = out["end_s"] - out["start_s"]
-        out["pair_id"], out["stratum"] = pair, out["sex"] + "|" + out["age_group"]
-        groups = ("european_american", "african_american")
-    elif test in ("human_synthesized_mitchell", "female_male_mitchell"):
-        df = read_list(lists_dir, rel, ("file_name", "human_or_synthesized", "male_or_female"))
-        keys = [_stem(n) for n in df["file_name"]]
-        out = _rows(df, source="mitchell", key=keys, alt_key="", speaker=keys, sex=normalise_sex(df["male_or_female"]),
-                    voice=df["human_or_synthesized"].str.strip())
-        out["pair_id"] = ""
-        if test == "human_synthesized_mitchell":
-            x, out["stratum"], groups = (out["voice"] == "human").to_numpy(), out["sex"], ("human", "synthesized")
-        else:
-            x, out["stratum"], groups = (out["sex"] == "female").to_numpy(), out["voice"], ("female", "male")
-    elif test == "us_foreign_pantos_perkins":
-        df = read_list(lists_dir, rel, ("category", "clip_name"))
-        keys = [_stem(n) for n in df["clip_name"]]
-        raw = [(_PP_PHRASE.match(k)["phrase"] if _PP_PHRASE.match(k) else k) for k in keys]
-        phrases = [listed_phrase(p, raw) for p in raw]  # names truncate phrases inconsistently
-        x = (df["category"].str.strip() == "american").to_numpy()
-        out = _rows(df, source="pantos_perkins", key=keys, alt_key="", speaker=[k.split("_")[0] for k in keys],
-                    phrase=phrases)
-        out["pair_id"], out["stratum"] = ["paper-" + p for p in phrases], ""
-        groups = ("us", "foreign")
-    else:  # uk_british_foreign
-        df = read_list(lists_dir, rel, ("speaker_type", "stimuli_type", "word", "background_noise", "clip_name"))
-        df = df[df["stimuli_type"].str.strip() == "neutral"]
-        x = (df["speaker_type"].str.strip() == "native").to_numpy()
-        out = _rows(df, source="romero_rivas", key=df["clip_name"].str.strip(), alt_key="",
-                    speaker=df["speaker_type"].str.strip(), word=df["word"].str.strip(),
-                    background=df["background_noise"].str.strip())
-        out["pair_id"] = "paper-" + out["word"] + "|" + out["background"]
-        out["stratum"] = out["background"]
-        groups = ("british", "foreign")
-    out["role"] = np.where(x, "X", "Y")
-    out["group"] = np.where(x, groups[0], groups[1])
+def saa_sex_pairs(path: Path, corpora: tuple[str, ...]) -> pd.DataFrame:
+    """Archive speakers in pairs (``pair_id``): female speakers are X."""
+    df = read_list_file(path, SAA_COLUMNS)
+    out = _saa_rows(df, corpora[0])
+    out["pair_id"], out["stratum"] = "paper-" + df["pair_id"].str.strip().to_numpy(), ""
+    return _with_roles(out, (out["sex"] == "female").to_numpy())
+
+
+def saa_language_pairs(path: Path, corpora: tuple[str, ...]) -> pd.DataFrame:
+    """Archive speakers in pairs (``pair_id``), stratified by sex: English speakers are X."""
+    df = read_list_file(path, SAA_COLUMNS)
+    out = _saa_rows(df, corpora[0])
+    out["pair_id"], out["stratum"] = "paper-" + df["pair_id"].str.strip().to_numpy(), out["sex"]
+    return _with_roles(out, (df["language"].str.strip() == "english").to_numpy())
+
+
+def saa_age_ranks(path: Path, corpora: tuple[str, ...]) -> pd.DataFrame:
+    """Archive speakers by ``age_rank``, stratified by sex, unpaired: ``low_age`` speakers are X."""
+    df = read_list_file(path, SAA_COLUMNS)
+    out = _saa_rows(df, corpora[0])
+    out["pair_id"], out["stratum"] = "", out["sex"]
+    return _with_roles(out, (df["age_rank"].str.strip() == "low_age").to_numpy())
+
+
+def saa_and_synthesized(path: Path, corpora: tuple[str, ...]) -> pd.DataFrame:
+    """Archive speakers (X, ``human`` true; corpus ``corpora[0]``) and synthesized voices (Y, ``corpora[1]``)."""
+    df = read_list_file(path, ("id", "name", "sex", "human"))
+    x = (df["human"].str.strip().str.lower() == "true").to_numpy()
+    out = _saa_rows(df, corpora[0])
+    synth = ~x
+    out.loc[synth, "source"] = corpora[1]
+    out.loc[synth, "key"] = [_stem(i) for i in df.loc[synth, "id"]]
+    out.loc[synth, "alt_key"] = ""
+    out.loc[synth, "speaker"] = df.loc[synth, "voice"].str.strip().to_numpy()
+    out["pair_id"], out["stratum"] = "", out["sex"]
+    return _with_roles(out, x)
+
+
+def torgo_pairs(path: Path, corpora: tuple[str, ...]) -> pd.DataFrame:
+    """TORGO utterances in pairs, stratified by sex: control speakers are X."""
+    df = read_list_file(path, ("id", "speaker", "session", "dysarthric", "gender", "text", "pair_id"))
+    x = (df["dysarthric"].str.strip() == "control").to_numpy()
+    out = _rows(df, source=corpora[0], key=df["speaker"].str.strip() + "/" + df["session"].str.strip() + "/"
+                + df["id"].str.strip(), alt_key="", speaker=df["speaker"].str.strip(),
+                sex=normalise_sex(df["gender"]), text=df["text"],
+                duration_s=_num(df["sample_length"]) / SAA_SAMPLE_RATE if "sample_length" in df.columns else np.nan)
+    out["pair_id"], out["stratum"] = "paper-" + df["pair_id"].str.strip().to_numpy(), out["sex"]
+    return _with_roles(out, x)
+
+
+def interview_segment_pairs(path: Path, corpora: tuple[str, ...]) -> pd.DataFrame:
+    """Interview segments matched across two corpora: ``caucasian`` speakers (``corpora[0]``) are X,
+    the others (``corpora[1]``) Y; stratified by sex x age group."""
+    df = read_list_file(path, ("speaker", "start_time", "end_time", "original_file_name", "speaker_gender",
+                               "speaker_age", "interviewer_gender", "speaker_race", "file_name", "match_file_name"))
+    x = (df["speaker_race"].str.strip() == "caucasian").to_numpy()
+    pair = ["paper-" + "~".join(sorted((_stem(a), _stem(b)))) for a, b in zip(df["file_name"], df["match_file_name"])]
+    out = _rows(df, source=np.where(x, corpora[0], corpora[1]), key=[_stem(n) for n in df["original_file_name"]],
+                alt_key="", speaker=df["speaker"].str.strip(), sex=normalise_sex(df["speaker_gender"]),
+                age_group=df["speaker_age"].str.strip(), interviewer_sex=normalise_sex(df["interviewer_gender"]),
+                start_s=_num(df["start_time"]), end_s=_num(df["end_time"]), text=df.get("content", ""))
+    out["duration_s"] = out["end_s"] - out["start_s"]
+    out["pair_id"], out["stratum"] = pair, out["sex"] + "|" + out["age_group"]
+    return _with_roles(out, x)
+
+
+def _mitchell_rows(path: Path, corpus: str) -> pd.DataFrame:
+    df = read_list_file(path, ("file_name", "human_or_synthesized", "male_or_female"))
+    keys = [_stem(n) for n in df["file_name"]]
+    out = _rows(df, source=corpus, key=keys, alt_key="", speaker=keys, sex=normalise_sex(df["male_or_female"]),
+                voice=df["human_or_synthesized"].str.strip())
+    out["pair_id"] = ""
     return out
+
+
+def mitchell_by_voice(path: Path, corpora: tuple[str, ...]) -> pd.DataFrame:
+    """Mitchell et al.'s clips, stratified by sex: human voices are X."""
+    out = _mitchell_rows(path, corpora[0])
+    out["stratum"] = out["sex"]
+    return _with_roles(out, (out["voice"] == "human").to_numpy())
+
+
+def mitchell_by_sex(path: Path, corpora: tuple[str, ...]) -> pd.DataFrame:
+    """Mitchell et al.'s clips, stratified by human/synthesized: female voices are X."""
+    out = _mitchell_rows(path, corpora[0])
+    out["stratum"] = out["voice"]
+    return _with_roles(out, (out["sex"] == "female").to_numpy())
+
+
+def pantos_perkins_pairs(path: Path, corpora: tuple[str, ...]) -> pd.DataFrame:
+    """Pantos & Perkins' clips paired by phrase: ``american`` clips are X."""
+    df = read_list_file(path, ("category", "clip_name"))
+    keys = [_stem(n) for n in df["clip_name"]]
+    raw = [(_PP_PHRASE.match(k)["phrase"] if _PP_PHRASE.match(k) else k) for k in keys]
+    phrases = [listed_phrase(p, raw) for p in raw]  # names truncate phrases inconsistently
+    x = (df["category"].str.strip() == "american").to_numpy()
+    out = _rows(df, source=corpora[0], key=keys, alt_key="", speaker=[k.split("_")[0] for k in keys],
+                phrase=phrases)
+    out["pair_id"], out["stratum"] = ["paper-" + p for p in phrases], ""
+    return _with_roles(out, x)
+
+
+def romero_rivas_pairs(path: Path, corpora: tuple[str, ...]) -> pd.DataFrame:
+    """Romero-Rivas et al.'s neutral words paired by word and background: the native speaker is X."""
+    df = read_list_file(path, ("speaker_type", "stimuli_type", "word", "background_noise", "clip_name"))
+    df = df[df["stimuli_type"].str.strip() == "neutral"]
+    x = (df["speaker_type"].str.strip() == "native").to_numpy()
+    out = _rows(df, source=corpora[0], key=df["clip_name"].str.strip(), alt_key="",
+                speaker=df["speaker_type"].str.strip(), word=df["word"].str.strip(),
+                background=df["background_noise"].str.strip())
+    out["pair_id"] = "paper-" + out["word"] + "|" + out["background"]
+    out["stratum"] = out["background"]
+    return _with_roles(out, x)
+
+
+def paper_target_rows(recipe: Recipe, lists_dir: str | Path) -> pd.DataFrame:
+    """The published target clips of ``recipe`` (one with a ``paper_list``): role, pair_id, stratum and the
+    keys to find the audio (``source`` names the corpus, ``key`` and ``alt_key`` the file stem in it)."""
+    listed = recipe.paper_list
+    return listed.read(Path(lists_dir) / listed.path, recipe.corpora)
 
 
 def _torgo_index(sources: CorpusSources) -> dict[str, Path]:
@@ -215,16 +266,18 @@ def _drop_missing(rows: pd.DataFrame, missing: list[str], what: str, allow_missi
     return rows[keep].reset_index(drop=True), [msg + f"; dropped them and {len(broken)} broken pair(s)"]
 
 
-def paper_targets(test: str, lists_dir: str | Path, sources: CorpusSources, allow_missing: bool = False) -> Selection:
-    """The published targets of ``test`` matched to the user's audio."""
-    rows = paper_target_rows(test, lists_dir)
+def paper_targets(recipe: Recipe, lists_dir: str | Path, sources: CorpusSources,
+                  allow_missing: bool = False) -> Selection:
+    """The published targets of ``recipe`` matched to the user's audio (``group`` not yet named)."""
+    rows = paper_target_rows(recipe, lists_dir)
     rows, missing = match_audio(rows, sources)
-    rows, notes = _drop_missing(rows, missing, test, allow_missing)
+    rows, notes = _drop_missing(rows, missing, recipe.name, allow_missing)
     rows["clip_id"] = [f"{s}:{k}" + (f":{round(a * 1000)}" if isinstance(a, float) and np.isfinite(a) else "")
                        for s, k, a in zip(rows["source"], rows["key"], rows.get("start_s", pd.Series(np.nan, index=rows.index)))]
     rows["corpus"] = rows.pop("source")
     rows = rows.drop(columns=["key", "alt_key"])
-    return Selection(rows, f"published list {TARGET_LISTS[test]} of the SpEAT authors, matched to local audio", notes=notes)
+    return Selection(rows, f"published list {recipe.paper_list.path} of the SpEAT authors, matched to local audio",
+                     notes=notes)
 
 
 def eu_emotion_paper_pool(lists_dir: str | Path) -> pd.DataFrame:
@@ -250,31 +303,34 @@ def _eu_emotion_path(row, root: Path, index: dict[str, Path]) -> str:
     return str(hit) if hit else ""
 
 
-def paper_attributes(kind: str, lists_dir: str | Path, sources: CorpusSources, allow_missing: bool = False) -> Selection:
-    """Pleasant/unpleasant clips by the authors' procedure and tie-breaking, matched to local audio."""
-    if kind == "eu_emotion":
-        pool = eu_emotion_paper_pool(lists_dir)
-        chosen = valence_poles(pool, 3, paper_order(pool), "EU-Emotion (published ratings)")
-        root, index = sources.path("eu_emotion"), sources.audio_index("eu_emotion")
-        clips = chosen.clips.copy()
-        clips["path"] = [_eu_emotion_path(r, root, index) for r in clips.itertuples(index=False)]
-        missing = [f"eu_emotion:{k} (looked under {root})" for k in clips.loc[clips["path"] == "", "key"]]
-        clips, notes = _drop_missing(clips, missing, "EU-Emotion attributes", allow_missing)
-        return Selection(clips.drop(columns=["key", "listed_path"]), chosen.method + " (selection=paper)",
-                         pool=pool, notes=notes)
-    if kind == "mess":
-        listed = read_list(lists_dir, ATTRIBUTE_LISTS["mess"])
-        names = [listed.columns[0]] + list(listed.iloc[:, 0])  # headerless: first line is the root folder
-        codes = {_stem(n.split("\t")[0]).removesuffix("_SCR") for n in names[1:]}
-        mess = sources.table("mess")
-        pool = mess[mess["code"].isin(codes)]
-        notes = []
-        absent = sorted(codes - set(pool["code"]))
-        if absent:
-            msg = f"MESS attributes: {len(absent)} of {len(codes)} listed clips not in the local corpus, e.g. {absent[:5]}"
-            if not allow_missing:
-                raise PaperListError(msg + " (set allow_missing=true to build without them)")
-            notes.append(msg)
-        chosen = valence_poles(pool, 10, paper_order(pool), "Morgan Emotional Speech Set (clips of the published list)")
-        return Selection(chosen.clips, chosen.method + " (selection=paper)", pool=pool, notes=notes)
-    raise PaperListError(f"unknown attribute set {kind!r}; known: {sorted(ATTRIBUTE_LISTS)}")
+def paper_eu_emotion_attributes(lists_dir: str | Path, sources: CorpusSources,
+                                allow_missing: bool = False) -> Selection:
+    """EU-Emotion pleasant/unpleasant clips from the published ratings, by the authors' procedure and
+    tie-breaking, matched to local audio."""
+    pool = eu_emotion_paper_pool(lists_dir)
+    chosen = valence_poles(pool, 3, paper_order(pool), "EU-Emotion (published ratings)")
+    root, index = sources.path("eu_emotion"), sources.audio_index("eu_emotion")
+    clips = chosen.clips.copy()
+    clips["path"] = [_eu_emotion_path(r, root, index) for r in clips.itertuples(index=False)]
+    missing = [f"eu_emotion:{k} (looked under {root})" for k in clips.loc[clips["path"] == "", "key"]]
+    clips, notes = _drop_missing(clips, missing, "EU-Emotion attributes", allow_missing)
+    return Selection(clips.drop(columns=["key", "listed_path"]), chosen.method + " (selection=paper)",
+                     pool=pool, notes=notes)
+
+
+def paper_mess_attributes(lists_dir: str | Path, sources: CorpusSources, allow_missing: bool = False) -> Selection:
+    """MESS pleasant/unpleasant clips of the published list, by the authors' procedure and tie-breaking."""
+    listed = read_list(lists_dir, ATTRIBUTE_LISTS["mess"])
+    names = [listed.columns[0]] + list(listed.iloc[:, 0])  # headerless: first line is the root folder
+    codes = {_stem(n.split("\t")[0]).removesuffix("_SCR") for n in names[1:]}
+    mess = sources.table("mess")
+    pool = mess[mess["code"].isin(codes)]
+    notes = []
+    absent = sorted(codes - set(pool["code"]))
+    if absent:
+        msg = f"MESS attributes: {len(absent)} of {len(codes)} listed clips not in the local corpus, e.g. {absent[:5]}"
+        if not allow_missing:
+            raise PaperListError(msg + " (set allow_missing=true to build without them)")
+        notes.append(msg)
+    chosen = valence_poles(pool, 10, paper_order(pool), "Morgan Emotional Speech Set (clips of the published list)")
+    return Selection(chosen.clips, chosen.method + " (selection=paper)", pool=pool, notes=notes)

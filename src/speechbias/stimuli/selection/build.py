@@ -11,55 +11,19 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from speechbias.stimuli.manifest import MANIFEST_COLUMNS
-from speechbias.stimuli.selection import targets as T
-from speechbias.stimuli.selection.attributes import eu_emotion_attributes, mess_attributes
 from speechbias.stimuli.selection.diagnostics import cell_counts, length_test, valence_by_sex, valence_on_age
-from speechbias.stimuli.selection.result import Selection
+from speechbias.stimuli.selection.result import Selection, name_groups
 from speechbias.stimuli.selection.segments import cut_segments
 from speechbias.stimuli.selection.sources import CorpusSources
 
 log = logging.getLogger(__name__)
 SELECTIONS = ("ours", "paper")
-
-TargetFn = Callable[[CorpusSources, np.random.Generator, dict], Selection]
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """How to build one test: its target selection and its attribute corpus ("mess" or "eu_emotion")."""
-
-    targets: TargetFn
-    attributes: str
-
-
-RECIPES: dict[str, Recipe] = {
-    "female_male": Recipe(lambda s, rng, kw: T.female_male(s.table("saa"), rng, **kw), "mess"),
-    "us_foreign": Recipe(lambda s, rng, kw: T.us_foreign(s.table("saa"), rng, **kw), "mess"),
-    "young_old": Recipe(lambda s, rng, kw: T.young_old(s.table("saa"), rng, **kw), "mess"),
-    "human_synthesized": Recipe(
-        lambda s, rng, kw: T.human_synthesized(s.table("saa"), s.table("synthesized"), rng, **kw), "mess"),
-    "abled_disabled": Recipe(lambda s, rng, kw: T.abled_disabled(s.table("torgo"), rng, **kw), "mess"),
-    "european_african_american": Recipe(
-        lambda s, rng, kw: T.european_african_american(s.table("buckeye"), s.table("coraal"), rng, **kw), "mess"),
-    "uk_young_old": Recipe(lambda s, rng, kw: T.uk_young_old(s.table("saa"), rng, **kw), "eu_emotion"),
-    "uk_british_foreign": Recipe(lambda s, rng, kw: T.uk_british_foreign(s.table("romero_rivas"), rng, **kw),
-                                 "eu_emotion"),
-    "abled_disabled_uaspeech": Recipe(
-        lambda s, rng, kw: T.abled_disabled_uaspeech(s.table("uaspeech"), rng, **kw), "mess"),
-    "human_synthesized_mitchell": Recipe(lambda s, rng, kw: T.human_synthesized_mitchell(s.table("mitchell")), "mess"),
-    "female_male_mitchell": Recipe(lambda s, rng, kw: T.female_male_mitchell(s.table("mitchell")), "mess"),
-    "us_foreign_pantos_perkins": Recipe(
-        lambda s, rng, kw: T.us_foreign_pantos_perkins(s.table("pantos_perkins"), rng, **kw), "mess"),
-}
-ATTRIBUTE_CORPORA = {"mess": mess_attributes, "eu_emotion": eu_emotion_attributes}
 
 
 def sidecar_paths(manifest_path: str | Path) -> dict[str, Path]:
@@ -168,7 +132,8 @@ def build_test(
     params: dict | None = None,
     allow_missing: bool = False,
 ) -> pd.DataFrame:
-    """Manifest of ``test`` (X, Y, A, B rows; see :data:`RECIPES`), plus its sidecar report.
+    """Manifest of ``test`` (X, Y, A, B rows; its recipe: :data:`speechbias.stimuli.registry.RECIPES`),
+    plus its sidecar report.
 
     ``selection``: "ours" (the paper's procedures, seeded by ``seed``) or "paper" (the authors'
     published lists in ``paper_lists_dir``). ``params`` overrides a target selection's keyword
@@ -176,24 +141,27 @@ def build_test(
     receives interview segments cut into WAV files. The report is written when ``manifest_path``
     is given.
     """
-    if test not in RECIPES:
-        raise ValueError(f"test {test!r} is not a SpEAT paper test; known: {sorted(RECIPES)}")
+    from speechbias.stimuli import registry  # the registry names this builder's procedures
+
+    recipe = registry.recipe(test)
     if selection not in SELECTIONS:
         raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
-    recipe = RECIPES[test]
     sources = CorpusSources(data_root, corpus_dirs)
     if selection == "ours":
         target_rng, attribute_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
-        targets = recipe.targets(sources, target_rng, dict(params or {}))
-        attributes = ATTRIBUTE_CORPORA[recipe.attributes](sources.table(recipe.attributes), attribute_rng)
+        targets = recipe.select_targets(sources, target_rng, dict(params or {}))
+        attributes = recipe.attributes.ours(sources.table(recipe.attributes.corpus), attribute_rng)
     else:
-        from speechbias.stimuli.paper_lists import paper_attributes, paper_targets
+        from speechbias.stimuli.paper_lists import PaperListError, paper_targets
 
         if paper_lists_dir is None:
             raise ValueError("selection=paper needs paper_lists_dir: a folder in the SpEAT authors' data/ layout "
                              "(e.g. bias_test.builder.paper_lists_dir=/path/to/SpEAT/data)")
-        targets = paper_targets(test, paper_lists_dir, sources, allow_missing)
-        attributes = paper_attributes(recipe.attributes, paper_lists_dir, sources, allow_missing)
+        if recipe.paper_list is None:
+            raise PaperListError(f"no published list for test {test!r}; published: {registry.published_tests()}")
+        targets = paper_targets(recipe, paper_lists_dir, sources, allow_missing)
+        attributes = recipe.attributes.paper(paper_lists_dir, sources, allow_missing)
+    targets.clips = name_groups(targets.clips, recipe.groups)
     side = sidecar_paths(manifest_path) if manifest_path is not None else None
     if "start_s" in targets.clips.columns and targets.clips["start_s"].notna().any():
         seg_dir = segments_dir or (side["segments"] if side else None)

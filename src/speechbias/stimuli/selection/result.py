@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 
@@ -25,8 +26,9 @@ class Selection:
     balance: dict | None = None
 
 
-def label(df: pd.DataFrame, role: str, group: str, stratum: str | pd.Series = "", pair_id: str | pd.Series = "") -> pd.DataFrame:
-    """Copy of ``df`` with the manifest's role columns set."""
+def label(df: pd.DataFrame, role: str, group: str = "", stratum: str | pd.Series = "",
+          pair_id: str | pd.Series = "") -> pd.DataFrame:
+    """Copy of ``df`` with the manifest's role columns set (``group`` "": named later, by the build)."""
     out = df.copy()
     out["role"] = role
     out["group"] = group
@@ -35,13 +37,20 @@ def label(df: pd.DataFrame, role: str, group: str, stratum: str | pd.Series = ""
     return out
 
 
-def paired(x: pd.DataFrame, y: pd.DataFrame, pairs: pd.DataFrame, prefix: str, x_group: str, y_group: str,
-           stratum_of=None) -> pd.DataFrame:
+def paired(x: pd.DataFrame, y: pd.DataFrame, pairs: pd.DataFrame, prefix: str, stratum_of=None) -> pd.DataFrame:
     """X and Y rows of ``pairs`` (columns x, y of index labels) with shared ids ``<prefix>-000``, ...
 
-    ``stratum_of`` maps an X row to its stratum label (default: no stratum).
+    ``stratum_of`` maps an X row to its stratum label (default: no stratum). ``group`` is left "".
     """
     ids = [f"{prefix}-{k:03d}" for k in range(len(pairs))]
     xs, ys = x.loc[pairs["x"]].copy(), y.loc[pairs["y"]].copy()
     strata = [stratum_of(r) for _, r in xs.iterrows()] if stratum_of else [""] * len(xs)
-    return pd.concat([label(xs, "X", x_group, strata, ids), label(ys, "Y", y_group, strata, ids)], ignore_index=True)
+    return pd.concat([label(xs, "X", stratum=strata, pair_id=ids), label(ys, "Y", stratum=strata, pair_id=ids)],
+                     ignore_index=True)
+
+
+def name_groups(clips: pd.DataFrame, groups: tuple[str, str]) -> pd.DataFrame:
+    """Copy of target ``clips`` with ``group`` = ``groups[0]`` on the X rows and ``groups[1]`` on the Y rows."""
+    out = clips.copy()
+    out["group"] = np.where(out["role"] == "X", groups[0], groups[1])
+    return out

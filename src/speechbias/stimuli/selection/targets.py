@@ -1,7 +1,9 @@
 """The SpEAT paper's target stimulus selections (X = the group humans favour in the IAT, Y = the other).
 
 Each function takes clip tables from :mod:`speechbias.stimuli.corpora` and a seeded
-``numpy.random.Generator`` and returns a :class:`~speechbias.stimuli.selection.result.Selection`.
+``numpy.random.Generator`` and returns a :class:`~speechbias.stimuli.selection.result.Selection`
+whose clips have a ``role`` (X or Y); the groups' names are the test's entry in
+:mod:`speechbias.stimuli.registry`, which the build writes into ``group``.
 Counts default to the paper's; matching constraints are exact unless a caliper is stated; the
 young/old age groups and the US/Korean propensity matching follow the authors' code
 (github.com/isaacOnline/SpEAT, ``preprocessing/download_saa.py``) and their published lists.
@@ -45,7 +47,7 @@ def female_male(saa: pd.DataFrame, rng: np.random.Generator, n_pairs: int = 60) 
     us = _usable_saa(us_native_english(saa))
     pairs = exact_pairs(us[us["sex"] == "female"], us[us["sex"] == "male"], ["age"], rng)
     chosen = sample_rows(pairs, n_pairs, rng, "female_male: age-matched female/male pairs")
-    clips = paired(us, us, chosen, "female_male", "female", "male")
+    clips = paired(us, us, chosen, "female_male")
     return Selection(clips, f"exact matching on age (years) of US-born native English speakers; {len(pairs)} "
                             f"possible disjoint pairs, {n_pairs} drawn at random")
 
@@ -88,7 +90,7 @@ def us_foreign(saa: pd.DataFrame, rng: np.random.Generator, caliper: float = US_
     matched = propensity_pairs(score, treated, caliper, rng)
     pairs = pd.DataFrame({"x": matched["control"], "y": matched["treated"]})
     chosen = sample_rows(pairs, n_pairs, rng, "us_foreign: propensity-matched US/Korean pairs")
-    clips = paired(us, ko, chosen, "us_foreign", "us", "foreign", stratum_of=lambda r: r["sex"])
+    clips = paired(us, ko, chosen, "us_foreign", stratum_of=lambda r: r["sex"])
     smd = standardized_mean_differences(covariates.loc[ko.index], covariates.loc[us.index],
                                         covariates.loc[chosen["y"]], covariates.loc[chosen["x"]])
     matching = {"method": "propensity-score matching, greedy 1:1 nearest neighbour without replacement",
@@ -112,7 +114,7 @@ def _young_old(speakers: pd.DataFrame, rng: np.random.Generator, n_extreme: int,
                         speakers.loc[old_idx].assign(age_rank="old")])
     balanced = balance(ranked, ["age_rank", "sex"], rng)
     young, old = balanced[balanced["age_rank"] == "young"], balanced[balanced["age_rank"] == "old"]
-    clips = pd.concat([label(young, "X", "young", young["sex"]), label(old, "Y", "old", old["sex"])], ignore_index=True)
+    clips = pd.concat([label(young, "X", stratum=young["sex"]), label(old, "Y", stratum=old["sex"])], ignore_index=True)
     per = len(young) // 2
     ages = speakers.loc[young_idx, "age"].max(), speakers.loc[old_idx, "age"].min()
     male = (ranked["sex"] == "male").astype(float).to_frame("male")
@@ -151,7 +153,7 @@ def human_synthesized(saa: pd.DataFrame, synth: pd.DataFrame, rng: np.random.Gen
     for sex, n in synth["sex"].value_counts().sort_index().items():
         humans.append(sample_rows(us[us["sex"] == sex], int(n), rng, f"human_synthesized: US natives of sex {sex}"))
     human = pd.concat(humans)
-    clips = pd.concat([label(human, "X", "human", human["sex"]), label(synth, "Y", "synthesized", synth["sex"])],
+    clips = pd.concat([label(human, "X", stratum=human["sex"]), label(synth, "Y", stratum=synth["sex"])],
                       ignore_index=True)
     return Selection(clips, "all synthesized voices; US-born native English speakers drawn at random, as many per sex "
                             "as there are synthesized voices of that sex")
@@ -164,7 +166,7 @@ def abled_disabled(torgo: pd.DataFrame, rng: np.random.Generator, pairs_per_sex:
     pairs = exact_pairs(control, dys, ["sex", "text"], rng)
     pairs["sex"] = control.loc[pairs["x"], "sex"].to_numpy()
     chosen = sample_per_cell(pairs, ["sex"], pairs_per_sex, rng, "abled_disabled: text- and sex-matched pairs")
-    clips = paired(control, dys, chosen, "abled_disabled", "abled", "disabled", stratum_of=lambda r: r["sex"])
+    clips = paired(control, dys, chosen, "abled_disabled", stratum_of=lambda r: r["sex"])
     return Selection(clips, f"exact matching on prompt text and speaker sex of head-mic phrases (> 1 word); "
                             f"{len(pairs)} possible pairs, {pairs_per_sex} drawn per sex")
 
@@ -184,7 +186,7 @@ def abled_disabled_uaspeech(ua: pd.DataFrame, rng: np.random.Generator, words_pe
     if not parts:
         raise SelectionError("abled_disabled_uaspeech: no dysarthric speaker has a matching control speaker")
     chosen = pd.concat(parts, ignore_index=True)
-    clips = paired(ua, ua, chosen, "uaspeech", "abled", "disabled", stratum_of=lambda r: r["sex"])
+    clips = paired(ua, ua, chosen, "uaspeech", stratum_of=lambda r: r["sex"])
     return Selection(clips, f"per dysarthric speaker, {words_per_speaker} distinct words drawn at random among those "
                             "recorded by the speaker and their control with the same block and microphone", notes=notes)
 
@@ -202,24 +204,23 @@ def european_african_american(buckeye: pd.DataFrame, coraal: pd.DataFrame, rng: 
     pairs["age_group"] = buckeye.loc[pairs["x"], "age_group"].to_numpy()
     chosen = sample_per_cell(pairs, ["sex", "age_group"], pairs_per_cell, rng,
                              "european_african_american: matched segment pairs")
-    clips = paired(buckeye, coraal, chosen, "ea_aa", "european_american", "african_american",
-                   stratum_of=lambda r: f"{r['sex']}|{r['age_group']}")
+    clips = paired(buckeye, coraal, chosen, "ea_aa", stratum_of=lambda r: f"{r['sex']}|{r['age_group']}")
     return Selection(clips, f"exact matching on speaker sex, age group (young < 30, old > 40) and interviewer sex; "
                             f"greedy nearest-neighbour matching on segment length within {caliper_s} s without "
                             f"replacement ({len(pairs)} pairs); {pairs_per_cell} pairs drawn per sex x age group")
 
 
-def human_synthesized_mitchell(mitchell: pd.DataFrame) -> Selection:
-    """Mitchell et al.'s human (X) and synthesized (Y) voices, all clips, stratified by sex."""
+def human_synthesized_mitchell(mitchell: pd.DataFrame, rng: np.random.Generator | None = None) -> Selection:
+    """Mitchell et al.'s human (X) and synthesized (Y) voices, all clips, stratified by sex (``rng`` unused)."""
     h, s = mitchell[mitchell["voice"] == "human"], mitchell[mitchell["voice"] == "synthesized"]
-    clips = pd.concat([label(h, "X", "human", h["sex"]), label(s, "Y", "synthesized", s["sex"])], ignore_index=True)
+    clips = pd.concat([label(h, "X", stratum=h["sex"]), label(s, "Y", stratum=s["sex"])], ignore_index=True)
     return Selection(clips, "all clips of Mitchell et al. (2011)")
 
 
-def female_male_mitchell(mitchell: pd.DataFrame) -> Selection:
-    """Mitchell et al.'s female (X) and male (Y) voices, all clips, stratified by human/synthesized."""
+def female_male_mitchell(mitchell: pd.DataFrame, rng: np.random.Generator | None = None) -> Selection:
+    """Mitchell et al.'s female (X) and male (Y) voices, all clips, stratified by human/synthesized (``rng`` unused)."""
     f, m = mitchell[mitchell["sex"] == "female"], mitchell[mitchell["sex"] == "male"]
-    clips = pd.concat([label(f, "X", "female", f["voice"]), label(m, "Y", "male", m["voice"])], ignore_index=True)
+    clips = pd.concat([label(f, "X", stratum=f["voice"]), label(m, "Y", stratum=m["voice"])], ignore_index=True)
     return Selection(clips, "all clips of Mitchell et al. (2011)")
 
 
@@ -227,7 +228,7 @@ def us_foreign_pantos_perkins(pp: pd.DataFrame, rng: np.random.Generator) -> Sel
     """Pantos & Perkins: US-accented (X) and Korean-accented (Y) readings of the same phrases, paired by phrase."""
     am, ko = pp[pp["accent"] == "american"], pp[pp["accent"] == "foreign"]
     pairs = exact_pairs(am, ko, ["phrase"], rng)
-    return Selection(paired(am, ko, pairs, "pantos_perkins", "us", "foreign"),
+    return Selection(paired(am, ko, pairs, "pantos_perkins"),
                      "clips of the phrases used by Pantos & Perkins (2012), paired by phrase")
 
 
@@ -236,6 +237,6 @@ def uk_british_foreign(rr: pd.DataFrame, rng: np.random.Generator) -> Selection:
     neutral = rr[rr["word_type"] == "neutral"]
     nat, frn = neutral[neutral["accent"] == "native"], neutral[neutral["accent"] == "foreign"]
     pairs = exact_pairs(nat, frn, ["word", "background"], rng)
-    clips = paired(nat, frn, pairs, "romero_rivas", "british", "foreign", stratum_of=lambda r: r["background"])
+    clips = paired(nat, frn, pairs, "romero_rivas", stratum_of=lambda r: r["background"])
     return Selection(clips, "neutral words of Romero-Rivas et al. (2021), quiet and noise versions, paired by word "
                             "and background")

@@ -156,5 +156,13 @@ def run_task(cfg: DictConfig) -> dict:
         cfg.trainer = job_trainer_config(cfg.trainer)
     task = hydra.utils.instantiate(cfg.task.run)
     if callable(getattr(task, "run", None)):  # a task object built with its collaborators
-        return task.run(config=OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)) or {}
+        return task.run(config=resolved_config(cfg)) or {}
     return task(cfg=cfg, output_dir=output_dir) or {}
+
+
+def resolved_config(cfg: DictConfig) -> dict:
+    """The job's config resolved, for the tracker. Hydra's own node is left out: a running job's config
+    has none, and a config composed with ``return_hydra_config=True`` (tests) has one whose values only
+    a running app fills in."""
+    job = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"]) if "hydra" in cfg else cfg
+    return OmegaConf.to_container(job, resolve=True, throw_on_missing=False)

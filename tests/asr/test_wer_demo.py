@@ -74,10 +74,11 @@ def test_demo_run_in_process_carries_the_caveat_everywhere(tmp_path, monkeypatch
                     f"paths.cache_dir={tmp_path / 'cache'}", "task.progress=false", "task.glmm.n_resamples=50",
                     "task.wer_ci_resamples=50", f"corpus.load.manifest={tmp_path / 'demo_subset.csv'}",
                     "corpus.min_group.utterances=3"])
-    from speechbias.tasks.wer_disparity import run  # the task itself: no Lightning import (entry.run_task)
+    from hydra.utils import instantiate
 
+    task = instantiate(cfg.task.run)  # the task object itself: no Lightning import (entry.run_task)
     with caplog.at_level("WARNING"):
-        summary = run(cfg, tmp_path / "out")
+        summary = task.run()
     assert summary["n_transcribed"] == len(sub) and summary["n_excluded"] == 0
     assert saved and all(c == DEMO_CAVEAT for _, c in saved)
     assert DEMO_CAVEAT in caplog.text

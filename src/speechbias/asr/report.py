@@ -1,12 +1,18 @@
-"""Human-readable forms of the WER disparity tables and the WER-by-group bar chart."""
+"""Human-readable forms of a WER disparity result: report.md sections, the WER-by-group bar chart,
+the long results table, the per-utterance table and the tracker metrics.
+
+Presentation only: every function returns a string, a DataFrame, a dict or a matplotlib figure; the
+task writes them through its :class:`~speechbias.report.run_writer.RunWriter`.
+"""
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from speechbias.report.run_writer import markdown_table
 
 
 def _pct(x: float) -> str:
@@ -69,11 +75,10 @@ def table3_markdown(table3: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def wer_bar_chart(table2: pd.DataFrame, path: str | Path, title: str = "WER by group",
-                  caveat: str | None = None) -> Path:
+def wer_bar_chart(table2: pd.DataFrame, title: str = "WER by group"):
     """One panel per category: WER % per level with bootstrap CI error bars; levels not compared
-    (undisclosed, too small) drawn hatched grey. Saved as PNG, ``caveat`` along the bottom."""
-    from speechbias.report.figures import plt, save
+    (undisclosed, too small) drawn hatched grey. Returns the figure (the writer saves it)."""
+    from speechbias.report.figures import plt
 
     cats = list(dict.fromkeys(table2["category"]))
     fig, axes = plt.subplots(1, max(1, len(cats)), figsize=(max(4.0, 3.2 * len(cats)), 3.8), squeeze=False)
@@ -98,7 +103,7 @@ def wer_bar_chart(table2: pd.DataFrame, path: str | Path, title: str = "WER by g
         ax.set_ylabel("WER (%)")
     fig.suptitle(f"{title}\n(error bars: 95% bootstrap CI; n.c. = not compared: undisclosed or too small)",
                  fontsize=10)
-    return save(fig, path, caveat=caveat)
+    return fig
 
 
 def results_table(result, run_info: dict) -> pd.DataFrame:
@@ -123,31 +128,43 @@ def results_table(result, run_info: dict) -> pd.DataFrame:
     return df
 
 
-def write_wer_outputs(result, output_dir: str | Path, run_info: dict, settings: dict,
-                      caveat: str | None = None) -> dict[str, Path]:
-    """results.csv/json, table2.csv, table3.csv, levels.csv, utterances.csv, excluded.csv, wer_by_group.png,
-    report.md; ``caveat`` (a demo run's) heads report.md and is written on the figure."""
-    from speechbias.report.caveat import markdown_caveat
-    from speechbias.report.run_files import markdown_table, write_report, write_results
+UTTERANCE_COLUMNS = ("utterance_id", "path", "speaker", "reference", "hypothesis", "reference_norm",
+                     "hypothesis_norm", "ref_words", "hyp_words", "substitutions", "deletions", "insertions", "hits",
+                     "errors")
 
-    out = Path(output_dir)
-    write_results(results_table(result, run_info), out)
-    paths = {"results": out / "results.csv"}
-    for stem, df in (("table2", result.table2), ("table3", result.table3), ("gaps", result.gaps),
-                     ("levels", result.levels), ("excluded", result.excluded)):
-        write_results(df, out, stem=stem)
-        paths[stem] = out / f"{stem}.csv"
-    keep = [c for c in ["utterance_id", "path", "speaker", *result.categories, "reference", "hypothesis",
-                        "reference_norm", "hypothesis_norm", "ref_words", "hyp_words", "substitutions", "deletions",
-                        "insertions", "hits", "errors"] if c in result.utterances.columns]
-    tmp = out / ".utterances.csv.tmp"
-    result.utterances[keep].to_csv(tmp, index=False)
-    tmp.replace(out / "utterances.csv")
-    paths["utterances"] = out / "utterances.csv"
-    paths["figure"] = wer_bar_chart(result.table2, out / "wer_by_group.png",
-                                    title=f"WER by group: {run_info.get('asr', '')}", caveat=caveat)
+
+def utterance_table(result) -> pd.DataFrame:
+    """utterances.csv: id, path, speaker, the categories, texts (raw and normalised) and error counts."""
+    keep = [c for c in [*UTTERANCE_COLUMNS[:3], *result.categories, *UTTERANCE_COLUMNS[3:]]
+            if c in result.utterances.columns]
+    return result.utterances[keep]
+
+
+def overall_wer(result) -> float:
+    """Total errors / total reference words over every scored utterance."""
+    return result.utterances["errors"].sum() / result.utterances["ref_words"].sum()
+
+
+def wer_metrics(result) -> dict[str, float]:
+    """Tracker metrics: ``wer/<category>/<group>``, ``wer/overall``, ``wer_gap/<category>``,
+    ``wer_ratio/<category>/<a>_vs_<b>`` (fractions, not percent)."""
+    metrics = {f"wer/{r.category}/{r.group}": float(r.wer) for r in result.table2.itertuples()}
+    metrics["wer/overall"] = float(overall_wer(result))
+    metrics.update({f"wer_gap/{r.category}": float(r.relative_gap) for r in result.gaps.itertuples()})
+    metrics.update({f"wer_ratio/{r.category}/{r.group_a}_vs_{r.group_b}": float(r.wer_ratio)
+                    for r in result.table3.itertuples()})
+    return metrics
+
+
+def report_title(run_info: dict) -> str:
+    return f"ASR WER disparity: {run_info.get('asr', '')} on {run_info.get('corpus', '')}"
+
+
+def report_sections(result, run_info: dict, settings: dict) -> list[tuple[str, str]]:
+    """report.md sections: run, levels, Table 2, Table 3 (with the model fitted), figure, notes,
+    excluded utterances. ``settings``: normalizer, n_agq, n_resamples, seed, covariates."""
     n_utts = len(result.utterances)
-    overall = result.utterances["errors"].sum() / result.utterances["ref_words"].sum()
+    overall = overall_wer(result)
     model_lines = []
     for cat, fit in result.fits.items():
         sig = "" if not fit.has_speaker_effect else f", speaker SD sigma = {fit.sigma:.3f} ({fit.n_speakers} speakers)"
@@ -163,8 +180,7 @@ def write_wer_outputs(result, output_dir: str | Path, run_info: dict, settings: 
         method = ("No speaker column: errors_ij ~ Poisson(lambda_ij), log lambda_ij = log(words_ij) + mu_group"
                   + (" + covariates" if settings.get("covariates") else "") + " (Poisson GLM, no speaker random effect).")
     rule = result.rule
-    sections = [] if not caveat else [("Demo", markdown_caveat(caveat))]
-    sections += [
+    return [
         ("Run", "\n".join(f"- {k}: {v}" for k, v in run_info.items())
          + f"\n- utterances scored: {n_utts}; excluded: {len(result.excluded)}\n- overall WER: {100 * overall:.2f}%"
          + f"\n- text normalisation: {settings.get('normalizer')}"),
@@ -193,6 +209,13 @@ def write_wer_outputs(result, output_dir: str | Path, run_info: dict, settings: 
                                  + (f"\n\n(first 50 of {len(result.excluded)}; all in excluded.csv)"
                                     if len(result.excluded) > 50 else "")) if len(result.excluded) else "_none_"),
     ]
-    paths["report"] = write_report(out, f"ASR WER disparity: {run_info.get('asr', '')} on {run_info.get('corpus', '')}",
-                                   sections)
-    return paths
+
+
+def shard_title(shard_index: int, shard_count: int) -> str:
+    return f"ASR transcription shard {shard_index}/{shard_count}"
+
+
+def shard_sections(run_info: dict, counts: dict) -> list[tuple[str, str]]:
+    """report.md of a transcription shard: what it transcribed, and how to analyse."""
+    return [("Shard", "Transcription only; rerun without task.shard_count to analyse from the cache.\n\n"
+             + "\n".join(f"- {k}: {v}" for k, v in {**run_info, **counts}.items()))]

@@ -4,100 +4,162 @@
 CTC model; every output carries the demo caveat). Real use:
 ``python evaluate.py task=wer_disparity asr=whisper_small corpus=fair_speech``
 Sharded transcription: ``task.shard_count=N task.shard_index=i`` (only transcribes; rerun unsharded
-to analyse from the cache).
+to analyse from the cache). ``conf/task/wer_disparity.yaml``'s ``run`` node builds :class:`WerDisparityTask`.
 """
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-import hydra
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
 
+from speechbias.asr import report
 from speechbias.asr.analysis import analyse_wer_disparity
 from speechbias.asr.cache import HypothesisCache
+from speechbias.asr.corpora import ASRCorpus
 from speechbias.asr.groups import MIN_GROUP_SPEAKERS, MIN_GROUP_UTTERANCES, GroupRule
-from speechbias.asr.report import levels_console_lines, write_wer_outputs
+from speechbias.asr.models import Transcriber
 from speechbias.asr.transcribe import transcribe_corpus
-from speechbias.report import wandb_run
-from speechbias.report.caveat import DEMO_CAVEAT, markdown_caveat
-from speechbias.report.run_files import write_report, write_results
-from speechbias.run_context import start_logger_run
-from speechbias.run_markers import finished_results
+from speechbias.report.caveat import DEMO_CAVEAT
+from speechbias.report.run_writer import RunWriter
+from speechbias.report.tracker import Tracker
+from speechbias.run_markers import finished_marker
 
 log = logging.getLogger(__name__)
 
+TASK_NAME = "wer_disparity"
 
-def group_rule(corpus_cfg: DictConfig, task_cfg: DictConfig) -> GroupRule:
-    """Minimum group sizes from the corpus config's ``min_group`` (its paper's scale) and
-    ``task.include_undisclosed``; code defaults (Fair-Speech) when a corpus config has none."""
-    mg = corpus_cfg.get("min_group") or {}
+
+@dataclass(frozen=True)
+class GlmmSettings:
+    """Table 3's mixed-effects Poisson fit: ``n_agq`` 1 = Laplace, k > 1 = adaptive Gauss-Hermite with
+    k nodes; extra fixed-effect ``covariates`` (utterance-table columns); speaker-bootstrap
+    ``n_resamples`` for the CIs at level ``confidence``; ``n_jobs`` parallel fits."""
+
+    n_agq: int = 1
+    covariates: Sequence[str] = ()
+    n_resamples: int = 1000
+    confidence: float = 0.95
+    n_jobs: int = 1
+
+
+def group_rule(min_group: dict | None, include_undisclosed: bool = False) -> GroupRule:
+    """Minimum group sizes from the corpus config's ``min_group`` (``utterances``, ``speakers``: its
+    paper's scale); code defaults (Fair-Speech) for what it leaves out."""
+    mg = min_group or {}
     return GroupRule(min_utterances=int(mg.get("utterances", MIN_GROUP_UTTERANCES)),
                      min_speakers=int(mg.get("speakers", MIN_GROUP_SPEAKERS)),
-                     include_undisclosed=bool(task_cfg.get("include_undisclosed", False)))
+                     include_undisclosed=bool(include_undisclosed))
 
 
-def run(cfg: DictConfig, output_dir: Path) -> dict:
-    output_dir = Path(output_dir)
-    if finished_results(cfg, output_dir):
-        return {"skipped": True}
-    t = cfg.task
-    # without asr=... / corpus=... these are the offline demo's (conf/task/wer_disparity.yaml defaults)
-    asr_node, corpus_node = cfg.get("asr"), cfg.get("corpus")
-    if asr_node is None or corpus_node is None:
-        raise ValueError("task=wer_disparity needs an ASR model and a corpus, "
-                         "e.g. asr=whisper_small corpus=fair_speech")
-    asr_cfg = OmegaConf.to_container(asr_node, resolve=True)
-    # demo = shipped synthetic corpus or a tiny random model: plumbing, not findings
-    caveat = DEMO_CAVEAT if (asr_cfg.pop("demo", False) or corpus_node.get("demo", False)) else None
-    if caveat:
-        log.warning(caveat)
-    rule = group_rule(corpus_node, t)
-    corpus = hydra.utils.instantiate(corpus_node.load, _convert_="all")
-    transcriber = hydra.utils.instantiate(asr_cfg)
-    cache = HypothesisCache(Path(cfg.paths.cache_dir) / "asr_hypotheses", transcriber.fingerprint,
-                            transcriber.fingerprint_fields())
-    info = {"asr": transcriber.name, "corpus": str(corpus_node.name), "asr_fingerprint": transcriber.fingerprint}
-    tr = transcribe_corpus(corpus.utterances, transcriber, cache, shard_index=int(t.shard_index),
-                           shard_count=int(t.shard_count), progress=bool(t.progress))
-    counts = {"n_cached": tr.n_cached, "n_transcribed": tr.n_transcribed, "n_audio_failed": len(tr.failed)}
-    if int(t.shard_count) > 1:
-        df = pd.DataFrame([{**info, "shard_index": int(t.shard_index), "shard_count": int(t.shard_count), **counts}])
-        write_results(df, output_dir)
-        shard = ("Shard", "Transcription only; rerun without task.shard_count to analyse from the cache.\n\n"
-                 + "\n".join(f"- {k}: {v}" for k, v in {**info, **counts}.items()))
-        write_report(output_dir, f"ASR transcription shard {t.shard_index}/{t.shard_count}",
-                     ([("Demo", markdown_caveat(caveat))] if caveat else []) + [shard])
-        return counts
-    g = t.glmm
-    settings = {"normalizer": t.normalizer, "n_agq": int(g.n_agq), "n_resamples": int(g.n_resamples),
-                "seed": int(cfg.seed), "covariates": list(g.covariates or [])}
-    result = analyse_wer_disparity(
-        corpus, tr.hypotheses, tr.failed, normalizer=t.normalizer,
-        categories=list(t.categories) if t.categories else None, covariates=list(g.covariates or []),
-        n_agq=int(g.n_agq), n_resamples=int(g.n_resamples), wer_ci_resamples=int(t.wer_ci_resamples),
-        seed=int(cfg.seed), confidence=float(g.confidence), rule=rule, n_jobs=int(g.n_jobs))
-    log.info("levels (utterances; not compared: why):\n  %s", "\n  ".join(levels_console_lines(result.levels)))
-    paths = write_wer_outputs(result, output_dir, info, settings, caveat=caveat)
-    metrics = {f"wer/{r.category}/{r.group}": float(r.wer) for r in result.table2.itertuples()}
-    metrics["wer/overall"] = float(result.utterances["errors"].sum() / result.utterances["ref_words"].sum())
-    metrics.update({f"wer_gap/{r.category}": float(r.relative_gap) for r in result.gaps.itertuples()})
-    metrics.update({f"wer_ratio/{r.category}/{r.group_a}_vs_{r.group_b}": float(r.wer_ratio)
-                    for r in result.table3.itertuples()})
-    run_ = start_logger_run(cfg, output_dir, job_type="wer_disparity", name=f"{info['asr']}/{info['corpus']}",
-                            tags=[info["asr"], info["corpus"], "wer_disparity"])
-    try:
-        wandb_run.log_metrics(run_, metrics)
-        wandb_run.log_table(run_, "wer/table2", result.table2)
-        wandb_run.log_table(run_, "wer/table3", result.table3)
-        wandb_run.log_table(run_, "wer/levels", result.levels)
-        wandb_run.log_images(run_, {"wer/by_group": paths["figure"]})
-    finally:
-        wandb_run.finish(run_)
-    log.info("WER disparity: %s on %s, overall WER %.2f%%, %d excluded; report %s", info["asr"], info["corpus"],
-             100 * metrics["wer/overall"], len(result.excluded), paths["report"])
-    if caveat:
-        log.warning(caveat)
-    return {**metrics, **counts, "n_excluded": len(result.excluded)}
+class WerDisparityTask:
+    """Transcribe ``corpus`` with ``transcriber`` (hypotheses cached), score and compare groups.
+
+    Args:
+        transcriber / corpus: the ASR model and the loaded corpus (``asr=...``, ``corpus=...``);
+            None when not chosen (an error naming both).
+        corpus_name: the corpus config's ``name`` (run identity).
+        hypothesis_cache: builds the model's hypothesis cache from ``fingerprint`` and ``model_fields``.
+        writer / tracker: where the run's files go, and what logs the writer's record (W&B).
+        asr_demo / corpus_demo: a tiny random model / the shipped synthetic corpus: every output says
+            the numbers are plumbing (the writer's caveat).
+        min_group: the corpus's minimum group sizes (``utterances``, ``speakers``), None = defaults.
+        normalizer: text normalisation before scoring (whisper_english | whisper_basic | none).
+        categories: demographic columns to compare; None = the corpus's.
+        include_undisclosed: compare the level "undisclosed" like a group.
+        shard_index / shard_count: transcribe only this shard (no analysis when shard_count > 1).
+        progress: show the transcription progress bar.
+        wer_ci_resamples: bootstrap resamples of Table 2's per-group WER CIs.
+        glmm: Table 3's fit (:class:`GlmmSettings`).
+        seed: of every resampling. force: rerun a finished run.
+    """
+
+    def __init__(self, transcriber: Transcriber | None, corpus: ASRCorpus | None, corpus_name: str | None,
+                 hypothesis_cache: Callable[..., HypothesisCache], writer: RunWriter, tracker: Tracker,
+                 asr_demo: bool = False, corpus_demo: bool = False, min_group: dict | None = None,
+                 normalizer: str = "whisper_english", categories: Sequence[str] | None = None,
+                 include_undisclosed: bool = False, shard_index: int = 0, shard_count: int = 1,
+                 progress: bool = True, wer_ci_resamples: int = 1000, glmm: GlmmSettings = GlmmSettings(),
+                 seed: int = 0, force: bool = False):
+        self.transcriber = transcriber
+        self.corpus = corpus
+        self.corpus_name = corpus_name
+        self.hypothesis_cache = hypothesis_cache
+        self.writer = writer
+        self.tracker = tracker
+        self.demo = bool(asr_demo or corpus_demo)
+        self.rule = group_rule(min_group, include_undisclosed)
+        self.normalizer = normalizer
+        self.categories = list(categories) if categories else None
+        self.shard_index = int(shard_index)
+        self.shard_count = int(shard_count)
+        self.progress = bool(progress)
+        self.wer_ci_resamples = int(wer_ci_resamples)
+        self.glmm = glmm
+        self.seed = int(seed)
+        self.force = bool(force)
+
+    def run(self, config: dict | None = None) -> dict:
+        """Transcribe, analyse, write the outputs, publish; returns the summary metrics (``wer/...``
+        and the transcription counts), or the counts alone for a shard. ``config``: the run's
+        resolved config (the tracker's run config)."""
+        if finished_marker(TASK_NAME, self.writer.output_dir, self.force):
+            return {"skipped": True}
+        if self.transcriber is None or self.corpus is None:
+            raise ValueError("task=wer_disparity needs an ASR model and a corpus, "
+                             "e.g. asr=whisper_small corpus=fair_speech")
+        # demo = shipped synthetic corpus or a tiny random model: plumbing, not findings
+        self.writer.caveat = DEMO_CAVEAT if self.demo else None
+        if self.demo:
+            log.warning(DEMO_CAVEAT)
+        transcriber = self.transcriber
+        cache = self.hypothesis_cache(fingerprint=transcriber.fingerprint,
+                                      model_fields=transcriber.fingerprint_fields())
+        info = {"asr": transcriber.name, "corpus": str(self.corpus_name), "asr_fingerprint": transcriber.fingerprint}
+        tr = transcribe_corpus(self.corpus.utterances, transcriber, cache, shard_index=self.shard_index,
+                               shard_count=self.shard_count, progress=self.progress)
+        counts = {"n_cached": tr.n_cached, "n_transcribed": tr.n_transcribed, "n_audio_failed": len(tr.failed)}
+        if self.shard_count > 1:
+            self.writer.report(report.shard_title(self.shard_index, self.shard_count),
+                               report.shard_sections(info, counts))
+            self.writer.table("results", pd.DataFrame(
+                [{**info, "shard_index": self.shard_index, "shard_count": self.shard_count, **counts}]))
+            return counts
+        g = self.glmm
+        result = analyse_wer_disparity(
+            self.corpus, tr.hypotheses, tr.failed, normalizer=self.normalizer, categories=self.categories,
+            covariates=list(g.covariates or []), n_agq=int(g.n_agq), n_resamples=int(g.n_resamples),
+            wer_ci_resamples=self.wer_ci_resamples, seed=self.seed, confidence=float(g.confidence), rule=self.rule,
+            n_jobs=int(g.n_jobs))
+        log.info("levels (utterances; not compared: why):\n  %s",
+                 "\n  ".join(report.levels_console_lines(result.levels)))
+        metrics = report.wer_metrics(result)
+        report_path = self._write_outputs(result, info, metrics)
+        self.tracker.publish(self.writer, job_type=TASK_NAME, name=f"{info['asr']}/{info['corpus']}",
+                             tags=[info["asr"], info["corpus"], TASK_NAME], config=config)
+        log.info("WER disparity: %s on %s, overall WER %.2f%%, %d excluded; report %s", info["asr"], info["corpus"],
+                 100 * metrics["wer/overall"], len(result.excluded), report_path)
+        if self.demo:
+            log.warning(DEMO_CAVEAT)
+        return {**metrics, **counts, "n_excluded": len(result.excluded)}
+
+    def _write_outputs(self, result, info: dict, metrics: dict):
+        """metrics; table2/table3/gaps/levels/excluded (.csv + .json), utterances.csv, wer_by_group.png,
+        report.md; results.csv/json last (the finished marker). Returns the report path."""
+        w = self.writer
+        w.metrics(metrics)
+        for stem, df, key in (("table2", result.table2, "wer/table2"), ("table3", result.table3, "wer/table3"),
+                              ("gaps", result.gaps, None), ("levels", result.levels, "wer/levels"),
+                              ("excluded", result.excluded, None)):
+            w.table(stem, df, tracker_key=key)
+        w.text("utterances.csv", report.utterance_table(result).to_csv(index=False))
+        w.figure("wer_by_group", report.wer_bar_chart(result.table2, title=f"WER by group: {info['asr']}"),
+                 tracker_key="wer/by_group")
+        settings = {"normalizer": self.normalizer, "n_agq": int(self.glmm.n_agq),
+                    "n_resamples": int(self.glmm.n_resamples), "seed": self.seed,
+                    "covariates": list(self.glmm.covariates or [])}
+        path = w.report(report.report_title(info), report.report_sections(result, info, settings))
+        w.table("results", report.results_table(result, info))
+        return path

@@ -88,3 +88,41 @@ def test_labels_are_the_recipe_groups_for_both_selections(tmp_path):
         "A": ["pleasant"], "B": ["unpleasant"], "X": ["female"], "Y": ["male"]}
     with pytest.raises(PaperListError, match=r"no published list for test 'abled_disabled_uaspeech'; published: \["):
         build_test("abled_disabled_uaspeech", selection="paper", data_root=root, paper_lists_dir=tmp_path)
+
+
+# --- uk_female_male: a test added by one YAML and one recipe ---------------------------------------
+
+def test_uk_female_male_builds_from_the_corpus_trees(tmp_path):
+    rng = np.random.default_rng(0)
+    root = tmp_path / "data"
+    speakers = trees.saa_speakers(rng, n_us=6, n_korean=2, n_uk=13)
+    uk = speakers["birth_place"] == "leeds, uk"  # sexes alternate f, m, f, ...: one same-age man per woman
+    speakers.loc[uk, "age"] = 20.0 + 10 * (np.arange(uk.sum()) // 2)  # but the 13th, a woman of 80
+    trees.write_saa_scraped(root / "speech_accent_archive", speakers)
+    trees.write_eu_emotion(root / "EU_Emotion_Stimulus_Set", rng)  # 4 actors
+    (test,) = load_bias_tests(["uk_female_male"], paths_node(tmp_path), seed=0, config_dir=CONF_DIR)
+    assert test.resampling == "paired" and test.human_iat_d == 0.31
+    df = test.load()
+    assert (test.x_label, test.y_label) == ("female", "male")
+    assert df.groupby(["role", "group"]).size().to_dict() == {("A", "pleasant"): 12, ("B", "unpleasant"): 12,
+                                                             ("X", "female"): 6, ("Y", "male"): 6}
+    targets = df[df["role"].isin(["X", "Y"])]
+    assert set(targets["speaker"]) == set(speakers.loc[uk, "name"].iloc[:12])  # UK speakers only, not the 80-year-old
+    wide = targets.pivot(index="pair_id", columns="role", values="age")
+    assert len(wide) == 6 and (wide["X"] == wide["Y"]).all()
+    assert set(df.loc[df["role"].isin(["A", "B"]), "clip_id"].str.split(":").str[0]) == {"eu_emotion"}
+    report = (tmp_path / "cache" / "manifests" / "uk_female_male-ours-seed0.report.md").read_text()
+    assert "exact matching on age (years) of UK/Ireland-born native English speakers; 6 possible" in report
+    with pytest.raises(PaperListError, match="no published list for test 'uk_female_male'"):
+        build_test("uk_female_male", selection="paper", data_root=root, paper_lists_dir=tmp_path)
+
+
+@pytest.mark.skipif(not trees.SHARED_PAPER_DATA.is_dir(), reason="../shared/data/speat_paper not available")
+def test_uk_female_male_on_the_real_speaker_list():
+    from speechbias.stimuli.corpora.saa import read_saa_metadata
+    from speechbias.stimuli.selection import targets as T
+
+    saa = read_saa_metadata(trees.SHARED_PAPER_DATA / "speech_accent_archive" / "speaker_list.csv")
+    for seed in (0, 1):
+        clips = T.uk_female_male(saa, np.random.default_rng(seed)).clips
+        assert clips.groupby("role").size().to_dict() == {"X": 12, "Y": 12}

@@ -91,6 +91,7 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
            PaperList(f"{SAA}/british_young_old/clip_info.csv", lists.saa_age_ranks)),
     Recipe("uk_british_foreign", ("british", "foreign"), ("romero_rivas",), T.uk_british_foreign, EU_EMOTION,
            PaperList("audio_iats/romero_rivas_et_al/clip_info.csv", lists.romero_rivas_pairs)),
+    Recipe("uk_female_male", ("female", "male"), ("saa",), T.uk_female_male, EU_EMOTION),
     Recipe("abled_disabled_uaspeech", ("abled", "disabled"), ("uaspeech",), T.abled_disabled_uaspeech, MESS),
     Recipe("human_synthesized_mitchell", ("human", "synthesized"), ("mitchell",), T.human_synthesized_mitchell,
            MESS, PaperList("audio_iats/mitchell_et_al/audio_info.csv", lists.mitchell_by_voice)),

@@ -42,14 +42,29 @@ def _usable_saa(df: pd.DataFrame) -> pd.DataFrame:
     return df[ok]
 
 
+def _female_male(speakers: pd.DataFrame, rng: np.random.Generator, n_pairs: int | None, prefix: str,
+                 who: str) -> Selection:
+    pairs = exact_pairs(speakers[speakers["sex"] == "female"], speakers[speakers["sex"] == "male"], ["age"], rng)
+    chosen = sample_rows(pairs, n_pairs, rng, f"{prefix}: age-matched female/male pairs")
+    clips = paired(speakers, speakers, chosen, prefix)
+    drawn = "all of them taken" if n_pairs is None else f"{n_pairs} drawn at random"
+    return Selection(clips, f"exact matching on age (years) of {who}; {len(pairs)} possible disjoint pairs, {drawn}")
+
+
 def female_male(saa: pd.DataFrame, rng: np.random.Generator, n_pairs: int = 60) -> Selection:
     """US-born native English speakers: female (X) and male (Y) matched exactly on age; ``n_pairs`` pairs."""
-    us = _usable_saa(us_native_english(saa))
-    pairs = exact_pairs(us[us["sex"] == "female"], us[us["sex"] == "male"], ["age"], rng)
-    chosen = sample_rows(pairs, n_pairs, rng, "female_male: age-matched female/male pairs")
-    clips = paired(us, us, chosen, "female_male")
-    return Selection(clips, f"exact matching on age (years) of US-born native English speakers; {len(pairs)} "
-                            f"possible disjoint pairs, {n_pairs} drawn at random")
+    return _female_male(_usable_saa(us_native_english(saa)), rng, n_pairs, "female_male",
+                        "US-born native English speakers")
+
+
+def uk_female_male(saa: pd.DataFrame, rng: np.random.Generator, n_pairs: int | None = None) -> Selection:
+    """UK/Ireland-born native English speakers: female (X) and male (Y) matched exactly on age.
+
+    As :func:`female_male` for the speakers of :func:`uk_young_old`; ``n_pairs`` None takes every
+    disjoint pair (12 on the SpEAT authors' speaker table, where UK women are few).
+    """
+    return _female_male(_usable_saa(british_native_english(saa)), rng, n_pairs, "uk_female_male",
+                        "UK/Ireland-born native English speakers")
 
 
 US_FOREIGN_COVARIATES = ("age", "male")  # the authors' propensity model: age (years) and sex (1 = male)

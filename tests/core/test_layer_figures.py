@@ -10,6 +10,7 @@ import pandas as pd
 
 from speechbias.callbacks.speat import speat_by_layer
 from speechbias.report import figures
+from speechbias.report.run_writer import RunWriter
 
 
 def _ticks(ax):
@@ -56,6 +57,6 @@ def test_per_layer_p_says_how_many_permutations():
 def test_layer_profile_png_of_a_single_layer_upstream(tmp_path):
     layers = pd.DataFrame({"upstream": ["fbank"], "family": ["classical"], "layer": [0], "d": [1.5], "p": [1e-4],
                            "n_permutations": [10_000], "exact": [False]})
-    path = figures.layer_profile(layers, "demo_voice: d per layer", tmp_path / "layer_profile.png",
-                                 layer_convention="single-layer", caveat="DEMO caveat")
-    assert path.stat().st_size > 1000
+    fig = figures.layer_profile(layers, "demo_voice: d per layer", layer_convention="single-layer")
+    path = RunWriter(tmp_path, caveat="DEMO caveat").figure("layer_profile", fig)
+    assert path == tmp_path / "layer_profile.png" and path.stat().st_size > 1000

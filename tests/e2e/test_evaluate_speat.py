@@ -111,3 +111,24 @@ def test_se_curve_uses_the_tests_resampling_design(tmp_path):
     assert set(curve["design"]) == {"paired"} and (curve["se"] > 0).all()
     assert curve["se"].iloc[-1] < curve["se"].iloc[0]  # more stimuli, smaller standard error
     assert summary["ci_low"] < summary["d"] < summary["ci_high"]
+
+
+def test_tracker_gets_the_speat_metrics_tables_and_figure_once(tmp_path, monkeypatch):
+    """logger=wandb: one W&B run named upstream/test/aggregation, logged from the writer's record."""
+    from speechbias.report import wandb_run
+
+    started, logged = [], []
+    monkeypatch.setattr(wandb_run, "start_run", lambda **kw: started.append(kw) or object())
+    monkeypatch.setattr(wandb_run, "log_metrics", lambda run, m, step=None: logged.append(("metrics", dict(m))))
+    monkeypatch.setattr(wandb_run, "log_table", lambda run, key, df: logged.append(("table", key, len(df))))
+    monkeypatch.setattr(wandb_run, "log_images", lambda run, images: logged.append(("images", sorted(images))))
+    monkeypatch.setattr(wandb_run, "finish", lambda run: logged.append(("finish",)))
+    summary = run_task(_compose(tmp_path, "logger=wandb", "speat.n_permutations=500"))
+    assert len(started) == 1 and started[0]["name"] == "fbank/demo_voice/mean_sum"
+    assert started[0]["job_type"] == "speat" and started[0]["tags"][:2] == ["fbank", "classical"]
+    assert started[0]["config"]["speat"]["n_permutations"] == 500
+    metrics = [e[1] for e in logged if e[0] == "metrics"]
+    assert metrics == [{"speat/demo_voice/d": summary["d"], "speat/demo_voice/p": summary["p"]}]
+    assert sorted(e[1] for e in logged if e[0] == "table") == ["speat/demo_voice/layers", "speat/demo_voice/results"]
+    assert [e[1] for e in logged if e[0] == "images"] == [["speat/demo_voice/layer_profile"]]
+    assert logged[-1] == ("finish",)

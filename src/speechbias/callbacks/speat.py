@@ -1,13 +1,15 @@
-"""SpEAT after extraction: aggregate cached statistics, test association, write and log results.
+"""SpEAT after extraction: aggregate cached statistics, test association, write the results.
 
 Runs in ``on_predict_end`` of the extraction loop (on global rank 0, after every rank has written
-its cache entries), so the same code path serves a cold run, a warm run and a DDP run.
+its cache entries), so the same code path serves a cold run, a warm run and a DDP run. It writes
+through the run's :class:`~speechbias.report.run_writer.RunWriter` (which pickles into spawned DDP
+workers as its folder); the task logs what the writer recorded to the tracker afterwards.
 """
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -19,6 +21,8 @@ from speechbias.aggregation import Aggregation
 from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import StackedStatistics, load_statistics
 from speechbias.report import speat_report
+from speechbias.report.run_writer import RunWriter
+from speechbias.roles import split_roles
 
 log = logging.getLogger(__name__)
 
@@ -27,9 +31,24 @@ log = logging.getLogger(__name__)
 PER_LAYER_PERMUTATIONS = 10_000
 
 
-def split_roles(embeddings: np.ndarray, roles: np.ndarray) -> dict[str, np.ndarray]:
-    """Rows of ``embeddings`` (N, D) by manifest role X, Y, A, B."""
-    return {r: embeddings[roles == r] for r in ("X", "Y", "A", "B")}
+@dataclass
+class SpeatSettings:
+    """What a SpEAT run computes (``speat.*`` of conf/evaluate.yaml).
+
+    n_permutations: permutations of the run's one-sided p (exact when the test has at most this
+        many partitions). per_layer: also d and p at every single layer (``layers.csv``, at most
+        ``PER_LAYER_PERMUTATIONS`` permutations each). se_curve: bootstrap SE of d vs. number of
+        target stimuli (``se_curve.csv``) with ``n_resamples`` resamples per size.
+    """
+
+    n_permutations: int = 1_000_000
+    per_layer: bool = True
+    se_curve: bool = False
+    n_resamples: int = 10_000
+
+    def __post_init__(self):
+        self.n_permutations, self.n_resamples = int(self.n_permutations), int(self.n_resamples)
+        self.per_layer, self.se_curve = bool(self.per_layer), bool(self.se_curve)
 
 
 def speat_by_layer(per_layer: np.ndarray, roles: np.ndarray, n_permutations: int, seed: int) -> pd.DataFrame:
@@ -45,25 +64,27 @@ def speat_by_layer(per_layer: np.ndarray, roles: np.ndarray, n_permutations: int
 
 
 class SpeatCallback(pl.Callback):
-    """Computes SpEAT for one bias test and aggregation and writes/logs the results."""
+    """Computes SpEAT for one bias test and aggregation and writes the results through ``writer``.
+
+    ``manifest``: the bias test's clips (rows in the order of the cached statistics); ``fingerprint``:
+    the upstream's (cache key); ``run_info``: the run's identity columns
+    (:func:`speechbias.run_context.upstream_info`); ``layer_convention``: the upstream's, for the
+    layer axis of the layer profile. After the loop, :attr:`summary` is the result row (None on
+    ranks other than global zero, and in the parent process of a ``ddp_spawn`` run).
+    """
 
     def __init__(self, bias_test, manifest: pd.DataFrame, aggregation: Aggregation, cache: FeatureCache,
-                 fingerprint: str, output_dir: str | Path, run_info: dict, n_permutations: int = 1_000_000,
-                 seed: int = 0, per_layer: bool = True, se_curve: bool = False, n_resamples: int = 10_000,
-                 wandb_run=None, layer_convention: str | None = None):
+                 fingerprint: str, writer: RunWriter, run_info: dict, settings: SpeatSettings | None = None,
+                 seed: int = 0, layer_convention: str | None = None):
         self.bias_test = bias_test
         self.manifest = manifest
         self.aggregation = aggregation
         self.cache = cache
         self.fingerprint = fingerprint
-        self.output_dir = Path(output_dir)
+        self.writer = writer
         self.run_info = dict(run_info)
-        self.n_permutations = int(n_permutations)
+        self.settings = settings or SpeatSettings()
         self.seed = int(seed)
-        self.per_layer = per_layer
-        self.se_curve = se_curve
-        self.n_resamples = int(n_resamples)
-        self.wandb_run = wandb_run
         self.layer_convention = layer_convention
         self.summary: dict | None = None
 
@@ -84,7 +105,7 @@ class SpeatCallback(pl.Callback):
         emb = self.aggregation(per_layer)
         parts = split_roles(emb, roles)
         res = stats.speat(parts["X"], parts["Y"], parts["A"], parts["B"],
-                          n_permutations=self.n_permutations, seed=self.seed)
+                          n_permutations=self.settings.n_permutations, seed=self.seed)
         test = self.bias_test.name
         row = {
             **self.run_info,
@@ -106,31 +127,32 @@ class SpeatCallback(pl.Callback):
             "mean_frames": float(np.mean(statistics.n_frames)),
         }
         layers = None
-        if self.per_layer:
-            layers = speat_by_layer(per_layer, roles, min(self.n_permutations, PER_LAYER_PERMUTATIONS), self.seed)
+        if self.settings.per_layer:
+            n_layer_permutations = min(self.settings.n_permutations, PER_LAYER_PERMUTATIONS)
+            layers = speat_by_layer(per_layer, roles, n_layer_permutations, self.seed)
             layers.insert(0, "test", test)
             layers.insert(1, "temporal", self.aggregation.temporal)
             for k in ("upstream", "family"):
                 if k in self.run_info:
                     layers.insert(0, k, self.run_info[k])
         se = None
-        if self.se_curve:
+        if self.settings.se_curve:
             se, ci = self._se_curve(emb)
             row.update(ci)
             se.insert(0, "test", test)
             if "upstream" in self.run_info:
                 se.insert(0, "upstream", self.run_info["upstream"])
-        speat_report.write_speat_outputs(self.output_dir, row, layers, se, self.bias_test, self.wandb_run,
+        speat_report.write_speat_outputs(self.writer, row, layers, se, self.bias_test,
                                          layer_convention=self.layer_convention)
         return row
 
     def _se_curve(self, emb: np.ndarray) -> tuple[pd.DataFrame, dict]:
         """Bootstrap SE of d vs. number of targets with the test's resampling design (+ full-size CI)."""
         m = self.manifest
-        rows = {r: (m["role"] == r).to_numpy() for r in "XYAB"}
+        parts = split_roles(emb, m["role"].to_numpy())
         res = stats.bootstrap_se(
-            X=emb[rows["X"]], Y=emb[rows["Y"]], A=emb[rows["A"]], B=emb[rows["B"]],
-            design=self.bias_test.resampling, n_resamples=self.n_resamples, seed=self.seed,
+            X=parts["X"], Y=parts["Y"], A=parts["A"], B=parts["B"],
+            design=self.bias_test.resampling, n_resamples=self.settings.n_resamples, seed=self.seed,
             **_design_ids(m, self.bias_test.resampling),
         )
         curve = pd.DataFrame({"n": res.sizes, "se": res.se, "n_valid": res.n_valid})

@@ -1,4 +1,8 @@
-"""Matplotlib figures shared by the reports (Agg backend, labelled axes, family colours)."""
+"""Matplotlib figures shared by the reports (Agg backend, labelled axes, family colours).
+
+Plotting functions return figures; :func:`save` (used by ``RunWriter.figure``) lays one out, adds a
+demo run's caveat and writes it.
+"""
 
 from __future__ import annotations
 
@@ -51,15 +55,15 @@ GENERIC_LAYER_AXIS_LABEL = "layer (0 = the first hidden state the upstream retur
 SINGLE_LAYER_CONVENTION = "single-layer"
 
 
-def layer_profile(layers: pd.DataFrame, title: str, path: str | Path, layer_convention: str | None = None,
-                  caveat: str | None = None) -> Path:
-    """SpEAT d at every single layer: one line per upstream (column ``upstream``), x = layer index.
+def layer_profile(layers: pd.DataFrame, title: str, layer_convention: str | None = None):
+    """SpEAT d at every single layer, as a matplotlib figure (the caller saves it, e.g.
+    ``RunWriter.figure``, which adds a demo run's caveat): one line per upstream (column
+    ``upstream``), x = layer index.
 
     Ticks sit on whole layers only. An upstream with one layer (fbank, mfcc: ``layer_convention``
     ``single-layer``, or only layer 0 in ``layers``) is drawn as one labelled point, with d and p
     written beside it, not as a one-point line on a fractional axis. When ``layers`` has
     ``n_permutations`` (and ``exact``), the subtitle says what the per-layer p values came from.
-    ``caveat`` (e.g. the demo caveat) is written along the bottom edge (:func:`save`).
     """
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     has_upstream = "upstream" in layers.columns
@@ -79,7 +83,7 @@ def layer_profile(layers: pd.DataFrame, title: str, path: str | Path, layer_conv
     ax.set_title(title + (f"\n{permutations}" if permutations else ""), fontsize=10)
     if has_upstream and len(groups) > 1:
         ax.legend(fontsize=7, ncol=2)
-    return save(fig, path, caveat=caveat)
+    return fig
 
 
 def layer_axis(ax, layer_numbers, layer_convention: str | None = None) -> bool:

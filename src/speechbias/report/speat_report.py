@@ -1,14 +1,20 @@
-"""Files and W&B entries of one SpEAT run (one upstream x bias test x aggregation)."""
+"""The files and tracker entries of one SpEAT run (one upstream x bias test x aggregation).
+
+Presentation only: the numbers come from :mod:`speechbias.callbacks.speat`; this module lays them out
+as tables, report.md sections and the layer-profile figure, and writes them through the run's
+:class:`~speechbias.report.run_writer.RunWriter` (which adds a demo run's caveat).
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
-from speechbias.report import figures, wandb_run
-from speechbias.report.caveat import DEMO_CAVEAT, markdown_caveat
-from speechbias.report.run_files import markdown_table, write_report, write_results
+from speechbias.report import figures
+from speechbias.report.run_writer import RunWriter, markdown_table
+
+# the columns of the result table in report.md (those the row has)
+REPORT_COLUMNS = ("upstream", "test", "aggregation", "d", "p", "n_x", "n_y", "n_a", "n_b", "n_permutations",
+                  "exact", "human_iat_d")
 
 
 def is_demo_test(test: str) -> bool:
@@ -16,35 +22,22 @@ def is_demo_test(test: str) -> bool:
     return str(test).startswith("demo")
 
 
-def write_speat_outputs(output_dir: Path, row: dict, layers: pd.DataFrame | None, se: pd.DataFrame | None,
-                        bias_test, run=None, layer_convention: str | None = None) -> None:
-    """results.csv/json, layers.csv, se_curve.csv, report.md and figures; the same to W&B when on.
+def report_title(row: dict) -> str:
+    """``SpEAT: <upstream> / <test> / <aggregation>``."""
+    return f"SpEAT: {row.get('upstream', '')} / {row['test']} / {row['aggregation']}"
 
-    ``layer_convention``: the upstream's (``fingerprint_fields()["layer_convention"]``), for the
-    layer axis of ``layer_profile.png``. Demo tests get the demo caveat in report.md and on figures.
-    """
-    output_dir = Path(output_dir)
+
+def report_sections(row: dict, layers: pd.DataFrame | None, se: pd.DataFrame | None,
+                    bias_test) -> list[tuple[str, str]]:
+    """report.md's ``(heading, markdown)`` sections: the result, how to read it, d at every layer
+    (with ``layer_profile.png``) and the bootstrap SE curve, the last two when computed."""
     results = pd.DataFrame([row])
-    demo = is_demo_test(row["test"])
-    images = {}
-    if layers is not None:
-        write_results(layers, output_dir, stem="layers")
-        images["layer_profile"] = figures.layer_profile(
-            layers, f"{row['test']}: d per layer ({row['temporal']} over frames)", output_dir / "layer_profile.png",
-            layer_convention=layer_convention, caveat=DEMO_CAVEAT if demo else None)
-    if se is not None:
-        write_results(se, output_dir, stem="se_curve")
-    test = row["test"]
-    cols = ["upstream", "test", "aggregation", "d", "p", "n_x", "n_y", "n_a", "n_b", "n_permutations", "exact",
-            "human_iat_d"]
-    table = results[[c for c in cols if c in results.columns]]
+    table = results[[c for c in REPORT_COLUMNS if c in results.columns]]
     sections = [("Result", markdown_table(table))]
     interp = (f"d > 0: {bias_test.x_label} ({'X'}) is more associated with {bias_test.a_label} than "
               f"{bias_test.y_label} (Y) is; p is one-sided (H1: d > 0), "
               f"{'exact' if row['exact'] else 'sampled'} over {row['n_permutations']:,} partitions.")
     sections.append(("How to read it", interp))
-    if demo:
-        sections.insert(0, ("Note", markdown_caveat(DEMO_CAVEAT)))
     if layers is not None:
         note = figures.permutation_note(layers)
         sections.append(("d at every layer", "![layer profile](layer_profile.png)\n\n"
@@ -53,13 +46,28 @@ def write_speat_outputs(output_dir: Path, row: dict, layers: pd.DataFrame | None
                          + markdown_table(layers)))
     if se is not None:
         sections.append(("Bootstrap standard error of d vs. number of stimuli", markdown_table(se)))
-    title = f"SpEAT: {row.get('upstream', '')} / {test} / {row['aggregation']}"
-    write_report(output_dir, title, sections)
+    return sections
+
+
+def write_speat_outputs(writer: RunWriter, row: dict, layers: pd.DataFrame | None, se: pd.DataFrame | None,
+                        bias_test, layer_convention: str | None = None) -> None:
+    """layers.csv/json, layer_profile.png, se_curve.csv/json, report.md, then results.csv/json, and
+    for the tracker ``speat/<test>/d`` and ``/p``, the results and layers tables and the figure.
+
+    ``row``: the run's result (one row of results.csv); ``layers`` / ``se``: d per layer and the
+    bootstrap SE curve, or None when not computed. ``layer_convention``: the upstream's
+    (``fingerprint_fields()["layer_convention"]``), for the layer axis of ``layer_profile.png``.
+    """
+    test = row["test"]
+    if layers is not None:
+        writer.table("layers", layers, tracker_key=f"speat/{test}/layers")
+        fig = figures.layer_profile(layers, f"{test}: d per layer ({row['temporal']} over frames)",
+                                    layer_convention=layer_convention)
+        writer.figure("layer_profile", fig, tracker_key=f"speat/{test}/layer_profile")
+    if se is not None:
+        writer.table("se_curve", se)
+    writer.report(report_title(row), report_sections(row, layers, se, bias_test))
+    writer.metrics({f"speat/{test}/d": row["d"], f"speat/{test}/p": row["p"]})
     # results.json last: its presence marks the run as finished (a rerun skips it), so a run killed
     # before this line leaves no results.json and is redone in full
-    write_results(results, output_dir)
-    wandb_run.log_metrics(run, {f"speat/{test}/d": row["d"], f"speat/{test}/p": row["p"]})
-    wandb_run.log_table(run, f"speat/{test}/results", results)
-    if layers is not None:
-        wandb_run.log_table(run, f"speat/{test}/layers", layers)
-    wandb_run.log_images(run, {f"speat/{test}/{k}": v for k, v in images.items()})
+    writer.table("results", pd.DataFrame([row]), tracker_key=f"speat/{test}/results")

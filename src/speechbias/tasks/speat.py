@@ -1,62 +1,97 @@
 """Task ``speat``: one upstream x one bias test x one aggregation -> d, p, report.
 
-Compose -> instantiate (bias test, upstream, aggregation, trainer) -> extraction predict loop
-(cached) -> SpEAT callback writes results.csv/json, report.md, figures and logs to W&B.
+conf/task/speat.yaml builds :class:`SpeatTask` with its collaborators; :meth:`SpeatTask.run` runs the
+extraction predict loop (cached) with the SpEAT callback, which writes results.csv/json, report.md and
+figures through the run's writer; the task then logs the writer's record to the tracker.
 """
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
+from collections.abc import Callable
 
-import hydra
 import pandas as pd
-from omegaconf import DictConfig
+import pytorch_lightning as pl
 
-from speechbias.callbacks.speat import SpeatCallback
+from speechbias.aggregation import Aggregation
+from speechbias.callbacks.speat import SpeatCallback, SpeatSettings
 from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import extract_statistics
-from speechbias.report import wandb_run
 from speechbias.report.caveat import DEMO_CAVEAT
+from speechbias.report.run_writer import RunWriter
 from speechbias.report.speat_report import is_demo_test
-from speechbias.run_context import config_choice, start_logger_run, upstream_info
-from speechbias.run_markers import finished_results
+from speechbias.report.tracker import Tracker
+from speechbias.run_context import upstream_info
+from speechbias.run_markers import finished_marker
+from speechbias.stimuli.bias_test import BiasTest
+from speechbias.upstream.base import Upstream
 
 log = logging.getLogger(__name__)
 
 
-def run(cfg: DictConfig, output_dir: Path) -> dict:
-    output_dir = Path(output_dir)
-    done = output_dir / "results.json"
-    if finished_results(cfg, output_dir):
-        return pd.read_json(done).iloc[0].to_dict()
-    bias_test = hydra.utils.instantiate(cfg.bias_test)
-    manifest = bias_test.load()
-    upstream = hydra.utils.instantiate(cfg.upstream)
-    aggregation = hydra.utils.instantiate(cfg.aggregation)
-    cache = FeatureCache(cfg.paths.cache_dir)
-    info = upstream_info(upstream, config_choice(cfg, "upstream"))
-    run_ = start_logger_run(cfg, output_dir, job_type="speat",
-                            name=f"{info['upstream']}/{bias_test.name}/{aggregation.name}",
-                            tags=[info["upstream"], info["family"], bias_test.name, aggregation.name])
-    callback = SpeatCallback(
-        bias_test=bias_test, manifest=manifest, aggregation=aggregation, cache=cache,
-        fingerprint=upstream.fingerprint, output_dir=output_dir, run_info=info,
-        n_permutations=cfg.speat.n_permutations, seed=cfg.seed, per_layer=cfg.speat.per_layer,
-        se_curve=cfg.speat.se_curve, n_resamples=cfg.speat.n_resamples, wandb_run=run_,
-        layer_convention=upstream.fingerprint_fields().get("layer_convention"))
-    trainer = hydra.utils.instantiate(cfg.trainer)(callbacks=[callback])
-    try:
-        extract_statistics(
-            upstream, list(manifest["path"]), cache, trainer, batch_size=cfg.extraction.batch_size,
-            num_workers=cfg.extraction.num_workers, pad_short=cfg.extraction.pad_short)
-    finally:
-        wandb_run.finish(run_)
-    # under ddp_spawn the callback ran in child processes: its row is in results.json
-    summary = dict(callback.summary) if callback.summary else pd.read_json(done).iloc[0].to_dict()
-    if summary:
-        log.info("SpEAT %s on %s (%s): d=%.3f p=%.4g", bias_test.name, info["upstream"], aggregation.name,
-                 summary["d"], summary["p"])
-        if is_demo_test(bias_test.name):
-            log.warning(DEMO_CAVEAT)
-    return summary
+class SpeatTask:
+    """SpEAT of one bias test on one upstream with one aggregation.
+
+    Args:
+        bias_test: the test (targets X, Y; attributes A, B); its manifest is loaded by :meth:`run`.
+        upstream: the model whose states are tested; ``upstream_name``: its config option
+            (``${speechbias.choice:upstream}``), the run's name when the upstream has no display name.
+        aggregation: temporal x layer aggregation of the cached statistics.
+        cache: the feature cache (a warm run performs no upstream forward).
+        trainer: a factory of the extraction loop's Lightning Trainer, called with ``callbacks=``.
+        writer: the run folder's writer; a demo test's run gets the demo caveat.
+        tracker: where the writer's record is logged at the end (W&B, or nothing).
+        speat: what is computed (permutations, per-layer d, bootstrap SE curve).
+        batch_size / num_workers / pad_short: the extraction loop's (``extraction.*``).
+        seed: permutations and resamples; force: rerun even when results.json exists.
+    """
+
+    name = "speat"
+
+    def __init__(self, bias_test: BiasTest, upstream: Upstream, aggregation: Aggregation, cache: FeatureCache,
+                 trainer: Callable[..., pl.Trainer], writer: RunWriter, tracker: Tracker,
+                 speat: SpeatSettings | None = None, upstream_name: str | None = None, batch_size: int = 8,
+                 num_workers: int = 0, pad_short: bool = False, seed: int = 0, force: bool = False):
+        self.bias_test = bias_test
+        self.upstream = upstream
+        self.upstream_name = upstream_name or None
+        self.aggregation = aggregation
+        self.cache = cache
+        self.trainer = trainer
+        self.writer = writer
+        self.tracker = tracker
+        self.speat = speat or SpeatSettings()
+        self.batch_size, self.num_workers, self.pad_short = int(batch_size), int(num_workers), bool(pad_short)
+        self.seed = int(seed)
+        self.force = bool(force)
+        if self.writer.caveat is None and is_demo_test(bias_test.name):
+            self.writer.caveat = DEMO_CAVEAT
+
+    def run(self, config: dict | None = None) -> dict:
+        """Extract (cached), compute and write SpEAT; returns the result row (``d``, ``p``, ...).
+        ``config``: the run's resolved config, the tracker's run config. A finished run is read back."""
+        done = finished_marker(self.name, self.writer.output_dir, self.force)
+        if done is not None:
+            return pd.read_json(done).iloc[0].to_dict()
+        manifest = self.bias_test.load()
+        info = upstream_info(self.upstream, self.upstream_name)
+        callback = SpeatCallback(
+            bias_test=self.bias_test, manifest=manifest, aggregation=self.aggregation, cache=self.cache,
+            fingerprint=self.upstream.fingerprint, writer=self.writer, run_info=info, settings=self.speat,
+            seed=self.seed, layer_convention=self.upstream.fingerprint_fields().get("layer_convention"))
+        trainer = self.trainer(callbacks=[callback])
+        extract_statistics(self.upstream, list(manifest["path"]), self.cache, trainer, batch_size=self.batch_size,
+                           num_workers=self.num_workers, pad_short=self.pad_short)
+        # under ddp_spawn the callback ran in child processes: its row is in results.json
+        summary = (dict(callback.summary) if callback.summary
+                   else pd.read_json(self.writer.path("results.json")).iloc[0].to_dict())
+        if trainer.is_global_zero:  # one tracker run, not one per DDP rank
+            name = f"{info['upstream']}/{self.bias_test.name}/{self.aggregation.name}"
+            self.tracker.publish(self.writer, job_type="speat", name=name, config=config,
+                                 tags=[info["upstream"], info["family"], self.bias_test.name, self.aggregation.name])
+        if summary:
+            log.info("SpEAT %s on %s (%s): d=%.3f p=%.4g", self.bias_test.name, info["upstream"],
+                     self.aggregation.name, summary["d"], summary["p"])
+            if is_demo_test(self.bias_test.name):
+                log.warning(DEMO_CAVEAT)
+        return summary

@@ -16,6 +16,8 @@ from hydra.core.config_store import ConfigStore
 from speechbias.aggregation import LAYER_CHOICES, TEMPORAL, Aggregation
 
 GROUP = "aggregation"
+# the ConfigStore provider of the nodes this project stores (Hydra's own nodes have provider "hydra")
+PROVIDER = "speechbias"
 TARGET = f"{Aggregation.__module__}.{Aggregation.__qualname__}"
 
 
@@ -31,4 +33,4 @@ def register_aggregation_configs() -> None:
     (idempotent: storing again replaces the same nodes)."""
     store = ConfigStore.instance()
     for name, node in aggregation_nodes().items():
-        store.store(group=GROUP, name=name, node=node)
+        store.store(group=GROUP, name=name, node=node, provider=PROVIDER)

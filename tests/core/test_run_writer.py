@@ -115,3 +115,11 @@ def test_other_trackers_log_nothing(tmp_path, monkeypatch, kind):
 def test_unknown_tracker_kind_is_an_error():
     with pytest.raises(ValueError, match="logger.kind"):
         Tracker("tensorboard")
+
+
+def test_a_new_writer_starts_a_new_record_but_not_in_launched_workers(tmp_path, monkeypatch):
+    RunWriter(tmp_path).metrics({"old": 1})
+    monkeypatch.setenv("LOCAL_RANK", "1")  # a DDP worker's own writer keeps the run's record
+    assert RunWriter(tmp_path).tracker_log() == [{"kind": "metrics", "values": {"old": 1}, "step": None}]
+    monkeypatch.delenv("LOCAL_RANK")
+    assert RunWriter(tmp_path).tracker_log() == []  # force=true rerun into the same folder

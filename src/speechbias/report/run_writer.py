@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -65,6 +66,11 @@ def report_text(title: str, sections: Iterable[tuple[str, str]]) -> str:
     return "\n".join(parts)
 
 
+def launching_process() -> bool:
+    """False in the processes a distributed launcher starts (RANK / LOCAL_RANK set and non-zero)."""
+    return all(int(os.environ.get(name, "0") or 0) == 0 for name in ("RANK", "LOCAL_RANK"))
+
+
 class RunWriter:
     """Writes one run's outputs into ``output_dir`` (created on first write).
 
@@ -76,6 +82,10 @@ class RunWriter:
     def __init__(self, output_dir: str | Path, caveat: str | None = None):
         self.output_dir = Path(output_dir)
         self.caveat = caveat
+        if launching_process():
+            # a new run (e.g. force=true into the same folder) starts a new tracker record; workers that
+            # DDP launches build their own writer and must not clear what the run has recorded so far
+            self.path(TRACKER_LOG).unlink(missing_ok=True)
 
     def __repr__(self) -> str:
         return f"RunWriter({str(self.output_dir)!r})"

@@ -14,5 +14,6 @@ def markdown_caveat(caveat: str = DEMO_CAVEAT) -> str:
     """The caveat as a bold report.md paragraph."""
     return f"**{caveat}**"
 
-# Figures: pass the caveat to ``speechbias.report.figures.save(fig, path, caveat=DEMO_CAVEAT)``, which
-# leaves a strip free at the bottom of the layout and writes it there.
+# A task sets ``RunWriter.caveat`` (speechbias.report.run_writer) for a demo run: the writer then puts
+# it first in report.md and on every figure it saves (``figures.save(fig, path, caveat=...)`` leaves a
+# strip free at the bottom of the layout and writes it there).

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from speechbias.report.run_files import write_results
+from speechbias.report.run_writer import RunWriter
 
 # the 16 models of the SpEAT paper: (display name, family, hub id, number of layers)
 PAPER_MODELS = [
@@ -58,13 +58,13 @@ def write_speat_run(run_dir: Path, model, test: str, human, aggregation: str = "
     layers = pd.DataFrame({"upstream": name, "family": family, "test": test, "temporal": temporal,
                            "layer": np.arange(n_layers),
                            "d": np.round(d * np.cos(np.linspace(0, 2.5, n_layers) + i_test), 4), "p": 0.5})
-    write_results(layers, run_dir, stem="layers")
+    RunWriter(run_dir).table("layers", layers)
     if se_curve:
         sizes = np.arange(2, 61)
         se = pd.DataFrame({"upstream": name, "test": test, "sizes": sizes,
                            "se": np.round((0.9 + 0.05 * i_model) / np.sqrt(sizes), 5), "n_valid": 1000})
-        write_results(se, run_dir, stem="se_curve")
-    write_results(pd.DataFrame([row]), run_dir)  # results last, as the SpEAT task does
+        RunWriter(run_dir).table("se_curve", se)
+    RunWriter(run_dir).table("results", pd.DataFrame([row]))  # results last, as the SpEAT task does
     return row
 
 
@@ -106,7 +106,7 @@ def write_propagation_sweep(sweep: Path, models=PAPER_MODELS[:4], tests=tuple(US
                     for k, v in enumerate(vals):
                         preds.append({**info, "test": test, "clip_id": f"{test}_{role}{k}", "role": role,
                                       "predicted_valence": v})
-            write_results(pd.DataFrame(preds), run, stem="predictions")
-            write_results(pd.DataFrame(rows), run)
+            RunWriter(run).table("predictions", pd.DataFrame(preds))
+            RunWriter(run).table("results", pd.DataFrame(rows))
             all_preds.append(pd.DataFrame(preds))
     return pd.concat(all_preds, ignore_index=True)

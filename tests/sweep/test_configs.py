@@ -98,7 +98,7 @@ def test_job_folders_are_named_by_what_changes_results(conf_dir):
 def test_report_task_writes_into_the_sweep_folder(conf_dir):
     cfg = _compose(conf_dir, ["task=report", "sweep_dir=/runs/multirun/x"])
     assert cfg.task.run_dir == "/runs/multirun/x/report"
-    assert cfg.task.run._target_ == "speechbias.tasks.report.run"
+    assert cfg.task.run._target_ == "speechbias.tasks.report.ReportTask"
     assert cfg.paper_results is None and cfg.task.main_aggregation == "mean_sum"
     # every paper model maps to the hub id of one of our upstream configs
     ids = {OmegaConf.load(conf_dir / "upstream" / f"{u}.yaml").model_id for u in PAPER_UPSTREAMS}

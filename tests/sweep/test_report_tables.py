@@ -8,8 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from speechbias.report import collect, sweep_tables
-from speechbias.report.paper_results import compare_with_paper, load_paper_results
+from speechbias.paper_results import load_paper_results
+from speechbias.report import sweep_tables
+from speechbias.ser import sweep_propagation
+from speechbias.stats import sweep_analysis
+from speechbias.stats.sweep_analysis import compare_with_paper
+from speechbias.sweep_results import REPORT_MARKER, collect
 from sweep.fake_sweep import PAPER_MODELS, US_TESTS, write_propagation_sweep, write_speat_run, write_speat_sweep
 
 
@@ -23,7 +27,7 @@ def sweep(tmp_path):
 def test_collect_reads_every_finished_run_and_lists_incomplete_ones(sweep):
     unfinished = sweep / "aggregation=mean_sum,bias_test=female_male,upstream=extra"
     (unfinished / ".hydra").mkdir(parents=True)
-    res = collect.collect(sweep)
+    res = collect(sweep)
     assert len(res.speat) == 6 * 6 * 2
     assert res.incomplete == [unfinished.name]
     assert set(res.speat["aggregation"]) == {"mean_sum", "max_q3"}
@@ -38,8 +42,8 @@ def test_collect_keeps_one_of_a_repeated_run_and_skips_report_folders(sweep):
     shutil.copytree(src, sweep / "again" / src.name)
     (sweep / "report").mkdir()
     write_speat_run(sweep / "report", PAPER_MODELS[0], "female_male", 0.31)
-    (sweep / "report" / collect.REPORT_MARKER).write_text("")
-    res = collect.collect(sweep)
+    (sweep / "report" / REPORT_MARKER).write_text("")
+    res = collect(sweep)
     assert res.duplicates == 1
     assert len(res.speat) == 6 * 6 * 2
     assert not res.speat["run_dir"].str.startswith("report").any()
@@ -50,13 +54,13 @@ def test_collect_names_random_controls_apart(tmp_path):
     write_speat_run(tmp_path / "a", model, "female_male", 0.31)
     write_speat_run(tmp_path / "b", (model[0], model[1], model[2] + "-rand", model[3]), "female_male", 0.31,
                     overrides=["upstream=wav2vec2_base", "upstream.randomize=true"])
-    names = set(collect.collect(tmp_path).speat["upstream"])
+    names = set(collect(tmp_path).speat["upstream"])
     assert names == {"wav2vec2-base", "wav2vec2-base (random init)"}
 
 
 def test_collect_rejects_a_missing_sweep_folder(tmp_path):
     with pytest.raises(ValueError, match="no such folder"):
-        collect.collect(tmp_path / "nope")
+        collect(tmp_path / "nope")
 
 
 def _holm_loop(p: list[float]) -> list[float]:
@@ -70,7 +74,7 @@ def _holm_loop(p: list[float]) -> list[float]:
 
 
 def test_significance_is_corrected_within_each_aggregation(sweep):
-    table = sweep_tables.add_significance(collect.collect(sweep).speat, alpha=0.05)
+    table = sweep_analysis.add_significance(collect(sweep).speat, alpha=0.05)
     for agg, g in table.groupby("aggregation"):
         p = g["p"].tolist()
         assert np.allclose(g["p_bonferroni"], [min(1.0, len(p) * v) for v in p])
@@ -81,8 +85,8 @@ def test_significance_is_corrected_within_each_aggregation(sweep):
 
 
 def test_proportion_positive_per_aggregation_counts_by_hand(sweep):
-    speat = collect.collect(sweep).speat
-    long = sweep_tables.positive_by_aggregation(speat)
+    speat = collect(sweep).speat
+    long = sweep_analysis.positive_by_aggregation(speat)
     for r in long.itertuples():
         ds = [row.d for row in speat.itertuples() if row.temporal == r.temporal and row.layer == r.layer]
         assert r.n == len(ds) and r.n_positive == sum(d > 0 for d in ds)
@@ -92,20 +96,20 @@ def test_proportion_positive_per_aggregation_counts_by_hand(sweep):
 
 
 def test_congruence_with_human_iat_counts_by_hand(sweep):
-    main = sweep_tables.main_table(collect.collect(sweep).speat, "mean_sum")
-    per_test, totals = sweep_tables.human_congruence(main)
+    main = sweep_analysis.main_table(collect(sweep).speat, "mean_sum")
+    per_test, totals = sweep_analysis.human_congruence(main)
     agree = sum((r.d > 0) == (US_TESTS[r.test] > 0) for r in main.itertuples())
     assert totals == {"n_congruent": agree, "n_total": 36}
     for r in per_test.itertuples():
         ds = main.loc[main["test"] == r.test, "d"]
         assert r.n_congruent == int((ds > 0).sum()) and r.mean_d == pytest.approx(ds.mean())
-    by_agg = sweep_tables.aggregation_congruence(collect.collect(sweep).speat)
+    by_agg = sweep_analysis.aggregation_congruence(collect(sweep).speat)
     assert set(by_agg["aggregation"]) == {"mean_sum", "max_q3"} and (by_agg["n_tests"] == 6).all()
 
 
 def test_anova_test_sum_of_squares_matches_the_between_group_formula(sweep):
-    main = sweep_tables.main_table(collect.collect(sweep).speat, "mean_sum")
-    anova, note = sweep_tables.family_anova(main)
+    main = sweep_analysis.main_table(collect(sweep).speat, "mean_sum")
+    anova, note = sweep_analysis.family_anova(main)
     grand = main["d"].mean()
     ss_test = sum(len(g) * (g["d"].mean() - grand) ** 2 for _, g in main.groupby("test"))
     ss_total = ((main["d"] - grand) ** 2).sum()
@@ -117,8 +121,8 @@ def test_anova_test_sum_of_squares_matches_the_between_group_formula(sweep):
 
 def test_propagation_pools_heads_and_counts_sign_agreement(tmp_path):
     preds = write_propagation_sweep(tmp_path)
-    res = collect.collect(tmp_path)
-    prop = sweep_tables.propagation_table(res.propagation, res.predictions)
+    res = collect(tmp_path)
+    prop = sweep_propagation.propagation_table(res.propagation, res.predictions)
     assert list(dict.fromkeys(prop["lr"])) == ["pooled", "1e-3", "1e-4", "1e-5"]
     pooled = prop[prop["lr"] == "pooled"]
     for r in pooled.itertuples():
@@ -127,7 +131,7 @@ def test_propagation_pools_heads_and_counts_sign_agreement(tmp_path):
         y = g.loc[g["role"] == "Y", "predicted_valence"].to_numpy()
         sd = np.sqrt(((len(x) - 1) * x.var(ddof=1) + (len(y) - 1) * y.var(ddof=1)) / (len(x) + len(y) - 2))
         assert r.cohens_d == pytest.approx((x.mean() - y.mean()) / sd)
-    counts = sweep_tables.agreement_counts(prop)
+    counts = sweep_propagation.agreement_counts(prop)
     for r in counts.itertuples():
         g = prop[prop["lr"] == r.lr]
         assert r.n_total == len(g) and r.n_agree == sum((a > 0) == (b > 0) for a, b in zip(g.speat_d, g.cohens_d))
@@ -160,7 +164,7 @@ def test_paper_results_map_to_16_models_and_12_tests(paper, repo_root):
 
 def test_comparison_with_the_paper_uses_equivalent_aggregations(paper, tmp_path):
     write_speat_sweep(tmp_path, models=PAPER_MODELS[:3], aggregations=("mean_sum", "max_q3"))
-    speat = collect.collect(tmp_path).speat
+    speat = collect(tmp_path).speat
     comp = compare_with_paper(speat, paper)
     assert len(comp) == 3 * 6 and set(comp["aggregation"]) == {"mean_sum"}
     for r in comp.itertuples():

@@ -1,4 +1,5 @@
-"""The report folder: every table and figure, report.md embedding them, W&B logging, determinism."""
+"""The report folder: every table and figure, report.md embedding them, W&B logging, determinism;
+the report task as conf/task/report.yaml builds it."""
 
 from __future__ import annotations
 
@@ -6,9 +7,14 @@ import re
 
 import pandas as pd
 import pytest
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
 from PIL import Image
 
-from speechbias.report import collect, sweep_report, wandb_report
+from speechbias.report import sweep_report, sweep_tables, wandb_report, wandb_run
+from speechbias.report.run_writer import RunWriter
+from speechbias.report.tracker import Tracker
+from speechbias.tasks.report import ReportTask
 from sweep.fake_sweep import PAPER_MODELS, write_propagation_sweep, write_speat_sweep
 
 FIGURES = ["figure1_effect_sizes", "figure2_propagation", "figure3_se_curves", "appendix_d_positive",
@@ -21,9 +27,18 @@ class FakeRun:
     def __init__(self):
         self.logged: dict = {}
         self.summary: dict = {}
+        self.started: dict = {}
 
     def log(self, data, step=None):
         self.logged.update(data)
+
+    def finish(self):
+        pass
+
+
+def _report(sweep, out, tracker: Tracker | None = None) -> dict:
+    """The report task on ``sweep`` writing into ``out``; its summary metrics."""
+    return ReportTask(sweep_dir=sweep, writer=RunWriter(out), tracker=tracker or Tracker("none")).run()
 
 
 @pytest.fixture
@@ -35,9 +50,10 @@ def sweep(tmp_path):
     return root
 
 
-def test_report_writes_every_table_and_figure_embeds_them_and_is_reproducible(sweep):
+def test_report_writes_every_table_and_figure_embeds_them_and_is_reproducible(sweep, monkeypatch):
     run = FakeRun()
-    rep = sweep_report.write_sweep_report(collect.collect(sweep), sweep / "report", run=run)
+    monkeypatch.setattr(wandb_run, "start_run", lambda **kw: run.started.update(kw) or run)
+    summary = _report(sweep, sweep / "report", Tracker("wandb"))
     out = sweep / "report"
     for name in FIGURES:
         with Image.open(out / f"{name}.png") as im:
@@ -57,17 +73,20 @@ def test_report_writes_every_table_and_figure_embeds_them_and_is_reproducible(sw
     # W&B summary run: tables and figures
     assert {"report/results", "report/appendix_d", "report/propagation"} <= set(run.logged)
     assert {f"report/{n}" for n in FIGURES} <= set(run.logged)
-    assert run.summary["report/n_speat_runs"] == len(results) == rep.summary["report/n_speat_runs"]
+    assert run.summary["report/n_speat_runs"] == len(results) == summary["report/n_speat_runs"]
+    assert run.started["job_type"] == "report" and run.started["name"] == "report/s" and run.started["group"] == "s"
     assert "1 job folder(s) have no results yet" in md and "upstream=x" in md
     # the same runs give the same report (the first report folder is not read as a run)
-    again = sweep_report.write_sweep_report(collect.collect(sweep), sweep / "again").output_dir
+    again = sweep / "again"
+    _report(sweep, again)
     for name in ("results.csv", "appendix_d.csv", "propagation.csv", "congruence.csv", "report.md"):
         assert (again / name).read_text() == (out / name).read_text(), name
 
 
 def test_report_of_an_empty_sweep_draws_no_figure_and_says_why(tmp_path):
-    rep = sweep_report.write_sweep_report(collect.collect(tmp_path), tmp_path / "report")
-    assert rep.figures == {} and not list((tmp_path / "report").glob("*.png"))
+    _report(tmp_path, tmp_path / "report")
+    images = [e for e in RunWriter(tmp_path / "report").tracker_log() if e["kind"] == "image"]
+    assert images == [] and not list((tmp_path / "report").glob("*.png"))
     md = (tmp_path / "report" / "report.md").read_text()
     assert not re.findall(r"!\[[^\]]*\]\(", md)
     for line in ("_No Figure 1: no SpEAT results in this sweep._", "_No significance heat map: no SpEAT results",
@@ -92,7 +111,7 @@ def test_report_names_the_reason_of_each_incomplete_job(tmp_path):
     (logged / "evaluate.log").write_text("[INFO] - start\n[ERROR] - AudioError: /a.wav: not a WAV file\n[INFO] - x\n")
     silent = sweep / "bias_test=female_male,upstream=silent"
     (silent / ".hydra").mkdir(parents=True)
-    sweep_report.write_sweep_report(collect.collect(sweep), sweep / "report")
+    _report(sweep, sweep / "report")
     md = (sweep / "report" / "report.md").read_text()
     assert "4 job folder(s) have no results yet" in md
     assert "`bias_test=female_male,upstream=broken`: failed: bias_test.manifest=/x.csv: no such file" in md
@@ -111,7 +130,7 @@ def test_figures_of_a_sweep_with_demo_tests_carry_the_demo_caveat(tmp_path):
     caveat's strip (and report.md carries the synthetic note); the paper ones have neither."""
     for name in ("demo_voice", "female_male"):
         write_speat_sweep(tmp_path / name, models=PAPER_MODELS[:3], tests={name: None})
-        sweep_report.write_sweep_report(collect.collect(tmp_path / name), tmp_path / name / "report")
+        _report(tmp_path / name, tmp_path / name / "report")
     demo, paper = tmp_path / "demo_voice" / "report", tmp_path / "female_male" / "report"
     for fig in ("figure1_effect_sizes", "significance_heatmap", "figure3_se_curves", "layer_profiles"):
         assert _png_height(demo / f"{fig}.png") > _png_height(paper / f"{fig}.png") + 20, fig
@@ -123,7 +142,7 @@ def test_d_pivot_marks_significance():
     main = pd.DataFrame({"upstream": ["a", "a", "b", "b"], "family": "hubert", "test": ["t1", "t2", "t1", "t2"],
                          "d": [0.5, -0.2, 1.2, 0.1], "significance": ["uncorrected", "none", "corrected", "none"],
                          "human_iat_d": [0.3, None, 0.3, None]})
-    pivot = sweep_report.d_pivot(main).set_index("model")
+    pivot = sweep_tables.d_pivot(main).set_index("model")
     assert pivot.loc["a", "t1"] == "+0.50*" and pivot.loc["b", "t1"] == "+1.20**" and pivot.loc["a", "t2"] == "-0.20"
     assert pivot.loc["mean over models", "t1"] == "+0.85" and pivot.loc["human IAT D", "t1"] == "+0.30"
 
@@ -139,3 +158,23 @@ def test_wandb_report_is_built_from_the_summary_run_and_skipped_offline():
 
     assert wandb_report.create_report(OfflineRun(), "g", "t", "d", [], []) is None
     assert wandb_report.create_report(None, "g", "t", "d", [], []) is None
+
+
+def test_the_report_config_builds_the_task_with_its_collaborators(conf_dir, tmp_path, monkeypatch):
+    """conf/task/report.yaml: writer, tracker and options are built (nested _target_ nodes, lists as
+    tuples, mappings as dicts); a relative sweep_dir is found in the working directory."""
+    write_speat_sweep(tmp_path / "sweep", models=PAPER_MODELS[:2], tests={"female_male": 0.31})
+    monkeypatch.chdir(tmp_path)
+    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
+        cfg = compose("evaluate", overrides=["task=report", "sweep_dir=sweep", "logger=none", "task.alpha=0.01",
+                                             "task.corrections=[holm]", f"paths.output_dir={tmp_path / 'out'}"],
+                      return_hydra_config=True)
+    task = instantiate(cfg.task.run)
+    assert isinstance(task, ReportTask) and task.sweep_dirs == [tmp_path / "sweep"] and task.paper_results is None
+    assert isinstance(task.writer, RunWriter) and task.writer.output_dir == tmp_path / "out"
+    assert isinstance(task.tracker, Tracker) and task.tracker.kind == "none"
+    assert task.options == sweep_report.ReportOptions(alpha=0.01, corrections=("holm",))
+    assert task.paper_tests["TORGO Recordings"] == "abled_disabled" and type(task.paper_models) is dict
+    summary = task.run(config={})
+    assert summary["report/n_speat_runs"] == 2 and summary["report/human_total"] == 2
+    assert "p_holm" in pd.read_csv(tmp_path / "out" / "results.csv").columns

@@ -12,9 +12,10 @@ reads for all of them.
 * :func:`significance_heatmap`: significant after correction / uncorrected only / not, per model x test;
 * :func:`paper_comparison_figure`: this sweep's d against the paper's published d.
 
-Each returns the PNG's path, or None without writing anything when its table has no rows (the
-report then says why there is no figure). ``caveat`` (the demo caveat) is written along the
-bottom edge of the figure.
+Each returns the matplotlib figure, or None when its table has no rows (the report then says why
+there is no figure); nothing is written here. The run's writer saves them with :func:`save`
+(``RunWriter.figure(stem, fig, save=paper_figures.save)``): 200 dpi, the tight box of the drawing,
+and a demo run's caveat under everything drawn.
 """
 
 from __future__ import annotations
@@ -31,11 +32,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from speechbias.report import figures  # noqa: E402
-from speechbias.report.collect import model_order  # noqa: E402
+from speechbias.sweep_results import model_order  # noqa: E402
 
 DPI = 200
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
@@ -94,8 +96,10 @@ def _write_caveat_below(fig, caveat: str) -> None:
              ha="center", va="top", fontsize=CAVEAT_FONTSIZE, color=CAVEAT_COLOUR)
 
 
-def _save(fig, path: str | Path, caveat: str | None = None) -> Path:
-    """Write ``fig`` (200 dpi, tight box), with ``caveat`` (the demo caveat) along its bottom edge."""
+def save(fig, path: str | Path, caveat: str | None = None) -> Path:
+    """Write ``fig`` as PNG (200 dpi, tight box) and close it, with ``caveat`` (the demo caveat) under
+    everything drawn (the saved image grows to hold it). The signature of ``figures.save``, so a
+    :class:`~speechbias.report.run_writer.RunWriter` saves these figures with it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if caveat:
@@ -110,8 +114,7 @@ def _model_handles(styles: dict[str, ModelStyle], models, line: bool = False) ->
                    linestyle=styles[m].linestyle if line else "none", markersize=6, label=m) for m in models]
 
 
-def effect_sizes_figure(table: pd.DataFrame, path: str | Path, title: str = "", styles: dict | None = None,
-                        caveat: str | None = None) -> Path | None:
+def effect_sizes_figure(table: pd.DataFrame, title: str = "", styles: dict | None = None) -> Figure | None:
     """Figure 1: one row per test; a marker per model (spread vertically in model order), the mean
     d over models (black diamond) and the human IAT D (blue triangle) where known."""
     if table.empty:
@@ -152,11 +155,10 @@ def effect_sizes_figure(table: pd.DataFrame, path: str | Path, title: str = "", 
                               label="human IAT D"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
               ncol=1 if len(handles) <= 20 else 2)
-    return _save(fig, path, caveat)
+    return fig
 
 
-def propagation_figure(prop: pd.DataFrame, agreement: pd.DataFrame, path: str | Path,
-                       styles: dict | None = None, caveat: str | None = None) -> Path | None:
+def propagation_figure(prop: pd.DataFrame, agreement: pd.DataFrame, styles: dict | None = None) -> Figure | None:
     """Figure 2: SpEAT d (x) vs. Cohen's d of predicted valence (y), one panel for the pooled heads
     and one per learning rate, titled with the sign agreement count."""
     if prop.empty:
@@ -191,7 +193,7 @@ def propagation_figure(prop: pd.DataFrame, agreement: pd.DataFrame, path: str | 
         Line2D([0], [0], marker=test_marker[t], color="#555555", linestyle="none", label=test_label(t))
         for t in tests]
     axes[0][-1].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
-    return _save(fig, path, caveat)
+    return fig
 
 
 def _se_columns(se: pd.DataFrame) -> tuple[str, str]:
@@ -203,8 +205,7 @@ def _se_columns(se: pd.DataFrame) -> tuple[str, str]:
     return size, value
 
 
-def se_curves_figure(se: pd.DataFrame, path: str | Path, styles: dict | None = None,
-                     caveat: str | None = None) -> Path | None:
+def se_curves_figure(se: pd.DataFrame, styles: dict | None = None) -> Figure | None:
     """Figure 3: bootstrap SE of d vs. number of stimuli per target group; a thin line per model x
     test in family colours and the mean over them in black."""
     if se.empty:
@@ -229,11 +230,10 @@ def se_curves_figure(se: pd.DataFrame, path: str | Path, styles: dict | None = N
         Line2D([0], [0], color=family_colour(f), lw=1.2, label=f) for f in families]
     ax.legend(handles=handles, frameon=False, loc="upper right")
     ax.set_title("Standard error of SpEAT d vs. number of stimuli")
-    return _save(fig, path, caveat)
+    return fig
 
 
-def positive_heatmap(pivot: pd.DataFrame, path: str | Path, n_results: int | None = None,
-                     caveat: str | None = None) -> Path | None:
+def positive_heatmap(pivot: pd.DataFrame, n_results: int | None = None) -> Figure | None:
     """Appendix D: proportion of positive d, rows = layer strategy, columns = temporal strategy."""
     if pivot.empty:
         return None
@@ -252,11 +252,10 @@ def positive_heatmap(pivot: pd.DataFrame, path: str | Path, n_results: int | Non
     sub = f"\n({n_results} model x test results per strategy)" if n_results else ""
     ax.set_title("Proportion of d > 0 per aggregation strategy" + sub)
     fig.colorbar(im, ax=ax, label="proportion of d > 0", fraction=0.08)
-    return _save(fig, path, caveat)
+    return fig
 
 
-def layer_lines_figure(layers: pd.DataFrame, path: str | Path, temporal: str = "mean",
-                       styles: dict | None = None, caveat: str | None = None) -> Path | None:
+def layer_lines_figure(layers: pd.DataFrame, temporal: str = "mean", styles: dict | None = None) -> Figure | None:
     """d at every single layer: x = layer index (0 = input to the first block), one line per model,
     one panel per test."""
     if layers.empty:
@@ -291,12 +290,11 @@ def layer_lines_figure(layers: pd.DataFrame, path: str | Path, temporal: str = "
                ncol=min(4, len(models)), bbox_to_anchor=(0.5, -0.02 - 0.035 * math.ceil(len(models) / 4)))
     fig.suptitle(f"SpEAT d at every layer (temporal {temporal})")
     fig.tight_layout()
-    return _save(fig, path, caveat)
+    return fig
 
 
-def significance_heatmap(table: pd.DataFrame, path: str | Path, alpha: float = 0.05,
-                         method: str = "bonferroni", styles: dict | None = None,
-                         caveat: str | None = None) -> Path | None:
+def significance_heatmap(table: pd.DataFrame, alpha: float = 0.05, method: str = "bonferroni",
+                         styles: dict | None = None) -> Figure | None:
     """Rows = tests, columns = models; colour = significant after correction / uncorrected only / not;
     each cell shows d."""
     if table.empty:
@@ -334,11 +332,10 @@ def significance_heatmap(table: pd.DataFrame, path: str | Path, alpha: float = 0
              "uncorrected": "significant uncorrected only", "none": "not significant"}
     ax.legend(handles=[Patch(facecolor=SIGNIFICANCE_COLOURS[v], edgecolor="black", label=names[v]) for v in levels],
               loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return _save(fig, path, caveat)
+    return fig
 
 
-def paper_comparison_figure(comparison: pd.DataFrame, path: str | Path, styles: dict | None = None,
-                            caveat: str | None = None) -> Path | None:
+def paper_comparison_figure(comparison: pd.DataFrame, styles: dict | None = None) -> Figure | None:
     """This sweep's d (y) against the paper's published d (x), one marker per model (family colour)
     and test; the diagonal is perfect reproduction."""
     if comparison.empty:
@@ -363,4 +360,4 @@ def paper_comparison_figure(comparison: pd.DataFrame, path: str | Path, styles: 
     mad = float(np.mean(np.abs(comparison["d_minus_paper"].astype(float))))
     ax.set_title(f"Reproduction check: {n} model x test pairs, mean |difference| = {mad:.3f}")
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
-    return _save(fig, path, caveat)
+    return fig

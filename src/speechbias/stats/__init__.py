@@ -8,6 +8,8 @@ Poisson by ML), :func:`pairwise_wer_ratios`, :func:`bootstrap_wer_ratios` (speak
 :func:`sign_congruence`, :func:`sign_agreement`. Bad input raises :class:`StatsInputError`
 (a ``ValueError``) naming the argument. Random numbers: ``np.random.default_rng(seed)`` (PCG64);
 every result records its seed, group sizes and number of permutations or resamples.
+A whole sweep's tables (corrected significance, ANOVA, congruence, the paper comparison), from
+results tables to results tables: :mod:`speechbias.stats.sweep_analysis`.
 """
 
 from speechbias.stats.anova import AnovaResult, two_way_anova

@@ -3,61 +3,122 @@
 ``python evaluate.py task=report sweep_dir=multirun/<date>/<time> [paper_results=<csv>]`` writes into
 ``<sweep_dir>/report/`` (results.csv/json/parquet, figures, report.md) and, with ``logger=wandb``, a
 W&B summary run in the sweep's group (plus a W&B report when online with an account).
+
+One way through: the run folders (:mod:`speechbias.sweep_results`) and the paper's table
+(:mod:`speechbias.paper_results`) -> the statistics (:mod:`speechbias.stats.sweep_analysis`, pooling
+over SER heads in :mod:`speechbias.ser.sweep_propagation`) -> tables, figures and report.md through
+the run's writer (:mod:`speechbias.report.sweep_report`) -> the tracker.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+import pandas as pd
 
-from speechbias.report import collect, sweep_report, wandb_report, wandb_run
+from speechbias.paper_results import load_paper_results
 from speechbias.project_paths import user_path
-from speechbias.report.paper_results import load_paper_results
-from speechbias.run_context import start_logger_run
+from speechbias.report import wandb_report
+from speechbias.report.caveat import DEMO_CAVEAT
+from speechbias.report.run_writer import TRACKER_LOG, RunWriter
+from speechbias.report.sweep_report import (ReportOptions, SweepReport, SweepTables, has_demo_tests,
+                                            write_sweep_report)
+from speechbias.report.tracker import Tracker
+from speechbias.ser.sweep_propagation import agreement_counts, propagation_table
+from speechbias.stats import sweep_analysis
+from speechbias.sweep_results import SweepResults, collect
 from speechbias.user_errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-
-def _sweep_dirs(cfg: DictConfig) -> list[Path]:
-    main = OmegaConf.select(cfg, "sweep_dir", default=None)
-    if not main:
-        raise ConfigError("sweep_dir: required, e.g. "
-                         "python evaluate.py task=report sweep_dir=multirun/2024-05-01/12-00-00")
-    extra = OmegaConf.select(cfg, "task.extra_sweep_dirs", default=None) or []
-    return [user_path(d, OmegaConf.select(cfg, "paths.root_dir", default=None)) for d in [main, *extra]]
+LAYER_KEY = ("upstream", "test", "temporal", "layer")
 
 
-def options_from_config(task: DictConfig) -> sweep_report.ReportOptions:
-    return sweep_report.ReportOptions(
-        title=str(task.get("title", "SpEAT sweep report")), alpha=float(task.alpha),
-        corrections=tuple(task.corrections), main_aggregation=str(task.main_aggregation),
-        paper_equivalent_aggregations=tuple(task.paper_equivalent_aggregations))
+def analyse_sweep(results: SweepResults, options: ReportOptions = ReportOptions(),
+                  paper: pd.DataFrame | None = None) -> SweepTables:
+    """Every table of the report from the collected runs (and the paper's table, when given); no I/O."""
+    speat = sweep_analysis.add_significance(results.speat, options.alpha, options.corrections)
+    main = sweep_analysis.main_table(speat, options.main_aggregation)
+    anova, anova_note = sweep_analysis.family_anova(main)
+    congruence, totals = sweep_analysis.human_congruence(main)
+    prop = propagation_table(results.propagation, results.predictions)
+    layers = results.layers  # a run of each aggregation repeats its upstream's per-layer d: keep one
+    if all(c in layers.columns for c in LAYER_KEY):
+        layers = layers.drop_duplicates(list(LAYER_KEY)).reset_index(drop=True)
+    comparison = None
+    if paper is not None:
+        comparison = sweep_analysis.compare_with_paper(speat, paper, options.paper_equivalent_aggregations)
+        if not comparison.empty and "family" in speat.columns:
+            family = speat.drop_duplicates("upstream").set_index("upstream")["family"]
+            comparison.insert(1, "family", comparison["upstream"].map(family))
+    return SweepTables(
+        results=speat, main=main, appendix_d=sweep_analysis.positive_by_aggregation(speat),
+        anova=anova if anova is not None else pd.DataFrame(), anova_note=anova_note,
+        congruence=congruence, congruence_totals=totals,
+        congruence_by_aggregation=sweep_analysis.aggregation_congruence(speat),
+        propagation=prop, propagation_agreement=agreement_counts(prop), layers=layers,
+        se_curves=results.se_curves, paper_comparison=comparison)
 
 
-def run(cfg: DictConfig, output_dir: Path) -> dict:
-    output_dir = Path(output_dir)
-    dirs = _sweep_dirs(cfg)
-    results = collect.collect(dirs, exclude=[output_dir])
-    paper = None
-    if OmegaConf.select(cfg, "paper_results", default=None):
-        paper = load_paper_results(user_path(cfg.paper_results, OmegaConf.select(cfg, "paths.root_dir", default=None)), models=dict(cfg.task.paper_models),
-                                   tests=dict(cfg.task.paper_tests))
-    group = cfg.logger.get("group") or dirs[0].resolve().name
-    run_ = start_logger_run(cfg, output_dir, job_type="report", name=f"report/{group}",
-                            tags=["report", *sorted(set(results.speat.get("test", [])))][:32])
-    options = options_from_config(cfg.task)
-    try:
-        written = sweep_report.write_sweep_report(results, output_dir, options, paper=paper, run=run_)
-        if run_ is not None and cfg.task.get("wandb_report", True):
-            wandb_report.create_report(
-                run_, group=group, title=f"{options.title}: {group}",
-                description=f"SpEAT sweep {', '.join(map(str, dirs))}",
-                image_keys=[f"report/{k}" for k in written.figures],
-                table_keys=["report/results"], sections=written.sections)
-    finally:
-        wandb_run.finish(run_)
-    log.info("sweep report of %d SpEAT run(s) in %s", len(results.speat), output_dir / "report.md")
-    return written.summary
+class ReportTask:
+    """The sweep report of ``sweep_dir`` (plus ``extra_sweep_dirs``, e.g. the SER sweep beside the
+    SpEAT sweep for Figure 2).
+
+    Args:
+        sweep_dir: the sweep folder to report on; ``extra_sweep_dirs``: more sweep folders to read.
+        writer: writes the report folder (``<sweep_dir>/report``, conf/task/report.yaml).
+        tracker: the summary run's tracker (W&B group: ``logger.group``, else the sweep folder's name).
+        options: title, significance level, corrections, main aggregation, paper-equivalent aggregations.
+        paper_results: the paper's published table (CSV, layout of its all_mean_mean_results.csv), or
+            None; ``paper_models`` / ``paper_tests``: its model and test names -> hub ids and bias tests.
+        wandb_report: also build a W&B report from the summary run (online, with an account).
+        root_dir: the project folder: a relative ``sweep_dir`` or ``paper_results`` is taken from the
+            working directory when it exists there, else from here.
+    """
+
+    def __init__(self, sweep_dir: str | Path, writer: RunWriter, tracker: Tracker,
+                 options: ReportOptions = ReportOptions(), extra_sweep_dirs: Sequence[str | Path] = (),
+                 paper_results: str | Path | None = None, paper_models: Mapping[str, str] | None = None,
+                 paper_tests: Mapping[str, str] | None = None, wandb_report: bool = True,
+                 root_dir: str | Path | None = None):
+        if not sweep_dir:
+            raise ConfigError("sweep_dir: required, e.g. "
+                              "python evaluate.py task=report sweep_dir=multirun/2024-05-01/12-00-00")
+        self.sweep_dirs = [user_path(d, root_dir) for d in [sweep_dir, *(extra_sweep_dirs or [])]]
+        self.paper_results = user_path(paper_results, root_dir) if paper_results else None
+        self.paper_models = dict(paper_models or {})
+        self.paper_tests = dict(paper_tests or {})
+        self.writer = writer
+        self.tracker = tracker
+        self.options = options
+        self.wandb_report = bool(wandb_report)
+
+    def run(self, config: dict | None = None) -> dict:
+        """Collect, compute, write the report folder and publish it; returns the summary metrics
+        (``report/n_speat_runs``, ``report/n_propagation_rows``, ``report/n_incomplete``,
+        ``report/human_congruent``, ``report/human_total``). ``config``: the W&B run's config."""
+        writer = self.writer
+        writer.path(TRACKER_LOG).unlink(missing_ok=True)  # the report is rewritten whole, and so is its record
+        results = collect(self.sweep_dirs, exclude=[writer.output_dir])
+        paper = None
+        if self.paper_results is not None:
+            paper = load_paper_results(self.paper_results, models=self.paper_models, tests=self.paper_tests)
+        tables = analyse_sweep(results, self.options, paper)
+        writer.caveat = DEMO_CAVEAT if has_demo_tests(tables) else None
+        written = write_sweep_report(results, tables, writer, self.options)
+        group = self.tracker.group or self.sweep_dirs[0].resolve().name
+        self.tracker.publish(writer, job_type="report", name=f"report/{group}",
+                             tags=["report", *sorted(set(results.speat.get("test", [])))][:32], config=config,
+                             on_run=self._wandb_report(group, written) if self.wandb_report else None)
+        log.info("sweep report of %d SpEAT run(s) in %s", len(results.speat), writer.path("report.md"))
+        return written.summary
+
+    def _wandb_report(self, group: str, written: SweepReport):
+        """``on_run`` of the summary run: a W&B report of its figures, results table and report sections."""
+        return lambda run: wandb_report.create_report(
+            run, group=group, title=f"{self.options.title}: {group}",
+            description=f"SpEAT sweep {', '.join(map(str, self.sweep_dirs))}",
+            image_keys=[f"report/{k}" for k in written.figures], table_keys=["report/results"],
+            sections=written.sections)

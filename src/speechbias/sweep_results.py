@@ -1,8 +1,7 @@
-"""Gather the results of every run under one or more sweep folders into tables.
+"""The results of every run under one or more sweep folders, read into tables (the sweep report's input).
 
-A run folder is any folder below a sweep folder that holds a ``results.json`` (written last, by
-``run_files.write_results``, so its presence means the run finished). Its ``results.csv`` says what
-kind of run it was:
+A run folder is any folder below a sweep folder that holds a ``results.json`` (a run writes it last,
+so its presence means the run finished). Its ``results.csv`` says what kind of run it was:
 
 * SpEAT runs (``python evaluate.py``): columns ``test``, ``aggregation``, ``d``, ``p`` (one row);
   beside it ``layers.csv`` (d at every layer) and ``se_curve.csv`` (bootstrap SE vs. stimuli);

@@ -1,20 +1,17 @@
-"""The SpEAT paper's published results table, and this sweep's d beside it.
+"""The SpEAT paper's published results table, read and mapped to this project's names.
 
 Input layout: ``all_mean_mean_results.csv`` of the authors' repository (github.com/isaacOnline/SpEAT,
 ``plots/eats/test_results/``): one row per model x test with columns ``Test``, ``Target Dataset``,
 ``Speech Model``, ``SpEAT d``, ``SpEAT p``, ``Number of Target Embeddings per Group``, ... The
 paper's model names (``hubert_xtralarge_ll60k``) map to hub ids (``facebook/hubert-xlarge-ll60k``) and
 its (test, target dataset) pairs to this project's bias-test names through two mappings from the
-report config (``conf/task/report.yaml``), so a run matches on ``model_id`` and ``test``.
-
-Aggregation: the published file is temporal mean / layer mean. Cosine similarity ignores the scale
-of a vector, and the layer sum is L x the layer mean, so ``mean_sum`` gives exactly the same d; the
-comparison accepts any aggregation listed as equivalent.
+report config (``conf/task/report.yaml``), so a run matches on ``model_id`` and ``test``
+(:func:`speechbias.stats.sweep_analysis.compare_with_paper` puts a sweep's d beside it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -58,28 +55,3 @@ def load_paper_results(path: str | Path, models: Mapping[str, str], tests: Mappi
                          f"{out.loc[dup, ['paper_model', 'test']].values.tolist()[:4]}; check the test mapping")
     return out
 
-
-def compare_with_paper(speat: pd.DataFrame, paper: pd.DataFrame,
-                       equivalent_aggregations: Sequence[str] = ("mean_mean", "mean_sum")) -> pd.DataFrame:
-    """The paper's d beside this sweep's d for every (model, test) both have.
-
-    ``speat``: the sweep's SpEAT table (``model_id``, ``upstream``, ``test``, ``aggregation``, ``d``, ``p``).
-    Only runs with an aggregation in ``equivalent_aggregations`` count; when a (model, test) has
-    several, the first in that list is used. Columns: ``upstream, model_id, paper_model, test,
-    aggregation, d, paper_d, d_minus_paper, p, paper_p, n_x, paper_n_targets, same_sign``.
-    """
-    cols = ["upstream", "model_id", "paper_model", "test", "aggregation", "d", "paper_d", "d_minus_paper",
-            "p", "paper_p", "n_x", "paper_n_targets", "same_sign"]
-    if speat.empty or paper.empty or "model_id" not in speat.columns:
-        return pd.DataFrame(columns=cols)
-    rank = {a: i for i, a in enumerate(equivalent_aggregations)}
-    ours = speat[speat["aggregation"].isin(rank)].copy()
-    ours["_rank"] = ours["aggregation"].map(rank)
-    ours = ours.sort_values("_rank", kind="stable").drop_duplicates(["model_id", "test"], keep="first")
-    merged = ours.merge(paper, on=["model_id", "test"], how="inner")
-    merged["d_minus_paper"] = merged["d"] - merged["paper_d"]
-    merged["same_sign"] = (merged["d"] > 0) == (merged["paper_d"] > 0)
-    for c in cols:
-        if c not in merged.columns:
-            merged[c] = pd.NA
-    return merged[cols].reset_index(drop=True)

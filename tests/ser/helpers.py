@@ -30,11 +30,15 @@ def write_valence_csv(root: Path, n_speakers: int = 4, per_speaker: int = 6, see
 
 
 def compose_train(overrides: list[str]):
-    """Compose conf/train.yaml as ``python train.py`` would and register it as the Hydra config."""
+    """Compose conf/train.yaml as ``python train.py`` would and register it as the Hydra config;
+    the job config comes without its ``hydra`` node, as ``@hydra.main`` passes it to the task."""
     from hydra import compose, initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("train", overrides=[f"paths.root_dir={REPO_ROOT}", *overrides], return_hydra_config=True)
     HydraConfig.instance().set_config(cfg)
+    with open_dict(cfg):
+        del cfg["hydra"]
     return cfg

@@ -14,8 +14,9 @@ import pytest
 import pytorch_lightning as pl
 import torch
 
-from ser.helpers import REPO_ROOT
+from ser.helpers import REPO_ROOT, compose_train
 from ser.test_training import DIM, HIGH, LAYERS, LOW, _data
+from speechbias.entry import run_task
 from speechbias.ser.datamodule import LayerMeansDataModule
 from speechbias.ser.fit import fit_trainer, fit_valence_head
 from speechbias.ser.module import ValenceRegressor
@@ -52,6 +53,33 @@ def test_two_process_ddp_trains_layer_weights_and_reports_the_whole_dev_split(tm
         pred = LOW + (HIGH - LOW) * ((mixed @ sd["project.weight"].numpy().T + sd["project.bias"].numpy())
                                      @ sd["output.weight"].numpy().T + sd["output.bias"].numpy())[:, 0]
         assert last["mse"] == pytest.approx(np.mean((pred - rating[dev]) ** 2), rel=1e-5)
+
+
+@pytest.mark.slow
+def test_ddp_spawn_run_publishes_what_its_worker_wrote(tmp_path, monkeypatch):
+    """trainer=ddp_sim (ddp_spawn): the propagation callback runs in a spawned worker and writes
+    through the run's writer; the parent returns the summary of the run folder and publishes the
+    writer's record (one W&B run)."""
+    from speechbias.report import wandb_run
+
+    started, logged = [], []
+    monkeypatch.setattr(wandb_run, "start_run", lambda **kw: started.append(kw) or object())
+    monkeypatch.setattr(wandb_run, "log_metrics", lambda run, m, step=None: logged.append(("metrics", dict(m))))
+    monkeypatch.setattr(wandb_run, "log_table", lambda run, key, df: logged.append(("table", key, len(df))))
+    monkeypatch.setattr(wandb_run, "log_images", lambda run, images: logged.append(("images", sorted(images))))
+    monkeypatch.setattr(wandb_run, "finish", lambda run: logged.append(("finish",)))
+    out = tmp_path / "run"
+    summary = run_task(compose_train([f"paths.output_dir={out}", f"paths.cache_dir={tmp_path / 'cache'}",
+                                      "trainer=ddp_sim", "logger=wandb", "max_steps=4", "ser_data.val_every_n_epochs=1",
+                                      "bias_tests=[demo_voice]", "++trainer.enable_progress_bar=false"]))
+    results = pd.read_csv(out / "results.csv")
+    assert summary["propagation/demo_voice/cohens_d"] == pytest.approx(results["cohens_d"].iloc[0], rel=1e-12)
+    assert len(started) == 1 and logged[-1] == ("finish",)
+    assert sorted(e[1] for e in logged if e[0] == "table") == ["propagation/results", "ser/dev_curve", "ser/layer_weights"]
+    steps = [e[1]["trainer/step"] for e in logged if e[0] == "metrics" and "trainer/step" in e[1]]
+    assert steps == list(pd.read_csv(out / "dev_curve.csv")["step"]) and steps
+    assert sorted(k for e in logged if e[0] == "images" for k in e[1]) == [
+        "propagation/demo_voice/predictions", "ser/dev_r2", "ser/layer_weights"]
 
 
 def _train_py(*args, cwd=REPO_ROOT, env_extra=None):

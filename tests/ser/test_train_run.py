@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
+from hydra.errors import InstantiationException
 
 from ser.helpers import compose_train, write_valence_csv
 from speechbias.entry import run_task
@@ -64,8 +67,11 @@ def test_speaker_disjoint_split_and_custom_set(tmp_path):
 
 
 def test_unknown_bias_test_is_a_clear_error(tmp_path):
-    with pytest.raises(ValueError, match="no bias test 'nope'.*known: .*demo_voice"):
+    # the bias tests are built with the task (Hydra wraps the loader's error, naming the key)
+    with pytest.raises(InstantiationException, match="task.run.bias_tests") as raised:
         run_task(_cfg(tmp_path, "bias_tests=[nope]"))
+    cause = raised.value.__cause__
+    assert isinstance(cause, ValueError) and re.search("no bias test 'nope'.*known: .*demo_voice", str(cause))
 
 
 def test_same_seed_and_config_give_the_same_numbers(tmp_path):
@@ -109,3 +115,41 @@ def test_three_learning_rates_in_one_run_with_the_pooled_figure(tmp_path):
         summary["propagation/demo_voice/cohens_d/lr=1e-4"], rel=1e-12)  # bit for bit, up to the CSV round trip
     again = run_task(_cfg(tmp_path, "lr=[1e-3,1e-4,1e-5]", "max_steps=16"))  # finished: read back
     assert again["propagation/demo_voice/cohens_d"] == pytest.approx(summary["propagation/demo_voice/cohens_d"])
+
+
+def test_tracker_gets_the_dev_curve_summary_tables_and_figures_once(tmp_path, monkeypatch):
+    """logger=wandb: one W&B run, logged from the writer's record: each validation's dev metrics
+    (``trainer/step`` first), the summary with each test's SpEAT d, the tables and the figures."""
+    from speechbias.report import wandb_run
+
+    started, logged = [], []
+    monkeypatch.setattr(wandb_run, "start_run", lambda **kw: started.append(kw) or object())
+    monkeypatch.setattr(wandb_run, "log_metrics", lambda run, m, step=None: logged.append(("metrics", dict(m), step)))
+    monkeypatch.setattr(wandb_run, "log_table", lambda run, key, df: logged.append(("table", key, len(df))))
+    monkeypatch.setattr(wandb_run, "log_images", lambda run, images: logged.append(("images", sorted(images))))
+    monkeypatch.setattr(wandb_run, "finish", lambda run: logged.append(("finish",)))
+    summary = run_task(_cfg(tmp_path, "logger=wandb", "lr=[1e-3,1e-4]", "max_steps=16"))
+    assert len(started) == 1 and started[0]["name"] == "fbank/valence/lr=1e-3,1e-4"
+    assert started[0]["job_type"] == "train_ser" and started[0]["tags"] == ["fbank", "classical", "ser", "demo"]
+    assert started[0]["config"]["lr"] == [1e-3, 1e-4]
+    out = tmp_path / "run"
+    curve = pd.read_csv(out / "dev_curve.csv")
+    expected = []
+    for step, g in curve.groupby("step"):
+        entry = {"trainer/step": int(step)}
+        for r in g.itertuples():
+            label = {1e-3: "1e-3", 1e-4: "1e-4"}[r.lr]
+            entry |= {f"ser/val/r2/lr={label}": r.r2, f"ser/val/mse/lr={label}": r.mse}
+        expected.append(list(entry.items()))
+    metrics = [e for e in logged if e[0] == "metrics"]
+    assert [list(m.items()) for _, m, _ in metrics[:-1]] == expected and all(s is None for *_, s in metrics)
+    results = pd.read_csv(out / "results.csv")
+    speat = {f"propagation/{t}/speat_d": d for t, d in results.groupby("test", sort=False)["speat_d"].first().items()}
+    assert metrics[-1][1] == {k: v for k, v in summary.items() if k != "n_upstream_forwards"} | speat
+    assert sorted(e[1] for e in logged if e[0] == "table") == [
+        "propagation/pooled", "propagation/results", "ser/dev_curve", "ser/layer_weights"]
+    assert sorted(k for e in logged if e[0] == "images" for k in e[1]) == [
+        "propagation/demo_accent/predictions", "propagation/demo_voice/predictions", "ser/dev_r2", "ser/layer_weights"]
+    assert logged[-1] == ("finish",)
+    run_task(_cfg(tmp_path, "logger=wandb", "lr=[1e-3,1e-4]", "max_steps=16"))  # finished: nothing logged again
+    assert len(started) == 1

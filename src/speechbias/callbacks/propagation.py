@@ -11,11 +11,15 @@ For every configured bias test, on global rank 0 at the end of ``trainer.fit``:
    (temporal ``mean``, layer ``sum`` by default) or read from a SpEAT ``results.csv``;
 4. whether the two signs agree.
 
-Writes ``results.csv/json`` (one row per head and test), ``pooled.csv`` (several heads: one row
-per test), ``predictions.csv`` (one row per head and target clip, to pool heads across runs with
+Writes through the run's :class:`~speechbias.report.run_writer.RunWriter`: ``results.csv/json``
+(one row per head and test), ``pooled.csv`` (several heads: one row per test), ``predictions.csv``
+(one row per head and target clip, to pool heads across runs with
 :func:`speechbias.ser.pooling.pooled_propagation`), ``layer_weights.csv``, ``dev_curve.csv``,
-figures and ``report.md``; logs the same to W&B when a run is given. The runner extracts every
-clip before fitting, so here all statistics come from the cache.
+figures (:mod:`speechbias.report.propagation_figures`) and ``report.md``; the writer's tracker
+record gets the dev curve, the summary metrics, the tables and the figures (the task publishes it).
+The writer pickles as its folder, so under ``ddp_spawn`` the worker's writes land in the run
+folder and record. The runner extracts every clip before fitting, so here all statistics come
+from the cache.
 """
 
 from __future__ import annotations
@@ -32,15 +36,13 @@ import torch
 from speechbias.aggregation import Aggregation
 from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import load_statistics
-from speechbias.report import figures, wandb_run
-from speechbias.report.caveat import DEMO_CAVEAT, markdown_caveat
-from speechbias.report.run_files import markdown_table, write_report, write_results
+from speechbias.report.propagation_figures import dev_curve_figure, layer_weights_figure, predictions_figure
+from speechbias.report.run_writer import RunWriter, markdown_table
 from speechbias.ser.module import metric_key
 from speechbias.ser.pooling import cohens_d, lr_label, pooled_propagation
 from speechbias.stats.association import effect_size
 
 log = logging.getLogger(__name__)
-
 
 
 @dataclass
@@ -71,32 +73,23 @@ class PropagationCallback(pl.Callback):
     Args:
         tests: the bias tests to evaluate.
         cache / fingerprint: where the per-layer statistics of every test clip are cached.
-        output_dir: the run folder.
+        writer: the run's writer (its folder, its demo caveat, its tracker record).
         run_info: identity columns written into every row (upstream, family, lr, seed, ser_data...).
         aggregation: temporal x layer aggregation for the SpEAT d (default mean over frames, layer sum).
         speat_results: optional SpEAT results.csv to read d from (falls back to computing it).
-        synthetic: the training set is synthetic (adds a warning to the report).
-        wandb_run: a W&B run or None (never pickled into spawned DDP workers).
     """
 
     def __init__(self, tests: list[PropagationTest], cache: FeatureCache, fingerprint: str,
-                 output_dir: str | Path, run_info: dict, aggregation: Aggregation | None = None,
-                 speat_results: str | Path | None = None, synthetic: bool = False, wandb_run=None):
+                 writer: RunWriter, run_info: dict, aggregation: Aggregation | None = None,
+                 speat_results: str | Path | None = None):
         self.tests = list(tests)
         self.cache = cache
         self.fingerprint = fingerprint
-        self.output_dir = Path(output_dir)
+        self.writer = writer
         self.run_info = dict(run_info)
         self.aggregation = aggregation or Aggregation("mean", "sum")
         self.speat_results = speat_results
-        self.synthetic = synthetic
-        self.wandb_run = wandb_run
         self.summary: dict | None = None
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["wandb_run"] = None  # a W&B run cannot cross into spawned workers; rank 0 of the parent logs
-        return state
 
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         trainer.strategy.barrier()
@@ -106,7 +99,7 @@ class PropagationCallback(pl.Callback):
 
     # -- computation ------------------------------------------------------------------------
     def compute(self, module) -> dict:
-        """Predict, compare, write and log; returns the summary metrics (:func:`summary_metrics`)."""
+        """Predict, compare and write; returns the summary metrics (:func:`summary_metrics`)."""
         heads = module.best_heads()
         lrs = list(module.lrs)
         results, predictions = [], []
@@ -123,8 +116,8 @@ class PropagationCallback(pl.Callback):
         best = pd.DataFrame([_best_dev(b) | {"lr": lr} for lr, b in zip(lrs, module.best)])
         results_df = results_df.merge(best, on="lr", how="left")
         pooled_df = pooled_table(results_df, predictions_df) if len(lrs) > 1 else pd.DataFrame()
-        write_propagation_outputs(self.output_dir, results_df, predictions_df, layers_df, curve_df,
-                                  self.run_info, self.synthetic, self.wandb_run, pooled=pooled_df)
+        write_propagation_outputs(self.writer, results_df, predictions_df, layers_df, curve_df,
+                                  self.run_info, pooled=pooled_df)
         return summary_metrics(results_df, pooled_df)
 
     def _one_test(self, module, heads, lrs: list[float], test: PropagationTest) -> tuple[list[dict], pd.DataFrame]:
@@ -213,35 +206,54 @@ def summary_metrics(results: pd.DataFrame, pooled: pd.DataFrame | None = None) -
 
 
 # -- outputs ---------------------------------------------------------------------------------
-def write_propagation_outputs(output_dir: Path, results: pd.DataFrame, predictions: pd.DataFrame,
+def write_propagation_outputs(writer: RunWriter, results: pd.DataFrame, predictions: pd.DataFrame,
                               layers: pd.DataFrame, curve: pd.DataFrame, run_info: dict,
-                              synthetic: bool = False, run=None, pooled: pd.DataFrame | None = None) -> None:
-    """results.csv/json, pooled.csv (several heads), predictions.csv, layer_weights.csv,
-    dev_curve.csv, figures, report.md; then W&B. A synthetic training set or a demo test puts the
-    demo caveat in report.md and on every figure."""
-    output_dir = Path(output_dir)
+                              pooled: pd.DataFrame | None = None) -> None:
+    """Record the dev curve and the summary metrics for the tracker, then write predictions.csv,
+    layer_weights.csv, dev_curve.csv, pooled.csv (several heads), figures, results.csv/json (last
+    of the results: its presence marks the run as complete) and report.md. The writer's caveat (a
+    demo run) goes on every figure and into report.md."""
     pooled = pooled if pooled is not None else pd.DataFrame()
-    caveat = DEMO_CAVEAT if is_demo_run(results, synthetic) else None
-    write_results(predictions, output_dir, stem="predictions")
-    write_results(layers, output_dir, stem="layer_weights")
-    write_results(curve, output_dir, stem="dev_curve")
+    for metrics in dev_curve_metrics(curve):
+        writer.metrics(metrics, step=None)
+    writer.metrics(tracker_metrics(results, pooled))
+    writer.table("predictions", predictions)
+    writer.table("layer_weights", layers, tracker_key="ser/layer_weights")
+    writer.table("dev_curve", curve, tracker_key="ser/dev_curve")
     if not pooled.empty:
-        write_results(pooled, output_dir, stem="pooled")
-    _dev_curve_figure(curve, output_dir / "dev_r2.png", caveat)
-    _layer_weights_figure(layers, output_dir / "layer_weights.png", caveat)
+        writer.table("pooled", pooled, tracker_key="propagation/pooled")
+    writer.figure("dev_r2", dev_curve_figure(curve), tracker_key="ser/dev_r2")
+    writer.figure("layer_weights", layer_weights_figure(layers), tracker_key="ser/layer_weights")
     for test, g in predictions.groupby("test", sort=False):
         rows = results.loc[results["test"] == test]
         d = float(pooled.loc[pooled["test"] == test, "cohens_d"].iloc[0]) if not pooled.empty \
             else float(rows["cohens_d"].iloc[0])
-        _predictions_figure(g, rows.iloc[0], d, output_dir / f"propagation_{test}.png", caveat)
-    write_results(results, output_dir)  # last: its presence marks the run as complete
-    _write_report(output_dir, results, pooled, layers, run_info, synthetic)
-    log_propagation_to_wandb(run, output_dir)
+        writer.figure(f"propagation_{test}", predictions_figure(g, rows.iloc[0], d),
+                      tracker_key=f"propagation/{test}/predictions")
+    writer.table("results", results, tracker_key="propagation/results")
+    writer.report(report_title(results, run_info), report_sections(results, pooled, layers, run_info))
 
 
-def is_demo_run(results: pd.DataFrame, synthetic: bool) -> bool:
-    """True for a synthetic training set or any demo bias test (``demo_*``)."""
-    return bool(synthetic) or any(str(t).startswith("demo") for t in results["test"])
+def dev_curve_metrics(curve: pd.DataFrame) -> list[dict]:
+    """The dev curve as tracker metrics, one dict per validation step in step order:
+    ``trainer/step`` and each head's ``ser/val/r2``, ``ser/val/mse`` (:func:`metric_key`)."""
+    n_heads = curve["lr"].nunique() if not curve.empty else 1
+    entries = []
+    for step, g in curve.groupby("step", sort=True):
+        metrics = {"trainer/step": int(step)}
+        for r in g.itertuples():
+            metrics[metric_key("ser/val/r2", r.lr, n_heads)] = r.r2
+            metrics[metric_key("ser/val/mse", r.lr, n_heads)] = r.mse
+        entries.append(metrics)
+    return entries
+
+
+def tracker_metrics(results: pd.DataFrame, pooled: pd.DataFrame) -> dict:
+    """:func:`summary_metrics` and each test's ``propagation/<test>/speat_d``."""
+    metrics = summary_metrics(results, pooled)
+    for r in results.groupby("test", sort=False).first().reset_index().itertuples():
+        metrics[f"propagation/{r.test}/speat_d"] = r.speat_d
+    return metrics
 
 
 def read_run_tables(output_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -253,104 +265,20 @@ def read_run_tables(output_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return results, pooled
 
 
-def log_propagation_to_wandb(run, output_dir: Path) -> None:
-    """Log a finished run folder's propagation outputs to W&B: the dev curve of each head
-    (``ser/val/r2``, ``ser/val/mse`` per step; per learning rate when there are several heads),
-    :func:`summary_metrics`, ``propagation/<test>/speat_d``, tables and figures.
-
-    Reads the files, so the process that holds the W&B run can log what a spawned worker wrote.
-    """
-    if run is None:
-        return
-    output_dir = Path(output_dir)
-    results, pooled = read_run_tables(output_dir)
-    curve = pd.read_csv(output_dir / "dev_curve.csv")
-    layers = pd.read_csv(output_dir / "layer_weights.csv")
-    n_heads = curve["lr"].nunique() if not curve.empty else 1
-    for step, g in curve.groupby("step", sort=True):
-        metrics = {"trainer/step": int(step)}
-        for r in g.itertuples():
-            metrics[metric_key("ser/val/r2", r.lr, n_heads)] = r.r2
-            metrics[metric_key("ser/val/mse", r.lr, n_heads)] = r.mse
-        wandb_run.log_metrics(run, metrics)
-    metrics = summary_metrics(results, pooled)
-    for r in results.groupby("test", sort=False).first().reset_index().itertuples():
-        metrics[f"propagation/{r.test}/speat_d"] = r.speat_d
-    wandb_run.log_metrics(run, metrics)
-    wandb_run.log_table(run, "propagation/results", results)
-    if not pooled.empty:
-        wandb_run.log_table(run, "propagation/pooled", pooled)
-    wandb_run.log_table(run, "ser/layer_weights", layers)
-    wandb_run.log_table(run, "ser/dev_curve", curve)
-    images = {"ser/dev_r2": output_dir / "dev_r2.png", "ser/layer_weights": output_dir / "layer_weights.png"}
-    images.update({f"propagation/{t}/predictions": output_dir / f"propagation_{t}.png"
-                   for t in results["test"].unique()})
-    wandb_run.log_images(run, {k: v for k, v in images.items() if v.is_file()})
+def report_title(results: pd.DataFrame, run_info: dict) -> str:
+    """``SER bias propagation: <upstream> / lr=<rates>``."""
+    lrs = list(dict.fromkeys(results["lr"]))
+    return f"SER bias propagation: {run_info.get('upstream', '')} / lr={','.join(lr_label(v) for v in lrs)}"
 
 
-def _lr_groups(table: pd.DataFrame):
-    """(label, rows) per learning rate; the label is empty for a one-head table."""
-    groups = list(table.groupby(table["lr"].astype(float), sort=False)) if "lr" in table else [(None, table)]
-    return [("" if len(groups) == 1 else f"lr={lr_label(lr)}", g) for lr, g in groups]
-
-
-def _dev_curve_figure(curve: pd.DataFrame, path: Path, caveat: str | None = None) -> Path | None:
-    if curve.empty:
-        return None
-    fig, ax = figures.plt.subplots(figsize=(5.6, 3.4))
-    groups = _lr_groups(curve)
-    for label, g in groups:
-        ax.plot(g["step"], g["r2"], marker="o", ms=2, label=label or None)
-    ax.axhline(0, color="black", lw=0.8)
-    ax.set_xlabel("training step")
-    ax.set_ylabel("dev R$^2$ (original rating scale)")
-    ax.set_title("valence head: dev R$^2$ during training")
-    if len(groups) > 1:
-        ax.legend(fontsize=7)
-    return figures.save(fig, path, caveat=caveat)
-
-
-def _layer_weights_figure(layers: pd.DataFrame, path: Path, caveat: str | None = None) -> Path:
-    fig, ax = figures.plt.subplots(figsize=(5.6, 3.4))
-    groups = _lr_groups(layers)
-    width = 0.8 / len(groups)
-    for k, (label, g) in enumerate(groups):
-        offset = (k - (len(groups) - 1) / 2) * width
-        ax.bar(g["layer"] + offset, g["weight"], width=width, label=label or None)
-    n_layers = int(layers["layer"].max()) + 1
-    ax.axhline(1.0 / n_layers, color="black", lw=0.8, ls="--", label="initial (equal)")
-    figures.layer_axis(ax, layers["layer"])
-    ax.set_ylabel("softmax layer weight")
-    ax.set_title("learned layer weights")
-    ax.legend(fontsize=7)
-    return figures.save(fig, path, caveat=caveat)
-
-
-def _predictions_figure(preds: pd.DataFrame, row: pd.Series, d: float, path: Path,
-                        caveat: str | None = None) -> Path:
-    """Predicted valence of X and Y (all heads of the run pooled), titled with ``d``."""
-    fig, ax = figures.plt.subplots(figsize=(4.2, 3.4))
-    data = [preds.loc[preds["role"] == r, "predicted_valence"].to_numpy() for r in ("X", "Y")]
-    ax.boxplot(data)
-    ax.set_xticks([1, 2], [f"X: {row['x_label']}", f"Y: {row['y_label']}"], fontsize=7)
-    for k, values in enumerate(data, start=1):
-        ax.scatter(np.full(values.size, k) + np.linspace(-0.08, 0.08, values.size), values, s=8, alpha=0.6)
-    ax.set_ylabel("predicted valence (original scale)")
-    n_heads = preds["lr"].nunique() if "lr" in preds else 1
-    pooled = f", {n_heads} heads pooled" if n_heads > 1 else ""
-    ax.set_title(f"{row['test']}: Cohen's d = {d:.2f}{pooled}")
-    return figures.save(fig, path, caveat=caveat)
-
-
-def _write_report(output_dir: Path, results: pd.DataFrame, pooled: pd.DataFrame, layers: pd.DataFrame,
-                  run_info: dict, synthetic: bool) -> None:
+def report_sections(results: pd.DataFrame, pooled: pd.DataFrame, layers: pd.DataFrame,
+                    run_info: dict) -> list[tuple[str, str]]:
+    """The (heading, markdown) sections of report.md (the writer puts a demo run's caveat first)."""
     cols = ["test", "lr", "n_x", "n_y", "mean_pred_x", "mean_pred_y", "cohens_d", "cohens_d_ci_low",
             "cohens_d_ci_high", "speat_d", "sign_agrees"]
     first = results.iloc[0]
     lrs = list(dict.fromkeys(results["lr"]))
     sections = []
-    if is_demo_run(results, synthetic):
-        sections.append(("Note", markdown_caveat(DEMO_CAVEAT)))
     if not pooled.empty:
         sections.append((f"Bias propagation, {len(lrs)} heads pooled (the SpEAT paper's figure)", markdown_table(
             pooled[["test", "n_heads", "n_x", "n_y", "mean_x", "mean_y", "cohens_d", "ci_low", "ci_high",
@@ -376,5 +304,4 @@ def _write_report(output_dir: Path, results: pd.DataFrame, pooled: pd.DataFrame,
     sections.append(("Layer weights", "![layer weights](layer_weights.png)\n\n" + markdown_table(wide)))
     sections.append(("Predicted valence by group", "\n\n".join(
         f"![{t}](propagation_{t}.png)" for t in results["test"].unique())))
-    title = f"SER bias propagation: {run_info.get('upstream', '')} / lr={','.join(lr_label(v) for v in lrs)}"
-    write_report(output_dir, title, sections)
+    return sections

@@ -4,160 +4,181 @@
 run (same initial weights and batches as three separate runs; about 3x less time on CPU) and adds
 the pooled propagation figure.
 
-Compose -> instantiate (valence set, bias tests, upstream, head, trainer) -> extraction predict
-loop over the training clips and every bias-test clip (cached; a warm run does no forward) ->
-fit on cached per-layer temporal means (best/last checkpoints, resume) -> the propagation
-callback writes results.csv/json, predictions.csv, report.md, figures and logs to W&B.
+``conf/train.yaml``'s ``task.run`` builds :class:`TrainSerTask` with its collaborators (valence set,
+bias tests, upstream, cache, head and trainer factories, writer, tracker). :meth:`TrainSerTask.run`:
+extraction predict loop over the training clips and every bias-test clip (cached; a warm run does
+no forward) -> fit on cached per-layer temporal means (best/last checkpoints, resume) -> the
+propagation callback writes results.csv/json, predictions.csv, report.md and figures through the
+writer -> the tracker publishes the writer's record (W&B).
 """
 
 from __future__ import annotations
 
 import gc
 import logging
-from functools import partial
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-import hydra
+import pytorch_lightning as pl
 import torch
-from omegaconf import DictConfig, ListConfig, OmegaConf
 from pytorch_lightning.utilities import rank_zero_only
 
-from speechbias.callbacks.propagation import (PropagationCallback, PropagationTest, log_propagation_to_wandb,
-                                              read_run_tables, summary_metrics)
+from speechbias.aggregation import Aggregation
+from speechbias.callbacks.propagation import PropagationCallback, PropagationTest, read_run_tables, summary_metrics
 from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import extract_statistics
-from speechbias.report import wandb_run
 from speechbias.report.caveat import DEMO_CAVEAT
-from speechbias.run_context import config_choice, start_logger_run, upstream_info
+from speechbias.report.run_writer import RunWriter
+from speechbias.report.tracker import Tracker
+from speechbias.run_context import upstream_info
+from speechbias.run_markers import finished_marker
 from speechbias.ser.datamodule import LayerMeansDataModule
 from speechbias.ser.fit import fit_trainer, fit_valence_head
-from speechbias.ser.module import as_learning_rates
+from speechbias.ser.module import ValenceRegressor, as_learning_rates
 from speechbias.ser.pooling import lr_label
-from speechbias.ser.split import dev_split
+from speechbias.ser.split import DevSplit
+from speechbias.ser.valence import ValenceSet
+from speechbias.stimuli.bias_test import BiasTest
+from speechbias.upstream.base import Upstream
 
 log = logging.getLogger(__name__)
 
-
-def config_dir(cfg: DictConfig) -> Path:
-    """The primary config folder (``conf/``) of this run."""
-    sources = None
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        if HydraConfig.initialized():
-            sources = HydraConfig.get().runtime.config_sources
-    except (ImportError, ValueError):
-        pass
-    if sources is None:
-        sources = OmegaConf.select(cfg, "hydra.runtime.config_sources", default=None) or []
-    for s in sources:
-        if s.get("provider") == "main" and s.get("schema") == "file":
-            return Path(s.get("path"))
-    return Path(cfg.paths.root_dir) / "conf"
+TASK_NAME = "train_ser"
 
 
-def load_propagation_tests(cfg: DictConfig) -> list[PropagationTest]:
-    """``cfg.bias_tests``: names of ``conf/bias_test/<name>.yaml`` files (or inline BiasTest configs)."""
-    entries = cfg.get("bias_tests") or []
-    if not isinstance(entries, (list, ListConfig)):
-        raise ValueError(f"bias_tests must be a list of bias test names, got {entries!r}")
-    folder = config_dir(cfg) / "bias_test"
-    tests = []
-    for entry in entries:
-        if isinstance(entry, str):
-            path = folder / f"{entry}.yaml"
-            if not path.is_file():
-                known = sorted(p.stem for p in folder.glob("*.yaml"))
-                raise ValueError(f"bias_tests: no bias test {entry!r} ({path} does not exist); known: {known}")
-            node = OmegaConf.load(path)
-        else:
-            node = entry
-        # resolve ${paths.*} in the bias test config against this run's paths
-        scoped = OmegaConf.merge({"paths": cfg.paths}, {"bias_test": node})
-        bias_test = hydra.utils.instantiate(scoped.bias_test)
-        tests.append(PropagationTest(bias_test=bias_test, manifest=bias_test.load()))
-    names = [t.name for t in tests]
-    if len(set(names)) != len(names):
-        raise ValueError(f"bias_tests lists a test twice: {names}")
-    return tests
+@dataclass(frozen=True)
+class ExtractionSettings:
+    """The extraction predict loop (``extraction.*``): clips per batch, DataLoader workers, and
+    whether clips shorter than the upstream's receptive field are zero-padded (else an error)."""
+
+    batch_size: int = 8
+    num_workers: int = 0
+    pad_short: bool = False
 
 
-def run(cfg: DictConfig, output_dir: Path) -> dict:
-    output_dir = Path(output_dir)
-    done = output_dir / "results.json"
-    if done.is_file() and not cfg.get("force", False):
-        log.info("results already exist in %s; skipping (force=true reruns)", output_dir)
-        return summary_from_results(output_dir)
-    if cfg.get("torch_threads"):
-        torch.set_num_threads(int(cfg.torch_threads))
-    valence = hydra.utils.instantiate(cfg.ser_data.source)
-    tests = load_propagation_tests(cfg)
-    upstream = hydra.utils.instantiate(cfg.upstream)
-    info = upstream_info(upstream, config_choice(cfg, "upstream"))
-    fingerprint = upstream.fingerprint
-    cache = FeatureCache(cfg.paths.cache_dir)
-    lrs = as_learning_rates(OmegaConf.to_object(cfg.lr) if isinstance(cfg.lr, ListConfig) else cfg.lr)
-    lr_text = ",".join(lr_label(v) for v in lrs)
-    run_info = {**info, "lr": lrs[0] if len(lrs) == 1 else lr_text, "seed": int(cfg.seed),
-                "ser_data": valence.name, "max_steps": int(cfg.max_steps)}
-    run_ = start_logger_run(cfg, output_dir, job_type="train_ser",
-                            name=f"{info['upstream']}/valence/lr={lr_text}",
-                            tags=[info["upstream"], info["family"], "ser", valence.name]) \
-        if rank_zero_only.rank == 0 else None
-    callback = PropagationCallback(
-        tests=tests, cache=cache, fingerprint=fingerprint, output_dir=output_dir, run_info=run_info,
-        aggregation=hydra.utils.instantiate(cfg.propagation.aggregation),
-        speat_results=cfg.propagation.get("speat_results"), synthetic=valence.synthetic, wandb_run=run_)
-    checkpoint_dir = output_dir / "checkpoints"
-    trainer = fit_trainer(hydra.utils.instantiate(cfg.trainer), checkpoint_dir,
-                          max_steps=int(cfg.max_steps), val_every_n_epochs=int(cfg.ser_data.val_every_n_epochs),
-                          checkpoint_every_n_epochs=int(cfg.get("checkpoint_every_n_epochs", 1)),
-                          callbacks=[callback], **lightning_logger(cfg, output_dir))
-    try:
-        train_paths = list(valence.table["path"])
+def is_demo_run(test_names: Sequence[str], synthetic: bool) -> bool:
+    """True for a synthetic training set or any demo bias test (``demo_*``)."""
+    return bool(synthetic) or any(str(t).startswith("demo") for t in test_names)
+
+
+class TrainSerTask:
+    """Train valence heads on an upstream's cached per-layer means and measure bias propagation.
+
+    Args:
+        valence: the rated training clips (``ser_data.source``).
+        bias_tests: the tests whose targets X, Y the trained heads score (``bias_tests``).
+        upstream / upstream_name: the model and its config option name (``${speechbias.choice:upstream}``).
+        cache: the feature cache.
+        head: factory of the valence heads' LightningModule (``downstream``, ``_partial_``), called
+            with ``num_layers``, ``input_size``, ``lr`` (a number, or a list for several heads) and
+            ``valence_range``.
+        trainer: factory of the Lightning trainer (``trainer``, ``_partial_``).
+        writer / tracker: the run's writer and experiment tracker.
+        aggregation: temporal x layer aggregation of the SpEAT d compared with (``propagation.aggregation``).
+        speat_results: optional SpEAT results.csv to read that d from (else computed).
+        lr: Adam learning rate(s), one head per rate. max_steps: optimiser steps.
+        dev_split: the train/dev split of the valence set. batch_size / loader_workers /
+            val_every_n_epochs: the valence set's DataLoader and validation interval.
+        steps_per_call: optimiser steps per Lightning training call.
+        checkpoint_every_n_epochs: how often last.ckpt is written.
+        extraction: the extraction loop's settings.
+        torch_threads / fit_threads: CPU threads of torch for the job / while the heads train (None: keep).
+        seed: the run's seed (batches; identity columns). force: rerun a finished run.
+    """
+
+    def __init__(self, valence: ValenceSet, bias_tests: Sequence[BiasTest], upstream: Upstream,
+                 cache: FeatureCache, head: Callable[..., ValenceRegressor], trainer: Callable[..., pl.Trainer],
+                 writer: RunWriter, tracker: Tracker, aggregation: Aggregation, lr: float | Sequence[float],
+                 max_steps: int, dev_split: DevSplit, batch_size: int, val_every_n_epochs: int,
+                 upstream_name: str | None = None, speat_results: str | None = None, loader_workers: int = 0,
+                 steps_per_call: int = 1, checkpoint_every_n_epochs: int = 1,
+                 extraction: ExtractionSettings = ExtractionSettings(), torch_threads: int | None = None,
+                 fit_threads: int | None = None, seed: int = 0, force: bool = False):
+        self.valence = valence
+        self.bias_tests = list(bias_tests)
+        self.upstream = upstream
+        self.upstream_name = upstream_name
+        self.cache = cache
+        self.head = head
+        self.trainer = trainer
+        self.writer = writer
+        self.tracker = tracker
+        self.aggregation = aggregation
+        self.speat_results = speat_results
+        self.lrs = as_learning_rates(lr)
+        self.max_steps = int(max_steps)
+        self.dev_split = dev_split
+        self.batch_size = int(batch_size)
+        self.val_every_n_epochs = int(val_every_n_epochs)
+        self.loader_workers = int(loader_workers)
+        self.steps_per_call = int(steps_per_call)
+        self.checkpoint_every_n_epochs = int(checkpoint_every_n_epochs)
+        self.extraction = extraction
+        self.torch_threads = torch_threads
+        self.fit_threads = fit_threads
+        self.seed = int(seed)
+        self.force = bool(force)
+
+    def run(self, config: dict | None = None) -> dict:
+        """Extract, fit, measure propagation, publish; returns the summary metrics (those of the
+        finished run's tables when the run folder already holds one). ``config``: the resolved run
+        config (the tracker's run config). Runs once: the upstream is released after extraction."""
+        output_dir = self.writer.output_dir
+        if finished_marker(TASK_NAME, output_dir, self.force) is not None:
+            return summary_from_results(output_dir)
+        if self.torch_threads:
+            torch.set_num_threads(int(self.torch_threads))
+        tests = [PropagationTest(bias_test=t, manifest=t.load()) for t in self.bias_tests]
+        info = upstream_info(self.upstream, self.upstream_name)
+        lr_text = ",".join(lr_label(v) for v in self.lrs)
+        run_info = {**info, "lr": self.lrs[0] if len(self.lrs) == 1 else lr_text, "seed": self.seed,
+                    "ser_data": self.valence.name, "max_steps": self.max_steps}
+        demo = is_demo_run([t.name for t in tests], self.valence.synthetic)
+        if demo:
+            self.writer.caveat = DEMO_CAVEAT
+        callback = PropagationCallback(
+            tests=tests, cache=self.cache, fingerprint=info["fingerprint"], writer=self.writer,
+            run_info=run_info, aggregation=self.aggregation, speat_results=self.speat_results)
+        checkpoint_dir = output_dir / "checkpoints"
+        trainer = fit_trainer(self.trainer, checkpoint_dir, max_steps=self.max_steps,
+                              val_every_n_epochs=self.val_every_n_epochs,
+                              checkpoint_every_n_epochs=self.checkpoint_every_n_epochs,
+                              callbacks=[callback], **self.tracker.lightning_logger(output_dir))
+        train_paths = list(self.valence.table["path"])
         seen = set(train_paths)
         extra = [p for t in tests for p in t.manifest["path"] if not (p in seen or seen.add(p))]
         stats, n_forward = extract_statistics(
-            upstream, train_paths + extra, cache, trainer, batch_size=cfg.extraction.batch_size,
-            num_workers=cfg.extraction.num_workers, pad_short=cfg.extraction.pad_short)
+            self.upstream, train_paths + extra, self.cache, trainer, batch_size=self.extraction.batch_size,
+            num_workers=self.extraction.num_workers, pad_short=self.extraction.pad_short)
         means = stats.mean[: len(train_paths)]
-        del upstream, stats
+        self.upstream = None  # the heads train on cached means: free the model's memory
+        del stats
         gc.collect()
-        dev = dev_split(valence.table["speaker"], fraction=float(cfg.ser_data.dev_fraction),
-                        seed=int(cfg.ser_data.split_seed), speaker_disjoint=bool(cfg.ser_data.speaker_disjoint))
-        datamodule = LayerMeansDataModule(means, valence.scaled, dev, batch_size=int(cfg.ser_data.batch_size),
-                                          seed=int(cfg.seed), num_workers=int(cfg.ser_data.get("num_workers", 0)),
-                                          steps_per_call=int(cfg.get("steps_per_call", 1)))
+        dev = self.dev_split(self.valence.table["speaker"])
+        datamodule = LayerMeansDataModule(means, self.valence.scaled, dev, batch_size=self.batch_size,
+                                          seed=self.seed, num_workers=self.loader_workers,
+                                          steps_per_call=self.steps_per_call)
         callback.run_info.update({"n_train": int((~dev).sum()), "n_dev": int(dev.sum())})
-        module = hydra.utils.instantiate(cfg.downstream, num_layers=means.shape[1], input_size=means.shape[2],
-                                         lr=list(lrs) if len(lrs) > 1 else lrs[0],
-                                         valence_range=[valence.low, valence.high],
-                                         _convert_="all")
-        if cfg.get("fit_threads"):
-            torch.set_num_threads(int(cfg.fit_threads))
+        module = self.head(num_layers=means.shape[1], input_size=means.shape[2],
+                           lr=list(self.lrs) if len(self.lrs) > 1 else self.lrs[0],
+                           valence_range=[self.valence.low, self.valence.high])
+        if self.fit_threads:
+            torch.set_num_threads(int(self.fit_threads))
         fit_valence_head(trainer, module, datamodule, checkpoint_dir)
-        if callback.summary is None and done.is_file():  # the callback ran in a spawned worker
-            log_propagation_to_wandb(run_, output_dir)
-    finally:
-        wandb_run.finish(run_)
-    summary = dict(callback.summary or (summary_from_results(output_dir) if done.is_file() else {}))
-    summary["n_upstream_forwards"] = n_forward
-    for key, value in summary.items():
-        log.info("%s = %s", key, value)
-    if valence.synthetic or any(t.name.startswith("demo") for t in tests):
-        log.warning(DEMO_CAVEAT)
-    return summary
+        # under ddp_spawn the callback ran in a worker: its results are in the run folder
+        done = self.writer.path("results.json").is_file()
+        summary = dict(callback.summary or (summary_from_results(output_dir) if done else {}))
+        if rank_zero_only.rank == 0:
+            self.tracker.publish(self.writer, job_type=TASK_NAME, name=f"{info['upstream']}/valence/lr={lr_text}",
+                                 tags=[info["upstream"], info["family"], "ser", self.valence.name], config=config)
+        summary["n_upstream_forwards"] = n_forward
+        for key, value in summary.items():
+            log.info("%s = %s", key, value)
+        if demo:
+            log.warning(DEMO_CAVEAT)
+        return summary
 
 
-def lightning_logger(cfg: DictConfig, output_dir: Path) -> dict:
-    """``logger=csv``: Lightning's CSVLogger writes every logged metric to <run>/metrics.csv."""
-    if cfg.logger.get("kind") != "csv":
-        return {}
-    from pytorch_lightning.loggers import CSVLogger
-
-    return {"logger": CSVLogger(save_dir=str(output_dir), name="", version="")}
-
-
-def summary_from_results(output_dir: Path) -> dict:
+def summary_from_results(output_dir) -> dict:
     """Summary metrics of a finished run folder (its results.csv and pooled.csv)."""
     return summary_metrics(*read_run_tables(output_dir))

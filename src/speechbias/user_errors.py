@@ -27,10 +27,8 @@ USER_ERROR_CLASSES = frozenset({
     "speechbias.ser.valence.ValenceDataError",
     "speechbias.sllm.data.SpokenStereoSetError",
     "speechbias.sllm.tts.TTSError",
-    "speechbias.sllm.adapters.base.ModelUnavailableError",
-    "speechbias.upstream.hub_loading.MissingWeightsError",
+    "speechbias.model_loading.MissingWeightsError",
     "speechbias.upstream.s3prl.S3PRLUnavailableError",
-    "speechbias.asr.models.ASRModelError",
     # a required config value (``???``) that was not given
     "omegaconf.errors.MissingMandatoryValue",
 })

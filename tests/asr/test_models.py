@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from speechbias.asr.cache import HypothesisCache
-from speechbias.asr.models import ASRModelError, CTCTranscriber, WhisperTranscriber, tiny_random_ctc, tiny_random_whisper
+from speechbias.asr.models import CTCTranscriber, WhisperTranscriber, tiny_random_ctc, tiny_random_whisper
 from speechbias.asr.transcribe import in_shard, transcribe_corpus
+from speechbias.model_loading import MissingWeightsError
 from tests.asr.fixtures import write_tone
 
 
@@ -52,10 +53,26 @@ def test_fingerprint_depends_on_decoding_and_weights(tmp_path, tiny_whisper):
     assert other.fingerprint_fields()["weights_sha256"] != a.fingerprint_fields()["weights_sha256"]
 
 
+@pytest.mark.parametrize("add_adapter", [False, True])
+def test_ctc_frames_follow_the_models_own_length_formula(add_adapter):
+    import torch
+    from transformers import Wav2Vec2Config, Wav2Vec2ForCTC
+
+    from speechbias.asr.models import ctc_frames
+
+    config = Wav2Vec2Config(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                            conv_dim=(16, 16), conv_stride=(5, 4), conv_kernel=(10, 8), num_conv_pos_embeddings=16,
+                            num_conv_pos_embedding_groups=2, add_adapter=add_adapter, num_adapter_layers=2,
+                            adapter_stride=2, output_hidden_size=16)
+    lengths = torch.tensor([400, 401, 1_234, 16_000, 16_001])
+    reference = Wav2Vec2ForCTC(config).wav2vec2._get_feat_extract_output_lengths(lengths)  # private: pinned here
+    assert torch.equal(ctc_frames(config, lengths), reference)
+
+
 def test_missing_model_names_the_id(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     t = CTCTranscriber(model_id="facebook/no-such-model-xyz")
-    with pytest.raises(ASRModelError, match=r"'facebook/no-such-model-xyz'.*HF_HUB_OFFLINE=1"):
+    with pytest.raises(MissingWeightsError, match=r"'facebook/no-such-model-xyz'.*HF_HUB_OFFLINE=1"):
         t.transcribe(_wavs(1))
 
 

@@ -25,7 +25,7 @@ def _declared_error_classes(src) -> set[str]:
 
 def test_every_project_error_class_is_classified(repo_root):
     declared = _declared_error_classes(repo_root / "src")
-    assert len(declared) >= 15
+    assert len(declared) >= 14  # the scan finds the project's classes (one MissingWeightsError for all models)
     listed = {n for n in USER_ERROR_CLASSES | NOT_USER_ERROR_CLASSES if n.startswith("speechbias.")}
     # MissingAudioError is a SpokenStereoSetError: recognised through its base class
     unlisted = declared - listed - {"speechbias.sllm.data.MissingAudioError"}

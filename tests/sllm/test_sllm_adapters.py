@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from speechbias.sllm.adapters.base import ChatInput, ModelUnavailableError, SamplingParams
+from speechbias.model_loading import MissingWeightsError
+from speechbias.sllm.adapters.base import ChatInput, SamplingParams
 from speechbias.sllm.adapters.policy import PolicyAdapter
 from speechbias.sllm.adapters.tiny import build_tiny_qwen2_audio, build_tiny_tokenizer, tiny_qwen2_audio_adapter
 
@@ -87,7 +88,7 @@ def test_missing_weights_name_the_model(monkeypatch):
     from speechbias.sllm.adapters.qwen2_audio import Qwen2AudioAdapter
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(ModelUnavailableError, match=r"'speechbias-test/no-such-audio-llm'.*HF_HUB_OFFLINE=1"):
+    with pytest.raises(MissingWeightsError, match=r"'speechbias-test/no-such-audio-llm'.*HF_HUB_OFFLINE=1"):
         Qwen2AudioAdapter(model_id="speechbias-test/no-such-audio-llm", device="cpu")
 
 

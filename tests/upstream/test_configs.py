@@ -8,7 +8,8 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from speechbias.upstream.hf import HFUpstream, MissingWeightsError
+from speechbias.model_loading import MissingWeightsError
+from speechbias.upstream.hf import HFUpstream
 from upstream.tiny_models import build_tiny, random_wavs
 
 # the 16 models of the SpEAT paper: pre-trained checkpoints only, none fine-tuned

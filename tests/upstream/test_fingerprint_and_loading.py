@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from speechbias.upstream.hf import HFUpstream, MissingWeightsError
+from speechbias.model_loading import MissingWeightsError
+from speechbias.upstream.hf import HFUpstream
 from upstream.tiny_models import build_tiny, tiny_config
 
 
@@ -97,13 +98,13 @@ def test_unreachable_hub_fails_fast_without_offline_mode(monkeypatch, tmp_path):
     ~25 s of retries per file."""
     import huggingface_hub
 
-    from speechbias.upstream import hub_loading
+    from speechbias import model_loading
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     probes = []
-    monkeypatch.setattr(hub_loading, "hub_reachable", lambda timeout_s=3.0: probes.append(1) or False)
+    monkeypatch.setattr(model_loading, "hub_reachable", lambda timeout_s=3.0: probes.append(1) or False)
     start = time.monotonic()
     with pytest.raises(MissingWeightsError, match="hub .* is unreachable") as caught:
         HFUpstream(model_id="microsoft/wavlm-large", cache_dir=str(tmp_path))
@@ -115,10 +116,30 @@ def test_unreachable_hub_fails_fast_without_offline_mode(monkeypatch, tmp_path):
 def test_cached_files_load_without_touching_the_network(monkeypatch, saved_tiny):
     import huggingface_hub
 
-    from speechbias.upstream import hub_loading
+    from speechbias import model_loading
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(hub_loading, "hub_reachable", lambda timeout_s=3.0: pytest.fail("probed the network"))
+    monkeypatch.setattr(model_loading, "hub_reachable", lambda timeout_s=3.0: pytest.fail("probed the network"))
     assert HFUpstream(model_id=str(saved_tiny)).family == "wav2vec2"
+
+
+def test_the_fingerprint_type_wraps_the_fields_and_their_digest():
+    import hashlib
+
+    from speechbias.model_loading import ModelFingerprint
+
+    up = build_tiny("whisper", seed=0)
+    fingerprint = up.model_fingerprint
+    assert isinstance(fingerprint, ModelFingerprint) and fingerprint.fields == up.fingerprint_fields()
+    blob = json.dumps(up.fingerprint_fields(), sort_keys=True, default=str).encode()
+    assert fingerprint.digest == up.fingerprint == hashlib.sha256(blob).hexdigest()[:32]
+    assert fingerprint == ModelFingerprint(dict(up.fingerprint_fields()))
+    assert len({fingerprint, up.model_fingerprint}) == 1  # hashable, by digest
+    assert fingerprint.fields["whisper_frames"].startswith("speechbias-whisper-trim-v1")
+
+
+def test_a_local_directory_transformers_cannot_read_is_a_missing_weights_error(tmp_path):
+    with pytest.raises(MissingWeightsError, match=r"cannot load the config of model '.*'.*\[Unrecognized model"):
+        HFUpstream(model_id=str(tmp_path))  # an empty directory: transformers raises ValueError

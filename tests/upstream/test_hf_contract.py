@@ -8,7 +8,8 @@ import pytest
 import torch
 from transformers import Wav2Vec2FeatureExtractor, Wav2Vec2Model, WhisperModel
 
-from speechbias.upstream.hf import _bake_parametrizations, HFUpstream, receptive_field, zero_mean_unit_variance
+from speechbias.upstream.families.wav2vec2_like import receptive_field, zero_mean_unit_variance
+from speechbias.upstream.hf import _bake_parametrizations, HFUpstream
 from upstream.tiny_models import VARIANT_IDS, VARIANTS, W2V_TINY, build_tiny, random_wavs, tiny_config
 
 LENGTHS = [16_000, 9_001, 4_007, 9_001]  # 1 s, odd lengths, a repeated length (one length group of two)
@@ -271,9 +272,9 @@ def test_upstreams_pickle_for_ddp_spawn(tiny_models, family, stable):
 @pytest.mark.parametrize("family", ["wav2vec2", "hubert", "wavlm"])
 def test_baked_weight_norm_computes_what_the_parametrized_model_does(family):
     """The positional conv's weight norm is baked into a plain weight: same states as transformers' own model."""
-    from speechbias.upstream.hf import FAMILIES
+    from speechbias.upstream.families import FAMILIES
 
-    config_cls, model_cls = FAMILIES[family][0], FAMILIES[family][1]
+    config_cls, model_cls = FAMILIES[family].model_classes[family]
     torch.manual_seed(0)
     reference = model_cls(config_cls(**tiny_config(family))).eval()
     assert any(torch.nn.utils.parametrize.is_parametrized(m) for m in reference.modules())

@@ -13,7 +13,7 @@ import torch
 from transformers import WhisperFeatureExtractor
 
 from speechbias.upstream.block_states import BlockStateRecorder
-from speechbias.upstream.hf import zero_mean_unit_variance
+from speechbias.upstream.families.wav2vec2_like import zero_mean_unit_variance
 from upstream.tiny_models import VARIANT_IDS, VARIANTS, build_tiny, perturb_layer_norms, random_wavs
 
 W2V_VARIANTS = [v for v in VARIANTS if v[0] != "whisper"]

@@ -1,8 +1,9 @@
 """ASR models through transformers: Whisper (seq2seq generation) and wav2vec2/HuBERT CTC.
 
 A transcriber turns 16 kHz float32 mono waveforms into text. Models are loaded lazily (only when
-something has to be transcribed), from their real hub ids or a local folder; with
-``HF_HUB_OFFLINE=1`` only local files are used and a missing model raises :class:`ASRModelError`
+something has to be transcribed), from their real hub ids or a local folder, through
+:func:`speechbias.model_loading.load_pretrained` (the local cache first; with ``HF_HUB_OFFLINE=1``
+only local files): a missing model raises :class:`~speechbias.model_loading.MissingWeightsError`
 naming the model id and how to make it available.
 
 ``fingerprint`` identifies everything that determines the output text (model id, revision,
@@ -11,27 +12,18 @@ weights hash for local folders, decoding settings, dtype); it namespaces the hyp
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
 from abc import ABC, abstractmethod
 from pathlib import Path
 
 import numpy as np
 
+from speechbias.model_loading import ModelFingerprint, load_pretrained, local_weights_digest
+
 log = logging.getLogger(__name__)
 
 SAMPLE_RATE = 16_000
 WHISPER_WINDOW_SAMPLES = 30 * SAMPLE_RATE
-
-
-class ASRModelError(RuntimeError):
-    """The ASR model cannot be loaded; the message names the model id and what to do."""
-
-
-def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
 
 
 def _resolve_device(device: str) -> str:
@@ -40,18 +32,6 @@ def _resolve_device(device: str) -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def _local_weights_digest(folder: Path) -> str:
-    """sha256 over the weight files of a local model folder (a retrained folder gets a new cache)."""
-    h = hashlib.sha256()
-    files = sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file())
-    for p in files:
-        h.update(p.name.encode())
-        with p.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()
 
 
 class Transcriber(ABC):
@@ -85,27 +65,22 @@ class Transcriber(ABC):
         local = Path(self.model_id)
         if local.is_dir():
             if self._weights_digest is None:
-                self._weights_digest = _local_weights_digest(local)
+                self._weights_digest = local_weights_digest(local, contents=True)
             fields["model_id"] = "local"
             fields["weights_sha256"] = self._weights_digest
         return fields
 
     @property
+    def model_fingerprint(self) -> ModelFingerprint:
+        """:meth:`fingerprint_fields` and their digest."""
+        return ModelFingerprint(self.fingerprint_fields())
+
+    @property
     def fingerprint(self) -> str:
-        blob = json.dumps(self.fingerprint_fields(), sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()[:32]
+        """Stable hex digest of :meth:`fingerprint_fields` (the hypothesis-cache namespace)."""
+        return self.model_fingerprint.digest
 
     # -- loading --------------------------------------------------------------------------
-    def _from_pretrained(self, cls, **kwargs):
-        try:
-            return cls.from_pretrained(self.model_id, revision=self.revision, local_files_only=_offline(), **kwargs)
-        except (OSError, ValueError) as exc:
-            hint = ("HF_HUB_OFFLINE=1 is set, so only local files are used: download it first "
-                    f"(`huggingface-cli download {self.model_id}`), point HF_HOME at a cache that has it, "
-                    "or pass a local folder as model_id") if _offline() else (
-                "check the id and your network, or pass a local folder as model_id")
-            raise ASRModelError(f"cannot load ASR model {self.model_id!r} (revision {self.revision!r}): "
-                                f"{type(exc).__name__}: {str(exc).splitlines()[0]}; {hint}") from exc
 
     def load(self) -> None:
         if self._model is None:
@@ -163,8 +138,9 @@ class WhisperTranscriber(Transcriber):
     def _load(self, dtype):
         from transformers import WhisperForConditionalGeneration, WhisperProcessor
 
-        processor = self._from_pretrained(WhisperProcessor)
-        model = self._from_pretrained(WhisperForConditionalGeneration, dtype=dtype)
+        processor = load_pretrained(WhisperProcessor.from_pretrained, self.model_id, self.revision, what="processor")
+        model = load_pretrained(WhisperForConditionalGeneration.from_pretrained, self.model_id, self.revision,
+                                what="model", dtype=dtype)
         return processor, model
 
     def _generate(self, features, attention_mask=None, long_form=False):
@@ -197,6 +173,18 @@ class WhisperTranscriber(Transcriber):
         return out
 
 
+def ctc_frames(config, lengths):
+    """Logit frames of a wav2vec2-family CTC model for inputs of ``lengths`` samples: the conv feature
+    encoder's length formula, then the adapter's stride-only convolutions when the model has one."""
+    from speechbias.upstream.families.wav2vec2_like import conv_frames
+
+    frames = conv_frames(lengths, config.conv_kernel, config.conv_stride)
+    if getattr(config, "add_adapter", False):
+        layers = int(config.num_adapter_layers)
+        frames = conv_frames(frames, [1] * layers, [config.adapter_stride] * layers)
+    return frames
+
+
 class CTCTranscriber(Transcriber):
     """wav2vec2 / HuBERT CTC models (``AutoModelForCTC``) with greedy CTC decoding.
 
@@ -212,8 +200,9 @@ class CTCTranscriber(Transcriber):
     def _load(self, dtype):
         from transformers import AutoModelForCTC, AutoProcessor
 
-        processor = self._from_pretrained(AutoProcessor)
-        model = self._from_pretrained(AutoModelForCTC, dtype=dtype)
+        processor = load_pretrained(AutoProcessor.from_pretrained, self.model_id, self.revision, what="processor")
+        model = load_pretrained(AutoModelForCTC.from_pretrained, self.model_id, self.revision, what="model",
+                                dtype=dtype)
         return processor, model
 
     @property
@@ -240,7 +229,7 @@ class CTCTranscriber(Transcriber):
             ids = torch.argmax(logits, dim=-1).cpu()
             if step > 1:
                 # frames past each clip's end are padding: blank them out before decoding
-                frames = self._model._get_feat_extract_output_lengths(inputs.attention_mask.sum(-1)).cpu()
+                frames = ctc_frames(self._model.config, inputs.attention_mask.sum(-1)).cpu()
                 pad_id = self._processor.tokenizer.pad_token_id
                 mask = torch.arange(ids.shape[1])[None, :] >= frames[:, None]
                 ids = ids.masked_fill(mask, pad_id)

@@ -1,7 +1,8 @@
 """Upstream models: waveforms in, per-layer hidden states out (contract in :mod:`.base`).
 
-Families: :class:`HFUpstream` (wav2vec2, HuBERT, WavLM, Whisper via transformers),
-:class:`FbankUpstream` / :class:`MfccUpstream` (weight-free), :class:`S3PRLUpstream` (optional s3prl).
+Families: :class:`HFUpstream` (wav2vec2, HuBERT, WavLM, Whisper via transformers; one adapter per
+family in :mod:`.families`), :class:`FbankUpstream` / :class:`MfccUpstream` (weight-free),
+:class:`S3PRLUpstream` (optional s3prl).
 Exports load lazily so that ``import speechbias.upstream.base`` does not import transformers.
 """
 
@@ -13,7 +14,7 @@ from speechbias.upstream.base import Upstream
 
 _EXPORTS = {
     "HFUpstream": "speechbias.upstream.hf",
-    "MissingWeightsError": "speechbias.upstream.hub_loading",
+    "MissingWeightsError": "speechbias.model_loading",
     "FbankUpstream": "speechbias.upstream.classical",
     "MfccUpstream": "speechbias.upstream.classical",
     "S3PRLUpstream": "speechbias.upstream.s3prl",

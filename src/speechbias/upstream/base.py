@@ -19,12 +19,12 @@ Upstreams run in eval mode and under ``torch.no_grad``.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from abc import ABC, abstractmethod
 
 import torch
 from torch import nn
+
+from speechbias.model_loading import ModelFingerprint
 
 
 class Upstream(nn.Module, ABC):
@@ -48,10 +48,14 @@ class Upstream(nn.Module, ABC):
         library version, randomisation seed... Must be JSON-serialisable."""
 
     @property
+    def model_fingerprint(self) -> ModelFingerprint:
+        """:meth:`fingerprint_fields` and their digest."""
+        return ModelFingerprint(self.fingerprint_fields())
+
+    @property
     def fingerprint(self) -> str:
         """Stable hex digest of :meth:`fingerprint_fields` (the feature-cache namespace)."""
-        blob = json.dumps(self.fingerprint_fields(), sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()[:32]
+        return self.model_fingerprint.digest
 
     @property
     def name(self) -> str:

@@ -2,20 +2,18 @@
 
 An adapter's :meth:`SpeechLLM.generate` takes a batch of :class:`ChatInput` (prompt text and the
 path of the spoken context, or ``None`` for the text-only ablation) and returns one decoded answer
-per input, only the newly generated text. Loading from the hub honours ``HF_HUB_OFFLINE=1``
-(``local_files_only``) and fails with :class:`ModelUnavailableError` naming the model id.
+per input, only the newly generated text. Adapters load through
+:func:`speechbias.model_loading.load_pretrained` (the local cache first; ``HF_HUB_OFFLINE=1`` never
+leaves it), which fails with :class:`~speechbias.model_loading.MissingWeightsError` naming the model id.
 """
 
 from __future__ import annotations
 
-import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-
-class ModelUnavailableError(RuntimeError):
-    """Weights/processor of a model cannot be loaded; the message names the model id and the fix."""
+from speechbias.model_loading import ModelFingerprint
 
 
 @dataclass(frozen=True)
@@ -64,33 +62,24 @@ class SpeechLLM(ABC):
     #: short name used in result tables
     name: str
 
-    @property
     @abstractmethod
-    def fingerprint(self) -> dict:
+    def fingerprint_fields(self) -> dict:
         """What produced the answers: model id, revision, dtype, library version (cache key material)."""
+
+    @property
+    def model_fingerprint(self) -> ModelFingerprint:
+        """:meth:`fingerprint_fields` and their digest."""
+        return ModelFingerprint(self.fingerprint_fields())
+
+    @property
+    def fingerprint(self) -> dict:
+        """The identity fields as a dict: the answer cache's signatures hash this dict
+        (:func:`speechbias.sllm.probe.request_signature`), so it stays a dict, not the digest."""
+        return self.model_fingerprint.fields
 
     @abstractmethod
     def generate(self, inputs: Sequence[ChatInput], sampling: SamplingParams) -> list[str]:
         """One decoded answer per input (generated text only)."""
-
-
-def hub_offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def load_pretrained(loader: Callable, model_id: str, revision: str | None = None, what: str = "model", **kwargs):
-    """``loader(model_id, revision=..., local_files_only=HF_HUB_OFFLINE, **kwargs)`` with a clear error."""
-    offline = hub_offline()
-    try:
-        return loader(model_id, revision=revision, local_files_only=offline, **kwargs)
-    except (OSError, ValueError) as exc:
-        where = "in the local Hugging Face cache (HF_HUB_OFFLINE=1)" if offline else "locally or on the hub"
-        raise ModelUnavailableError(
-            f"cannot load the {what} of {model_id!r}{f' at revision {revision}' if revision else ''} {where}: "
-            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}. Make it available with "
-            f"`huggingface-cli download {model_id}` on a machine with network (then point HF_HOME at that cache), "
-            "or pass a local directory as model_id."
-        ) from exc
 
 
 def resolve_device(device: str = "auto") -> str:

@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from hydra.utils import get_class
 
 from speechbias.audio import load_audio
-from speechbias.sllm.adapters.base import (ChatInput, SamplingParams, SpeechLLM, load_pretrained, resolve_device,
-                                           resolve_dtype)
+from speechbias.model_loading import load_pretrained, loaded_commit
+from speechbias.sllm.adapters.base import ChatInput, SamplingParams, SpeechLLM, resolve_device, resolve_dtype
 
 
 class ChatTemplateAudioLLM(SpeechLLM):
@@ -56,12 +56,11 @@ class ChatTemplateAudioLLM(SpeechLLM):
         self.sampling_rate = int(getattr(extractor, "sampling_rate", 16_000))
         self._torch = torch
 
-    @property
-    def fingerprint(self) -> dict:
+    def fingerprint_fields(self) -> dict:
         import transformers
 
         return {"adapter": "chat_template", "model_id": self.model_id, "model_class": self.model_class,
-                "revision": self.revision, "commit": getattr(self.model.config, "_commit_hash", None),
+                "revision": self.revision, "commit": loaded_commit(self.model.config),
                 "dtype": str(self.dtype), "system_prompt": self.system_prompt,
                 "transformers": transformers.__version__}
 

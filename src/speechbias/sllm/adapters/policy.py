@@ -30,8 +30,7 @@ class PolicyAdapter(SpeechLLM):
         self.policy, self.style, self.seed = policy, style, int(seed)
         self.name = name or f"policy_{policy}"
 
-    @property
-    def fingerprint(self) -> dict:
+    def fingerprint_fields(self) -> dict:
         return {"adapter": "policy", "policy": self.policy, "style": self.style, "seed": self.seed}
 
     def _answer(self, inp: ChatInput) -> str:

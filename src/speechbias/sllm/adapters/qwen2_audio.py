@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from speechbias.audio import load_audio
-from speechbias.sllm.adapters.base import (ChatInput, SamplingParams, SpeechLLM, load_pretrained, resolve_device,
-                                           resolve_dtype)
+from speechbias.model_loading import load_pretrained, loaded_commit
+from speechbias.sllm.adapters.base import ChatInput, SamplingParams, SpeechLLM, resolve_device, resolve_dtype
 
 
 class Qwen2AudioAdapter(SpeechLLM):
@@ -43,12 +43,11 @@ class Qwen2AudioAdapter(SpeechLLM):
         self.sampling_rate = int(self.processor.feature_extractor.sampling_rate)
         self._torch = torch
 
-    @property
-    def fingerprint(self) -> dict:
+    def fingerprint_fields(self) -> dict:
         import transformers
 
         return {"adapter": "qwen2_audio", "model_id": self.model_id, "revision": self.revision,
-                "commit": getattr(self.model.config, "_commit_hash", None), "dtype": str(self.dtype),
+                "commit": loaded_commit(self.model.config), "dtype": str(self.dtype),
                 "system_prompt": self.system_prompt, "transformers": transformers.__version__}
 
     def conversation(self, inp: ChatInput) -> list[dict]:

@@ -1,0 +1,180 @@
+"""Loading pretrained models and naming what was loaded: one way for upstreams, ASR models and speech LLMs.
+
+* :func:`load_pretrained`: any ``from_pretrained``-style loader, the local Hugging Face cache first,
+  the hub only when a quick probe reaches it; :class:`MissingWeightsError` (one line naming the model
+  id and the three ways to make its files available) when neither has them.
+* :func:`hub_offline`: HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE, read at call time.
+* :func:`local_dir`: a model id that is a local directory.
+* :class:`ModelFingerprint`: the identity fields of a model (id, revision, layer convention or decoding,
+  dtype, library versions, local weight digest) and their digest, the namespace of every cache.
+
+Imports nothing heavy at module level except ``huggingface_hub`` (no torch, no transformers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+import huggingface_hub
+
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+#: files of a local model directory that hold weights (the upstream change detector's selection)
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt")
+#: the selection the ASR weights digest has always hashed (a Trainer checkpoint's optimizer.pt is left out)
+HF_WEIGHT_SUFFIXES = (".safetensors", ".bin")
+
+
+class MissingWeightsError(FileNotFoundError):
+    """Config, weights or processor of a model are neither in the local cache nor downloadable; the
+    message names the model id and how to make the files available."""
+
+
+# --- where files come from ---------------------------------------------------------------------------
+
+def hub_offline() -> bool:
+    """True when HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE is set now (read at call time, not import)."""
+    flags = (os.environ.get("HF_HUB_OFFLINE", ""), os.environ.get("TRANSFORMERS_OFFLINE", ""))
+    return any(f.strip().upper() in {"1", "ON", "YES", "TRUE"} for f in flags) or bool(
+        huggingface_hub.constants.HF_HUB_OFFLINE
+    )
+
+
+def hub_reachable(timeout_s: float = 3.0) -> bool:
+    """One TCP connect to the hub endpoint (port 443) within ``timeout_s``. With a proxy configured
+    the direct probe means nothing, so the hub is assumed reachable."""
+    if any(os.environ.get(name) for name in PROXY_VARIABLES):
+        return True
+    host = urlparse(huggingface_hub.constants.ENDPOINT).hostname or "huggingface.co"
+    try:
+        with socket.create_connection((host, 443), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def local_dir(model_id: str) -> Path | None:
+    """An existing local model directory as a Path; None for a hub id; MissingWeightsError for a
+    path-like id (starting with /, ./, ../ or ~) that does not exist."""
+    path = Path(model_id).expanduser()
+    if path.is_dir():
+        return path
+    if model_id.startswith(("/", "./", "../", "~")):
+        raise MissingWeightsError(
+            f"model_id '{model_id}' looks like a local directory but does not exist; pass an existing "
+            "directory with config.json and the weights, or a hub id such as facebook/wav2vec2-base"
+        )
+    return None
+
+
+def missing_weights_message(model_id: str, what: str, cause: BaseException, revision: str | None = None) -> str:
+    """One line naming the model id and the three ways to make its files available."""
+    where = "offline (HF_HUB_OFFLINE=1)" if hub_offline() else "from the hub or the local cache"
+    at = f" at revision '{revision}'" if revision else ""
+    reason = str(cause).strip().splitlines()[0][:200] if str(cause).strip() else type(cause).__name__
+    return (
+        f"cannot load the {what} of model '{model_id}'{at} {where}: download it once while online "
+        f"(`huggingface-cli download {model_id}`), or point HF_HOME at a Hugging Face cache that holds it, "
+        f"or pass a local directory with config.json and the weights as model_id. [{reason}]"
+    )
+
+
+def _cache_first(loader: Callable, model_id: str, **kwargs):
+    """``loader(model_id, local_files_only=..., **kwargs)``: the local cache first (no network), then
+    the hub only if a quick probe reaches it. huggingface_hub otherwise retries an unreachable hub for
+    ~25 s per file; offline mode never leaves the cache. A cached copy of a branch is used as is:
+    ``huggingface-cli download <id>`` refreshes it."""
+    try:
+        return loader(model_id, local_files_only=True, **kwargs)
+    except OSError:
+        if hub_offline() or Path(model_id).expanduser().is_dir():
+            raise
+    if not hub_reachable():
+        host = urlparse(huggingface_hub.constants.ENDPOINT).hostname
+        raise OSError(f"not in the local cache and the hub ({host}:443) is unreachable")
+    return loader(model_id, local_files_only=False, **kwargs)
+
+
+def load_pretrained(loader: Callable, model_id: str, revision: str | None = None, what: str = "model", **kwargs):
+    """``loader(model_id, revision=revision, local_files_only=..., **kwargs)`` (any ``from_pretrained``),
+    cache first, then the hub if reachable and not offline.
+
+    ``what`` names the part in the error ("config", "weights", "processor", "tokenizer", ...). A
+    missing local directory, files in neither place, or a directory transformers cannot read
+    (OSError / ValueError) raise :class:`MissingWeightsError`.
+    """
+    local_dir(model_id)
+    try:
+        return _cache_first(loader, model_id, revision=revision, **kwargs)
+    except (OSError, ValueError) as err:
+        raise MissingWeightsError(missing_weights_message(model_id, what, err, revision)) from err
+
+
+# --- what was loaded ---------------------------------------------------------------------------------
+
+def sha256_json(obj) -> str:
+    """sha256 hex of ``obj`` as canonical JSON (sorted keys; non-JSON values by ``str``)."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass(frozen=True, eq=False)
+class ModelFingerprint:
+    """What determines a model's outputs, and its digest (the namespace of the feature cache, the ASR
+    hypothesis cache and the speech-LLM answer signatures).
+
+    ``fields``: JSON-able identity fields (model id, revision, layer convention or decoding settings,
+    dtype, library versions, local weight digest, seed...). ``digest``: the first 32 hex digits of
+    :func:`sha256_json` of ``fields``; equal fields give equal digests on every machine.
+    """
+
+    fields: Mapping
+
+    def __post_init__(self):
+        object.__setattr__(self, "fields", dict(self.fields))
+
+    @property
+    def digest(self) -> str:
+        return sha256_json(self.fields)[:32]
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ModelFingerprint) and self.digest == other.digest
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+
+def local_weights_digest(folder: Path, contents: bool = False) -> list[list] | str:
+    """Identity of a local model directory's weights, as the two caches have always keyed it.
+
+    ``contents=False`` (upstreams): ``[[name, bytes, mtime_ns], ...]`` of the files whose name ends
+    with one of :data:`WEIGHT_SUFFIXES`, a cheap change detector. ``contents=True`` (ASR models):
+    sha256 hex over the names and bytes of the files whose suffix is one of
+    :data:`HF_WEIGHT_SUFFIXES` (a copied folder keeps its cache). Files in name order.
+    """
+    files = sorted(p for p in Path(folder).iterdir() if p.is_file())
+    if not contents:
+        return [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in files if p.name.endswith(WEIGHT_SUFFIXES)]
+    h = hashlib.sha256()
+    for p in (p for p in files if p.suffix in HF_WEIGHT_SUFFIXES):
+        h.update(p.name.encode())
+        with p.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def loaded_commit(config) -> str | None:
+    """The hub commit a transformers config was loaded from, where the release records it.
+
+    Reads the private ``_commit_hash`` attribute (transformers has no public one). Older releases set
+    it; the installed 5.24 resolves revisions per load instead and never sets it, so this is None
+    there. Kept as is because it is a fingerprint field: finding the commit another way (e.g.
+    ``huggingface_hub.try_to_load_from_cache``) would change every cache key.
+    """
+    return getattr(config, "_commit_hash", None)

@@ -123,3 +123,12 @@ def test_a_new_writer_starts_a_new_record_but_not_in_launched_workers(tmp_path, 
     assert RunWriter(tmp_path).tracker_log() == [{"kind": "metrics", "values": {"old": 1}, "step": None}]
     monkeypatch.delenv("LOCAL_RANK")
     assert RunWriter(tmp_path).tracker_log() == []  # force=true rerun into the same folder
+
+
+def test_an_empty_table_is_not_logged(tmp_path, monkeypatch):
+    w = RunWriter(tmp_path)
+    w.table("results", pd.DataFrame(), tracker_key="report/results")
+    run = FakeRun()
+    monkeypatch.setattr(tracker_module.wandb_run, "start_run", lambda **kw: run)
+    Tracker("wandb").publish(w, job_type="report", name="n")
+    assert run.logged == [] and run.finished

@@ -92,6 +92,11 @@ def log_recorded(run, writer: RunWriter) -> None:
         if not path.is_file():
             log.warning("%s: recorded for the tracker but missing; not logged", path)
         elif kind == "table":
-            wandb_run.log_table(run, entry["key"], pd.read_csv(path))
+            try:
+                table = pd.read_csv(path)
+            except pd.errors.EmptyDataError:  # a table with no columns (e.g. an empty sweep)
+                log.info("%s: empty table, not logged to W&B", path)
+                continue
+            wandb_run.log_table(run, entry["key"], table)
         elif kind == "image":
             wandb_run.log_images(run, {entry["key"]: path})

@@ -22,7 +22,7 @@ from speechbias.paper_results import load_paper_results
 from speechbias.project_paths import user_path
 from speechbias.report import wandb_report
 from speechbias.report.caveat import DEMO_CAVEAT
-from speechbias.report.run_writer import TRACKER_LOG, RunWriter
+from speechbias.report.run_writer import RunWriter
 from speechbias.report.sweep_report import (ReportOptions, SweepReport, SweepTables, has_demo_tests,
                                             write_sweep_report)
 from speechbias.report.tracker import Tracker
@@ -100,7 +100,6 @@ class ReportTask:
         (``report/n_speat_runs``, ``report/n_propagation_rows``, ``report/n_incomplete``,
         ``report/human_congruent``, ``report/human_total``). ``config``: the W&B run's config."""
         writer = self.writer
-        writer.path(TRACKER_LOG).unlink(missing_ok=True)  # the report is rewritten whole, and so is its record
         results = collect(self.sweep_dirs, exclude=[writer.output_dir])
         paper = None
         if self.paper_results is not None:

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import soundfile as sf
 
+from speechbias.report.run_writer import RunWriter
 from speechbias.sllm import CONTINUATION_KINDS
 from speechbias.sllm.data import load_spoken_stereoset
 from speechbias.sllm.rouge import mean_rouge_l_vs_others
@@ -88,7 +89,7 @@ def main() -> None:
         rouge = timed("continuation_rouge_l (all pairs per domain)", lambda: continuation_rouge_l(table), times)
         timed("dataset_statistics (WAV headers, Table 2)", lambda: dataset_statistics(table, rouge), times)
         timed("plot_rouge_l_histogram (Fig. 1)",
-              lambda: plot_rouge_l_histogram(rouge, Path(tmp) / "hist.png"), times)
+              lambda: RunWriter(tmp).figure("hist", plot_rouge_l_histogram(rouge)), times)
         total = sum(times.values())
         print(f"statistics total: {total:.2f} s (goal: under 30 s)")
         if args.compare_old:

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from speechbias.report.run_writer import RunWriter
 from speechbias.sllm.data import load_spoken_stereoset
 from speechbias.sllm.statistics import (continuation_rouge_l, dataset_statistics, distinct_continuations,
                                         plot_rouge_l_histogram)
@@ -24,8 +25,8 @@ def test_table2_and_histogram(tree, tmp_path):
                  len("Bananas are yellow.".split())]
     assert stats.at["age", "mean_continuation_words"] == pytest.approx(np.mean(age_words))
     assert stats.at["age", "mean_rouge_l"] == pytest.approx(rouge[rouge.domain == "age"].mean_rouge_l.mean())
-    png = plot_rouge_l_histogram(rouge, tmp_path / "hist.png")
-    assert png.stat().st_size > 1000
+    png = RunWriter(tmp_path).figure("hist", plot_rouge_l_histogram(rouge))
+    assert png == tmp_path / "hist.png" and png.stat().st_size > 1000
 
 
 def test_continuations_are_distinct_by_text_when_every_voice_has_its_own_id():

@@ -103,24 +103,29 @@ def test_missing_audio_fails_with_ids_unless_skipped(conf_dir, tmp_path, sllm_tr
 
 
 def test_wandb_gets_table3_and_metrics(conf_dir, tree, tmp_path, monkeypatch):
-    import speechbias.tasks.spoken_stereoset as task_module
+    import speechbias.report.tracker as tracker_module
 
     logged = {}
     sentinel = object()
-    monkeypatch.setattr(task_module, "start_logger_run", lambda cfg, out, **kw: sentinel)
-    monkeypatch.setattr(task_module.wandb_run, "log_table",
+    monkeypatch.setattr(tracker_module.wandb_run, "start_run", lambda **kw: sentinel)
+    monkeypatch.setattr(tracker_module.wandb_run, "log_table",
                         lambda run, key, df: logged.setdefault(key, (run, df.copy())))
-    monkeypatch.setattr(task_module.wandb_run, "log_metrics", lambda run, m: logged.setdefault("metrics", (run, m)))
-    monkeypatch.setattr(task_module.wandb_run, "finish", lambda run: logged.setdefault("finished", (run, None)))
+    monkeypatch.setattr(tracker_module.wandb_run, "log_metrics",
+                        lambda run, m, step=None: logged.setdefault("metrics", (run, m)))
+    monkeypatch.setattr(tracker_module.wandb_run, "finish", lambda run: logged.setdefault("finished", (run, None)))
     root, _ = tree
-    _run(conf_dir, root, tmp_path / "w", "sllm=policy", "sllm.policy=anti-stereotypical",
-         "task.statistics.enabled=false")
+    out = tmp_path / "w"
+    _run(conf_dir, root, out, "sllm=policy", "sllm.policy=anti-stereotypical", "task.statistics.enabled=false",
+         "logger=wandb")
     run, t3 = logged["spoken_stereoset/table3"]
     assert run is sentinel and list(t3["model"]) == ["policy_anti-stereotypical", "Oracle", "Always stereotypical",
                                                      "Random"]
-    assert t3.set_index("model").at["policy_anti-stereotypical", "gender slbs"] == "0.0"
+    # W&B gets Table 3 as written (table3.csv), in the report's formatted values
+    assert t3.equals(pd.read_csv(out / "table3.csv"))
+    printed = pd.read_csv(out / "table3.csv", dtype=str, keep_default_na=False).set_index("model")
+    assert printed.at["policy_anti-stereotypical", "gender slbs"] == "0.0"
     assert logged["metrics"][1]["sllm/age/slbs"] == 0.0 and logged["finished"][0] is sentinel
-    report = (tmp_path / "w" / "report.md").read_text()
+    report = (out / "report.md").read_text()
     import re
 
     assert re.search(r"\| Oracle +\| 100\.0 +\| 100\.0 +\| 50\.0 +\|", report)
@@ -153,7 +158,16 @@ def test_demo_caveat_on_demo_data_and_not_on_real_runs(conf_dir, tree, tmp_path)
     assert "DEMO" not in (tmp_path / "real" / "report.md").read_text()
     # a tiny random model is plumbing wherever its data come from
     cfg = _compose(conf_dir, f"task.data_dir={root}")
-    assert is_demo_run(cfg) and not is_demo_run(_compose(conf_dir, f"task.data_dir={root}", "task.demo_caveat=false"))
+    assert _is_demo_run(cfg) and not _is_demo_run(_compose(conf_dir, f"task.data_dir={root}", "task.demo_caveat=false"))
+    assert not _is_demo_run(_compose(conf_dir, f"task.data_dir={root}", "sllm=policy"))
+    assert _is_demo_run(_compose(conf_dir, f"task.data_dir={root}", "sllm=policy",
+                                 "task.judge={_target_: speechbias.sllm.adapters.tiny.tiny_chat_judge}"))
+
+
+def _is_demo_run(cfg) -> bool:
+    """is_demo_run with the arguments the task config gives the task."""
+    run = cfg.task.run
+    return is_demo_run(run.demo_caveat, run.data_dir, run.demo_dir, list(run.model_targets))
 
 
 @pytest.mark.slow

@@ -76,10 +76,10 @@ def dataset_statistics(table: pd.DataFrame, rouge: pd.DataFrame | None = None) -
     return pd.DataFrame(rows)
 
 
-def plot_rouge_l_histogram(rouge: pd.DataFrame, path: str | Path, bins: int = 30, caveat: str | None = None) -> Path:
-    """Fig. 1: histogram of each continuation's mean ROUGE-L against its domain, one colour per domain;
-    ``caveat`` (e.g. the demo caveat) is written along the bottom edge."""
-    from speechbias.report.figures import plt, save
+def plot_rouge_l_histogram(rouge: pd.DataFrame, bins: int = 30):
+    """Fig. 1: histogram of each continuation's mean ROUGE-L against its domain, one colour per domain.
+    Returns the figure (the run's writer saves it, with the demo caveat of a demo run)."""
+    from speechbias.report.figures import plt
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     values = rouge["mean_rouge_l"].dropna()
@@ -90,4 +90,4 @@ def plot_rouge_l_histogram(rouge: pd.DataFrame, path: str | Path, bins: int = 30
     ax.set_ylabel("number of continuations")
     ax.set_title("Diversity of continuations")
     ax.legend()
-    return save(fig, path, caveat=caveat)
+    return fig

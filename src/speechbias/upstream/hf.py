@@ -15,6 +15,8 @@ small 13, medium 25, large 33).
 
 from __future__ import annotations
 
+import contextlib
+
 from collections.abc import Mapping
 
 import torch
@@ -68,6 +70,19 @@ def _bake_parametrizations(model: torch.nn.Module) -> None:
         hooks = module._load_state_dict_pre_hooks
         for key in [k for k, h in hooks.items() if "_weight_norm_compat_hook" in getattr(h, "__qualname__", repr(h))]:
             del hooks[key]
+
+
+def half_precision_cpu_guard(dtype: torch.dtype, device: torch.device):
+    """A context that turns oneDNN off for a bfloat16/float16 forward on the CPU (no-op otherwise).
+
+    oneDNN's bfloat16 grouped convolution (wav2vec2's positional convolution has 16 groups) is wrong on
+    CPUs with AMX/AVX512-BF16: measured with torch 2.13.0 on a Xeon with amx_bf16, a 4-group Conv1d in
+    bfloat16 was 110 % off float32 (ATen's own kernel: 0.3 %), and tiny wav2vec2 states 25 % off
+    (1.4 % without oneDNN). ATen's kernels are slower but right; float32 keeps oneDNN.
+    """
+    if dtype == torch.float32 or device.type != "cpu":
+        return contextlib.nullcontext()
+    return torch.backends.mkldnn.flags(enabled=False)
 
 
 class HFUpstream(Upstream):
@@ -194,7 +209,7 @@ class HFUpstream(Upstream):
         clip's valid frames, as float32."""
         wavs = zero_padding(wavs[:, : int(lengths.max())].float(), lengths)
         inputs = self.family_adapter.encoder_inputs(wavs, lengths, self.torch_dtype)
-        with self._recorder.recording() as states:
+        with half_precision_cpu_guard(self.torch_dtype, wavs.device), self._recorder.recording() as states:
             self.model(**inputs)
         frame_lengths = self.family_adapter.frame_lengths(lengths)
         kept = int(frame_lengths.max())
@@ -222,4 +237,6 @@ class HFUpstream(Upstream):
             "seed": self.seed if self.randomize else None,
             "normalize": self.normalize,
             **self.family_adapter.fingerprint_fields(),
+            # half-precision states on CPU are computed without oneDNN (half_precision_cpu_guard)
+            **({"cpu_half_kernels": "aten"} if self.torch_dtype != torch.float32 else {}),
         }

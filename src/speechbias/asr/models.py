@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
+from speechbias.audio import SAMPLE_RATE
 from speechbias.model_loading import ModelFingerprint, load_pretrained, local_weights_digest
 
 log = logging.getLogger(__name__)
 
-SAMPLE_RATE = 16_000
 WHISPER_WINDOW_SAMPLES = 30 * SAMPLE_RATE
 
 

@@ -95,6 +95,8 @@ def build_tiny_ctc(folder: str | Path, family: str = "wav2vec2", seed: int = 0) 
     from transformers import (HubertConfig, HubertForCTC, Wav2Vec2Config, Wav2Vec2CTCTokenizer,
                               Wav2Vec2FeatureExtractor, Wav2Vec2ForCTC, Wav2Vec2Processor)
 
+    from speechbias.audio import SAMPLE_RATE
+
     folder = Path(folder)
     if _done(folder):
         return folder
@@ -117,7 +119,7 @@ def build_tiny_ctc(folder: str | Path, family: str = "wav2vec2", seed: int = 0) 
     else:
         raise ValueError(f"family must be wav2vec2 or hubert, got {family!r}")
     model.eval().save_pretrained(tmp)
-    fe = Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=16000, padding_value=0.0, do_normalize=True,
+    fe = Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=SAMPLE_RATE, padding_value=0.0, do_normalize=True,
                                   return_attention_mask=True)
     Wav2Vec2Processor(feature_extractor=fe, tokenizer=tok).save_pretrained(tmp)
     return _finish(folder, tmp)

@@ -38,6 +38,7 @@ from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import load_statistics
 from speechbias.report.propagation_figures import dev_curve_figure, layer_weights_figure, predictions_figure
 from speechbias.report.run_writer import RunWriter, markdown_table
+from speechbias.roles import split_roles
 from speechbias.ser.module import metric_key
 from speechbias.ser.pooling import cohens_d, lr_label, pooled_propagation
 from speechbias.stats.association import effect_size
@@ -156,7 +157,7 @@ class PropagationCallback(pl.Callback):
             log.warning("%s has no SpEAT d for %s / %s; computing it from the cache", self.speat_results,
                         test.name, self.aggregation.name)
         emb = self.aggregation(stats.stat(self.aggregation.temporal))
-        parts = {r: emb[roles == r] for r in "XYAB"}
+        parts = split_roles(emb, roles)
         return float(effect_size(parts["X"], parts["Y"], parts["A"], parts["B"])), "computed"
 
 

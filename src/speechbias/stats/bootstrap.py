@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from speechbias.roles import ROLES
 from speechbias.stats.association import attribute_direction, effect_size_from_associations, unit_rows
 from speechbias.stats.random_integers import UniformIntegers
 from speechbias.stats.validation import (
@@ -214,7 +215,7 @@ def _associations(X, Y, A, B, s_x, s_y) -> tuple[np.ndarray, np.ndarray]:
         if s_x is None or s_y is None:
             raise StatsInputError("s_x, s_y: both are needed when associations are given directly")
         return as_sample(s_x, "s_x", min_size=2), as_sample(s_y, "s_y", min_size=2)
-    missing = [name for name, e in zip("XYAB", embeddings) if e is None]
+    missing = [name for name, e in zip(ROLES, embeddings) if e is None]
     if missing:
         raise StatsInputError(f"{', '.join(missing)}: missing; give X, Y, A, B (embeddings) or s_x and s_y (associations)")
     X = as_embeddings(X, "X", min_rows=2)

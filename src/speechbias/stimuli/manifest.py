@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pandas as pd
 
-ROLES = ("X", "Y", "A", "B")
+from speechbias.roles import ROLES
+
 MANIFEST_COLUMNS = ("clip_id", "path", "role", "group", "speaker", "pair_id", "stratum")
 REQUIRED_COLUMNS = ("clip_id", "path", "role")
 _OPTIONAL_DEFAULTS = {"group": "", "speaker": "", "pair_id": "", "stratum": ""}

@@ -24,6 +24,7 @@ from abc import ABC, abstractmethod
 import torch
 from torch import nn
 
+from speechbias.audio import SAMPLE_RATE
 from speechbias.model_loading import ModelFingerprint
 
 
@@ -33,7 +34,7 @@ class Upstream(nn.Module, ABC):
     num_layers: int
     hidden_size: int
     frame_rate: float  # frames per second of the hidden states
-    sample_rate: int = 16_000
+    sample_rate: int = SAMPLE_RATE
     min_samples: int = 1  # shortest input (samples) that yields at least one frame
     pad_invariant: bool = True  # zero-padding in a batch leaves each clip's states unchanged
     family: str = "other"  # wav2vec2 | hubert | wavlm | whisper | classical | s3prl | ...

@@ -14,6 +14,7 @@ import scipy.fft
 import torch
 from transformers.audio_utils import mel_filter_bank
 
+from speechbias.audio import SAMPLE_RATE
 from speechbias.upstream.base import Upstream
 from speechbias.upstream.batching import check_batch, mask_frames
 
@@ -33,7 +34,7 @@ class FbankUpstream(Upstream):
         n_fft: int = 512,
         f_min: float = 20.0,
         f_max: float | None = None,
-        sample_rate: int = 16_000,
+        sample_rate: int = SAMPLE_RATE,
         randomize: bool = False,
         display_name: str | None = None,
         seed: int | None = None,

@@ -13,6 +13,7 @@ import importlib.metadata
 
 import torch
 
+from speechbias.audio import SAMPLE_RATE
 from speechbias.upstream.base import Upstream
 from speechbias.upstream.batching import forward_batch_invariant
 
@@ -69,7 +70,7 @@ class S3PRLUpstream(Upstream):
         pad_invariant: bool = False,
         min_samples: int = 400,
         display_name: str | None = None,
-        sample_rate: int = 16_000,
+        sample_rate: int = SAMPLE_RATE,
     ):
         super().__init__()
         s3prl_nn = import_s3prl_nn()

@@ -10,8 +10,9 @@ from __future__ import annotations
 import torch
 from transformers import WhisperConfig, WhisperFeatureExtractor
 
+from speechbias.audio import SAMPLE_RATE
+
 WINDOW_SECONDS = 30
-SAMPLE_RATE = 16_000
 HOP_LENGTH = 160  # samples per mel frame
 N_FFT = 400
 WINDOW_SAMPLES = WINDOW_SECONDS * SAMPLE_RATE  # 480 000

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from hydra.utils import get_class
 
-from speechbias.audio import load_audio
+from speechbias.audio import SAMPLE_RATE, load_audio
 from speechbias.model_loading import load_pretrained, loaded_commit
 from speechbias.sllm.adapters.base import ChatInput, SamplingParams, SpeechLLM, resolve_device, resolve_dtype
 
@@ -53,7 +53,7 @@ class ChatTemplateAudioLLM(SpeechLLM):
             tokenizer.padding_side = "left"
         self.model = model.to(device=self.device, dtype=self.dtype).eval()
         extractor = getattr(processor, "feature_extractor", None)
-        self.sampling_rate = int(getattr(extractor, "sampling_rate", 16_000))
+        self.sampling_rate = int(getattr(extractor, "sampling_rate", SAMPLE_RATE))
         self._torch = torch
 
     def fingerprint_fields(self) -> dict:

@@ -36,8 +36,10 @@ def build_tiny_qwen2_audio(seed: int = 0, chunk_length_s: int = 2, n_mels: int =
     from transformers import (Qwen2AudioConfig, Qwen2AudioForConditionalGeneration, Qwen2AudioProcessor,
                               WhisperFeatureExtractor)
 
+    from speechbias.audio import SAMPLE_RATE
+
     tokenizer = build_tiny_tokenizer()
-    extractor = WhisperFeatureExtractor(feature_size=n_mels, sampling_rate=16_000, chunk_length=chunk_length_s,
+    extractor = WhisperFeatureExtractor(feature_size=n_mels, sampling_rate=SAMPLE_RATE, chunk_length=chunk_length_s,
                                         hop_length=160, n_fft=400)
     processor = Qwen2AudioProcessor(feature_extractor=extractor, tokenizer=tokenizer)
     pad_id = tokenizer.convert_tokens_to_ids("<|endoftext|>")

@@ -31,12 +31,12 @@ from transformers import (
     WavLMModel,
 )
 
+from speechbias.audio import SAMPLE_RATE
 from speechbias.model_loading import MissingWeightsError, load_pretrained
 from speechbias.upstream.families.base import EncoderFamily
 
 log = logging.getLogger(__name__)
 
-SAMPLE_RATE = 16_000
 
 
 def receptive_field(kernels: Sequence[int], strides: Sequence[int]) -> int:

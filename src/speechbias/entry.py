@@ -155,9 +155,9 @@ def run_task(cfg: DictConfig) -> dict:
     if "trainer" in cfg:
         cfg.trainer = job_trainer_config(cfg.trainer)
     task = hydra.utils.instantiate(cfg.task.run)
-    if callable(getattr(task, "run", None)):  # a task object built with its collaborators
-        return task.run(config=resolved_config(cfg)) or {}
-    return task(cfg=cfg, output_dir=output_dir) or {}
+    if not callable(getattr(task, "run", None)):
+        raise TypeError(f"task.run._target_ must build a task object with a run(config) method, got {task!r}")
+    return task.run(config=resolved_config(cfg)) or {}
 
 
 def resolved_config(cfg: DictConfig) -> dict:

@@ -41,19 +41,3 @@ def upstream_info(upstream, name: str | None = None) -> dict:
     return {"upstream": str(shown), "family": str(family), "model_id": str(fields.get("model_id", shown)),
             "fingerprint": upstream.fingerprint}
 
-
-def start_logger_run(cfg: DictConfig, output_dir, job_type: str, name: str, tags: list[str]):
-    """TEMPORARY (removed once every task publishes through its Tracker): a W&B run when
-    ``logger.kind == wandb``, else None."""
-    from pathlib import Path
-
-    from speechbias.report import wandb_run
-
-    if cfg.logger.get("kind") != "wandb":
-        return None
-    group = cfg.logger.get("group") or Path(output_dir).parent.name
-    return wandb_run.start_run(
-        project=cfg.logger.project, entity=cfg.logger.get("entity"), name=name,
-        config=OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False), group=group,
-        tags=list(tags) + list(cfg.logger.get("tags") or []), job_type=job_type, mode=cfg.logger.mode,
-        save_dir=output_dir)

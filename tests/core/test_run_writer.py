@@ -132,3 +132,14 @@ def test_an_empty_table_is_not_logged(tmp_path, monkeypatch):
     monkeypatch.setattr(tracker_module.wandb_run, "start_run", lambda **kw: run)
     Tracker("wandb").publish(w, job_type="report", name="n")
     assert run.logged == [] and run.finished
+
+
+def test_tables_reach_the_tracker_with_their_types(tmp_path, monkeypatch):
+    w = RunWriter(tmp_path)
+    w.table("t", pd.DataFrame({"shown": ["0.0", "12.5"], "x": [1.5, np.nan]}), tracker_key="k")
+    got = {}
+    monkeypatch.setattr(tracker_module.wandb_run, "start_run", lambda **kw: FakeRun())
+    monkeypatch.setattr(tracker_module.wandb_run, "log_table", lambda run, key, df: got.setdefault(key, df))
+    Tracker("wandb").publish(w, job_type="j", name="n")
+    assert list(got["k"]["shown"]) == ["0.0", "12.5"]  # formatted strings stay strings (a CSV would parse them)
+    assert got["k"]["x"].iloc[0] == 1.5 and np.isnan(got["k"]["x"].iloc[1])

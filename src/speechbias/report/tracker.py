@@ -10,6 +10,7 @@ The results files are the same whichever tracker is chosen. A W&B failure never 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -81,8 +82,6 @@ class Tracker:
 
 def log_recorded(run, writer: RunWriter) -> None:
     """Log a writer's recorded metrics, tables (read back from their CSV) and figures to ``run``."""
-    import pandas as pd
-
     for entry in writer.tracker_log():
         kind = entry.get("kind")
         if kind == "metrics":
@@ -92,11 +91,25 @@ def log_recorded(run, writer: RunWriter) -> None:
         if not path.is_file():
             log.warning("%s: recorded for the tracker but missing; not logged", path)
         elif kind == "table":
-            try:
-                table = pd.read_csv(path)
-            except pd.errors.EmptyDataError:  # a table with no columns (e.g. an empty sweep)
+            table = recorded_table(path)
+            if table.columns.empty:  # e.g. the results of an empty sweep
                 log.info("%s: empty table, not logged to W&B", path)
                 continue
             wandb_run.log_table(run, entry["key"], table)
         elif kind == "image":
             wandb_run.log_images(run, {entry["key"]: path})
+
+
+def recorded_table(csv_path: Path):
+    """A table the writer wrote, with its values' JSON types (strings such as ``"0.0"`` stay strings):
+    from ``<stem>.json`` (a list of row records) beside the CSV, else from the CSV."""
+    import pandas as pd
+
+    records = csv_path.with_suffix(".json")
+    if records.is_file():
+        rows = json.loads(records.read_text(encoding="utf-8"))
+        return pd.DataFrame.from_records(rows) if rows else pd.DataFrame()
+    try:
+        return pd.read_csv(csv_path)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()

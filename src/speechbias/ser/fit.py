@@ -66,7 +66,7 @@ def fit_trainer(make_trainer: Callable[..., pl.Trainer], checkpoint_dir: str | P
     and keeps best/last checkpoints in ``checkpoint_dir`` (``last.ckpt`` at the validations of
     every ``checkpoint_every_n_epochs``-th epoch).
 
-    ``make_trainer(**kwargs)`` builds it (e.g. ``partial(hydra.utils.instantiate, cfg.trainer)``);
+    ``make_trainer(**kwargs)`` builds it (the trainer factory of ``conf/trainer/*.yaml``, a ``_partial_``);
     ``overrides`` are passed on (e.g. ``logger=CSVLogger(...)``).
     The same trainer may first run extraction (``trainer.predict``): under plain DDP a second
     Trainer would try to launch the worker processes a second time. Its progress bar shows the

@@ -96,7 +96,8 @@ def test_a_report_without_its_sweep_folder_is_one_line(repo_root, tmp_path):
 def test_full_error_shows_the_traceback(repo_root, tmp_path):
     cwd = tmp_path / "elsewhere"
     cwd.mkdir()
-    proc = subprocess.run([sys.executable, str(repo_root / "train.py"), "lr=abc"], cwd=cwd, timeout=120,
+    proc = subprocess.run([sys.executable, str(repo_root / "train.py"), "lr=abc",
+                           f"paths.output_root={tmp_path / 'outputs'}"], cwd=cwd, timeout=120,
                           env=dict(_env(tmp_path), HYDRA_FULL_ERROR="1"), capture_output=True, text=True)
     assert proc.returncode == 1 and "Traceback" in proc.stderr and "ConfigError: lr=abc" in proc.stderr
 

@@ -16,6 +16,7 @@ small 13, medium 25, large 33).
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 from collections.abc import Mapping
 
@@ -82,7 +83,17 @@ def half_precision_cpu_guard(dtype: torch.dtype, device: torch.device):
     """
     if dtype == torch.float32 or device.type != "cpu":
         return contextlib.nullcontext()
-    return torch.backends.mkldnn.flags(enabled=False)
+    return _aten_kernels()
+
+
+@contextlib.contextmanager
+def _aten_kernels():
+    # torch's flags() also re-sets oneDNN's TF32 switch, which warns on every call that TF32 needs an
+    # Intel GPU; that warning is about a setting we leave as it was
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="TF32 acceleration on top of oneDNN", category=UserWarning)
+        with torch.backends.mkldnn.flags(enabled=False):
+            yield
 
 
 class HFUpstream(Upstream):

@@ -40,6 +40,21 @@ log = logging.getLogger(__name__)
 quiet_third_party_console()
 
 
+@dataclass(frozen=True)
+class ExtractionSettings:
+    """The extraction predict loop of a task (``extraction.*``): clips per batch, DataLoader workers,
+    and whether clips shorter than the upstream's receptive field are zero-padded (else an error)."""
+
+    batch_size: int = 8
+    num_workers: int = 0
+    pad_short: bool = False
+
+    def kwargs(self) -> dict:
+        """As keyword arguments of :func:`extract_statistics`."""
+        return {"batch_size": int(self.batch_size), "num_workers": int(self.num_workers),
+                "pad_short": bool(self.pad_short)}
+
+
 @dataclass
 class StackedStatistics:
     """Statistics of N clips: ``mean``/``min``/``max`` (N, L, D) float32, ``n_frames`` (N,)."""

@@ -16,7 +16,7 @@ import pytorch_lightning as pl
 from speechbias.aggregation import Aggregation
 from speechbias.callbacks.speat import SpeatCallback, SpeatSettings
 from speechbias.features.cache import FeatureCache
-from speechbias.features.extraction import extract_statistics
+from speechbias.features.extraction import ExtractionSettings, extract_statistics
 from speechbias.report.caveat import DEMO_CAVEAT
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.speat_report import is_demo_test
@@ -42,7 +42,7 @@ class SpeatTask:
         writer: the run folder's writer; a demo test's run gets the demo caveat.
         tracker: where the writer's record is logged at the end (W&B, or nothing).
         speat: what is computed (permutations, per-layer d, bootstrap SE curve).
-        batch_size / num_workers / pad_short: the extraction loop's (``extraction.*``).
+        extraction: the extraction loop's settings (``extraction.*``).
         seed: permutations and resamples; force: rerun even when results.json exists.
     """
 
@@ -50,8 +50,8 @@ class SpeatTask:
 
     def __init__(self, bias_test: BiasTest, upstream: Upstream, aggregation: Aggregation, cache: FeatureCache,
                  trainer: Callable[..., pl.Trainer], writer: RunWriter, tracker: Tracker,
-                 speat: SpeatSettings | None = None, upstream_name: str | None = None, batch_size: int = 8,
-                 num_workers: int = 0, pad_short: bool = False, seed: int = 0, force: bool = False):
+                 speat: SpeatSettings | None = None, upstream_name: str | None = None,
+                 extraction: ExtractionSettings | None = None, seed: int = 0, force: bool = False):
         self.bias_test = bias_test
         self.upstream = upstream
         self.upstream_name = upstream_name or None
@@ -61,7 +61,7 @@ class SpeatTask:
         self.writer = writer
         self.tracker = tracker
         self.speat = speat or SpeatSettings()
-        self.batch_size, self.num_workers, self.pad_short = int(batch_size), int(num_workers), bool(pad_short)
+        self.extraction = extraction or ExtractionSettings()
         self.seed = int(seed)
         self.force = bool(force)
         if self.writer.caveat is None and is_demo_test(bias_test.name):
@@ -80,8 +80,8 @@ class SpeatTask:
             fingerprint=self.upstream.fingerprint, writer=self.writer, run_info=info, settings=self.speat,
             seed=self.seed, layer_convention=self.upstream.fingerprint_fields().get("layer_convention"))
         trainer = self.trainer(callbacks=[callback])
-        extract_statistics(self.upstream, list(manifest["path"]), self.cache, trainer, batch_size=self.batch_size,
-                           num_workers=self.num_workers, pad_short=self.pad_short)
+        extract_statistics(self.upstream, list(manifest["path"]), self.cache, trainer,
+                           **self.extraction.kwargs())
         # under ddp_spawn the callback ran in child processes: its row is in results.json
         summary = (dict(callback.summary) if callback.summary
                    else pd.read_json(self.writer.path("results.json")).iloc[0].to_dict())

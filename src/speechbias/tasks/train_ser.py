@@ -17,7 +17,6 @@ from __future__ import annotations
 import gc
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import pytorch_lightning as pl
 import torch
@@ -26,7 +25,7 @@ from pytorch_lightning.utilities import rank_zero_only
 from speechbias.aggregation import Aggregation
 from speechbias.callbacks.propagation import PropagationCallback, PropagationTest, read_run_tables, summary_metrics
 from speechbias.features.cache import FeatureCache
-from speechbias.features.extraction import extract_statistics
+from speechbias.features.extraction import ExtractionSettings, extract_statistics
 from speechbias.report.caveat import DEMO_CAVEAT
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
@@ -44,16 +43,6 @@ from speechbias.upstream.base import Upstream
 log = logging.getLogger(__name__)
 
 TASK_NAME = "train_ser"
-
-
-@dataclass(frozen=True)
-class ExtractionSettings:
-    """The extraction predict loop (``extraction.*``): clips per batch, DataLoader workers, and
-    whether clips shorter than the upstream's receptive field are zero-padded (else an error)."""
-
-    batch_size: int = 8
-    num_workers: int = 0
-    pad_short: bool = False
 
 
 def is_demo_run(test_names: Sequence[str], synthetic: bool) -> bool:
@@ -148,8 +137,7 @@ class TrainSerTask:
         seen = set(train_paths)
         extra = [p for t in tests for p in t.manifest["path"] if not (p in seen or seen.add(p))]
         stats, n_forward = extract_statistics(
-            self.upstream, train_paths + extra, self.cache, trainer, batch_size=self.extraction.batch_size,
-            num_workers=self.extraction.num_workers, pad_short=self.extraction.pad_short)
+            self.upstream, train_paths + extra, self.cache, trainer, **self.extraction.kwargs())
         means = stats.mean[: len(train_paths)]
         self.upstream = None  # the heads train on cached means: free the model's memory
         del stats

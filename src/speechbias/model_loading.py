@@ -178,3 +178,12 @@ def loaded_commit(config) -> str | None:
     ``huggingface_hub.try_to_load_from_cache``) would change every cache key.
     """
     return getattr(config, "_commit_hash", None)
+
+
+def resolve_device(device: str = "auto") -> str:
+    """``auto`` -> ``cuda`` when a GPU is visible, else ``cpu``; any other value as given."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"

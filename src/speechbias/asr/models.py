@@ -19,19 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from speechbias.audio import SAMPLE_RATE
-from speechbias.model_loading import ModelFingerprint, load_pretrained, local_weights_digest
+from speechbias.model_loading import ModelFingerprint, load_pretrained, local_weights_digest, resolve_device
 
 log = logging.getLogger(__name__)
 
 WHISPER_WINDOW_SAMPLES = 30 * SAMPLE_RATE
-
-
-def _resolve_device(device: str) -> str:
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 class Transcriber(ABC):
@@ -86,7 +78,7 @@ class Transcriber(ABC):
         if self._model is None:
             import torch
 
-            self.device = _resolve_device(self.device_request)
+            self.device = resolve_device(self.device_request)
             dtype = getattr(torch, self.dtype_name)
             self._processor, self._model = self._load(dtype)
             self._model.to(self.device).eval()

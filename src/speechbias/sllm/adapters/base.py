@@ -82,14 +82,6 @@ class SpeechLLM(ABC):
         """One decoded answer per input (generated text only)."""
 
 
-def resolve_device(device: str = "auto") -> str:
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
 def resolve_dtype(dtype: str = "auto", device: str = "cpu"):
     """``auto``: bfloat16 on CUDA, float32 on CPU; else a torch dtype name."""
     import torch

@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from hydra.utils import get_class
 
 from speechbias.audio import SAMPLE_RATE, load_audio
-from speechbias.model_loading import load_pretrained, loaded_commit
-from speechbias.sllm.adapters.base import ChatInput, SamplingParams, SpeechLLM, resolve_device, resolve_dtype
+from speechbias.model_loading import load_pretrained, loaded_commit, resolve_device
+from speechbias.sllm.adapters.base import ChatInput, SamplingParams, SpeechLLM, resolve_dtype
 
 
 class ChatTemplateAudioLLM(SpeechLLM):

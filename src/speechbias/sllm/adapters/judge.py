@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from speechbias.model_loading import load_pretrained
-from speechbias.sllm.adapters.base import resolve_device, resolve_dtype
+from speechbias.model_loading import load_pretrained, resolve_device
+from speechbias.sllm.adapters.base import resolve_dtype
 from speechbias.sllm.answers import find_letters
 
 JUDGE_TEMPLATE = ("A listener was asked to choose one continuation among these options:\n{options}\n\n"

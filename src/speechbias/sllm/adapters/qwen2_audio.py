@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from speechbias.audio import load_audio
-from speechbias.model_loading import load_pretrained, loaded_commit
-from speechbias.sllm.adapters.base import ChatInput, SamplingParams, SpeechLLM, resolve_device, resolve_dtype
+from speechbias.model_loading import load_pretrained, loaded_commit, resolve_device
+from speechbias.sllm.adapters.base import ChatInput, SamplingParams, SpeechLLM, resolve_dtype
 
 
 class Qwen2AudioAdapter(SpeechLLM):

@@ -119,3 +119,27 @@ def test_chat_judge_wiring():
     judge = ChatJudge("tiny-judge", model=lm, tokenizer=tok, device="cpu", dtype="float32")
     verdict = judge.judge("whatever", {"A": "x", "B": "y", "C": "z"})
     assert verdict in (None, "A", "B", "C")
+
+
+def test_fingerprint_is_the_digest_and_answers_are_keyed_by_the_fields():
+    """One fingerprint type for every model: ``fingerprint`` is the digest of ``model_fingerprint``;
+    the answer cache's signatures hash the identity fields themselves (unchanged keys)."""
+    import hashlib
+    import json
+
+    from speechbias.model_loading import sha256_json
+    from speechbias.sllm.adapters.base import SamplingParams
+    from speechbias.sllm.probe import request_signature
+    from speechbias.sllm.prompts import ProbeRequest
+
+    adapter = PolicyAdapter("stereotypical", seed=3)
+    fields = adapter.fingerprint_fields()
+    assert adapter.fingerprint == sha256_json(fields)[:32] == adapter.model_fingerprint.digest
+    sampling = SamplingParams()
+    request = ProbeRequest(key="k", domain="gender", item_id=1, speaker="s", group="female",
+                           order=("stereotype", "anti_stereotype", "unrelated"), options={},
+                           prompt="Which one?", audio_path="/a.wav")
+    payload = json.dumps({"model": fields, "sampling": sampling.as_dict(), "seed": 0, "prompt": "Which one?",
+                          "audio": "/a.wav"}, sort_keys=True, default=str)
+    assert request_signature(request, adapter.model_fingerprint.fields, sampling, 0) == \
+        hashlib.sha256(payload.encode()).hexdigest()[:24]

@@ -61,7 +61,7 @@ def run_probe(requests: Sequence[ProbeRequest], adapter: SpeechLLM, sampling: Sa
     if len(set(keys)) != len(keys):
         raise ValueError("requests must have unique keys")
     cache_path = Path(cache_path)
-    fingerprint = adapter.fingerprint
+    fingerprint = adapter.model_fingerprint.fields
     signatures = {r.key: request_signature(r, fingerprint, sampling, seed) for r in requests}
     cached = read_cached(cache_path)
     answers = {k: rec["response"] for k, rec in cached.items()

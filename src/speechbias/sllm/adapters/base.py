@@ -72,10 +72,10 @@ class SpeechLLM(ABC):
         return ModelFingerprint(self.fingerprint_fields())
 
     @property
-    def fingerprint(self) -> dict:
-        """The identity fields as a dict: the answer cache's signatures hash this dict
-        (:func:`speechbias.sllm.probe.request_signature`), so it stays a dict, not the digest."""
-        return self.model_fingerprint.fields
+    def fingerprint(self) -> str:
+        """The digest of :attr:`model_fingerprint`, as for upstreams and ASR models. (The answer cache's
+        signatures hash the fields themselves: :func:`speechbias.sllm.probe.request_signature`.)"""
+        return self.model_fingerprint.digest
 
     @abstractmethod
     def generate(self, inputs: Sequence[ChatInput], sampling: SamplingParams) -> list[str]:

@@ -32,3 +32,18 @@ def repo_root() -> Path:
 @pytest.fixture
 def conf_dir() -> Path:
     return CONF_DIR
+
+
+@pytest.fixture
+def wandb_recorder(monkeypatch):
+    """W&B replaced by a recorder: ``(started, logged)``, the keyword arguments of each started run and,
+    in order, ``("metrics", values, step)``, ``("table", key, rows)``, ``("images", keys)``, ``("finish",)``."""
+    from speechbias.report import wandb_run
+
+    started, logged = [], []
+    monkeypatch.setattr(wandb_run, "start_run", lambda **kw: started.append(kw) or object())
+    monkeypatch.setattr(wandb_run, "log_metrics", lambda run, m, step=None: logged.append(("metrics", dict(m), step)))
+    monkeypatch.setattr(wandb_run, "log_table", lambda run, key, df: logged.append(("table", key, len(df))))
+    monkeypatch.setattr(wandb_run, "log_images", lambda run, images: logged.append(("images", sorted(images))))
+    monkeypatch.setattr(wandb_run, "finish", lambda run: logged.append(("finish",)))
+    return started, logged

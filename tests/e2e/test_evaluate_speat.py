@@ -113,16 +113,9 @@ def test_se_curve_uses_the_tests_resampling_design(tmp_path):
     assert summary["ci_low"] < summary["d"] < summary["ci_high"]
 
 
-def test_tracker_gets_the_speat_metrics_tables_and_figure_once(tmp_path, monkeypatch):
+def test_tracker_gets_the_speat_metrics_tables_and_figure_once(tmp_path, wandb_recorder):
     """logger=wandb: one W&B run named upstream/test/aggregation, logged from the writer's record."""
-    from speechbias.report import wandb_run
-
-    started, logged = [], []
-    monkeypatch.setattr(wandb_run, "start_run", lambda **kw: started.append(kw) or object())
-    monkeypatch.setattr(wandb_run, "log_metrics", lambda run, m, step=None: logged.append(("metrics", dict(m))))
-    monkeypatch.setattr(wandb_run, "log_table", lambda run, key, df: logged.append(("table", key, len(df))))
-    monkeypatch.setattr(wandb_run, "log_images", lambda run, images: logged.append(("images", sorted(images))))
-    monkeypatch.setattr(wandb_run, "finish", lambda run: logged.append(("finish",)))
+    started, logged = wandb_recorder
     summary = run_task(_compose(tmp_path, "logger=wandb", "speat.n_permutations=500"))
     assert len(started) == 1 and started[0]["name"] == "fbank/demo_voice/mean_sum"
     assert started[0]["job_type"] == "speat" and started[0]["tags"][:2] == ["fbank", "classical"]

@@ -56,18 +56,11 @@ def test_two_process_ddp_trains_layer_weights_and_reports_the_whole_dev_split(tm
 
 
 @pytest.mark.slow
-def test_ddp_spawn_run_publishes_what_its_worker_wrote(tmp_path, monkeypatch):
+def test_ddp_spawn_run_publishes_what_its_worker_wrote(tmp_path, wandb_recorder):
     """trainer=ddp_sim (ddp_spawn): the propagation callback runs in a spawned worker and writes
     through the run's writer; the parent returns the summary of the run folder and publishes the
     writer's record (one W&B run)."""
-    from speechbias.report import wandb_run
-
-    started, logged = [], []
-    monkeypatch.setattr(wandb_run, "start_run", lambda **kw: started.append(kw) or object())
-    monkeypatch.setattr(wandb_run, "log_metrics", lambda run, m, step=None: logged.append(("metrics", dict(m))))
-    monkeypatch.setattr(wandb_run, "log_table", lambda run, key, df: logged.append(("table", key, len(df))))
-    monkeypatch.setattr(wandb_run, "log_images", lambda run, images: logged.append(("images", sorted(images))))
-    monkeypatch.setattr(wandb_run, "finish", lambda run: logged.append(("finish",)))
+    started, logged = wandb_recorder
     out = tmp_path / "run"
     summary = run_task(compose_train([f"paths.output_dir={out}", f"paths.cache_dir={tmp_path / 'cache'}",
                                       "trainer=ddp_sim", "logger=wandb", "max_steps=4", "ser_data.val_every_n_epochs=1",

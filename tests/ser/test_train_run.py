@@ -117,17 +117,10 @@ def test_three_learning_rates_in_one_run_with_the_pooled_figure(tmp_path):
     assert again["propagation/demo_voice/cohens_d"] == pytest.approx(summary["propagation/demo_voice/cohens_d"])
 
 
-def test_tracker_gets_the_dev_curve_summary_tables_and_figures_once(tmp_path, monkeypatch):
+def test_tracker_gets_the_dev_curve_summary_tables_and_figures_once(tmp_path, wandb_recorder):
     """logger=wandb: one W&B run, logged from the writer's record: each validation's dev metrics
     (``trainer/step`` first), the summary with each test's SpEAT d, the tables and the figures."""
-    from speechbias.report import wandb_run
-
-    started, logged = [], []
-    monkeypatch.setattr(wandb_run, "start_run", lambda **kw: started.append(kw) or object())
-    monkeypatch.setattr(wandb_run, "log_metrics", lambda run, m, step=None: logged.append(("metrics", dict(m), step)))
-    monkeypatch.setattr(wandb_run, "log_table", lambda run, key, df: logged.append(("table", key, len(df))))
-    monkeypatch.setattr(wandb_run, "log_images", lambda run, images: logged.append(("images", sorted(images))))
-    monkeypatch.setattr(wandb_run, "finish", lambda run: logged.append(("finish",)))
+    started, logged = wandb_recorder
     summary = run_task(_cfg(tmp_path, "logger=wandb", "lr=[1e-3,1e-4]", "max_steps=16"))
     assert len(started) == 1 and started[0]["name"] == "fbank/valence/lr=1e-3,1e-4"
     assert started[0]["job_type"] == "train_ser" and started[0]["tags"] == ["fbank", "classical", "ser", "demo"]

@@ -71,6 +71,8 @@ def test_config_builds_once_caches_and_writes_report(us_data, tmp_path):
     assert report["clip_length"]["test"].startswith("paired") and report["clip_length"]["n_pairs"] == 8
     assert report["attribute_pool"]["valence_on_age"]["n"] == 120  # all rated MESS clips
     assert manifest.with_name("female_male-ours-seed0.valence_residuals.png").is_file()
+    assert report["attribute_pool"]["valence_on_age"]["plot"] == str(manifest.with_name(
+        "female_male-ours-seed0.valence_residuals.png"))
     assert "exact matching on age" in manifest.with_name("female_male-ours-seed0.report.md").read_text()
 
     def must_not_build():

@@ -14,7 +14,8 @@ from speechbias.stimuli.paper_lists import eu_emotion_paper_pool, paper_target_r
 from speechbias.stimuli.registry import recipe
 from speechbias.stimuli.selection import targets as T
 from speechbias.stimuli.selection.attributes import eu_emotion_attributes, mess_attributes, paper_order, valence_poles
-from speechbias.stimuli.selection.diagnostics import length_test, valence_by_sex, valence_on_age
+from speechbias.stimuli.selection.diagnostics import (length_test, valence_by_sex, valence_on_age,
+                                                      valence_residuals_figure)
 from speechbias.stimuli.selection.matching import SelectionError, exact_pairs, nearest_pairs, rank_extremes
 
 from tests.stimuli import corpus_trees as trees
@@ -232,11 +233,14 @@ def test_valence_diagnostics_match_closed_forms(tmp_path):
     w = valence_by_sex(pool)
     assert w["t"] == pytest.approx((f.mean() - m.mean()) / math.sqrt(vf + vm))
     assert w["df"] == pytest.approx((vf + vm) ** 2 / (vf**2 / (len(f) - 1) + vm**2 / (len(m) - 1)))
-    ols = valence_on_age(pool, tmp_path / "res.png")
+    ols = valence_on_age(pool)
     slope = np.cov(pool["age"], pool["valence"], ddof=1)[0, 1] / pool["age"].var()
     assert ols["slope"] == pytest.approx(slope)
     assert ols["intercept"] == pytest.approx(pool["valence"].mean() - slope * pool["age"].mean())
-    assert (tmp_path / "res.png").stat().st_size > 1000
+    fig = valence_residuals_figure(pool)
+    assert [ax.get_xlabel() for ax in fig.axes] == ["fitted valence", "speaker age (years)"]
+    assert len(fig.axes[0].collections[0].get_offsets()) == len(pool)  # one residual per rated clip
+    assert valence_residuals_figure(pool.assign(age=np.nan)) is None
     assert valence_on_age(pool.assign(age=np.nan))["skipped"]
 
 
@@ -323,5 +327,5 @@ def test_paper_eu_emotion_selection_from_published_ratings(tmp_path):
         sel = chosen[chosen["speaker"] == actor]
         assert sel.loc[sel["role"] == "B", "valence"].max() <= sorted(rows["valence"])[2]
         assert sel.loc[sel["role"] == "A", "valence"].min() >= sorted(rows["valence"])[-3]
-    w, ols = valence_by_sex(pool), valence_on_age(pool, tmp_path / "eu.png")
+    w, ols = valence_by_sex(pool), valence_on_age(pool)
     assert w["n_female"] + w["n_male"] == len(pool) and ols["n"] == len(pool)

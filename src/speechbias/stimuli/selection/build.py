@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from speechbias.stimuli.manifest import MANIFEST_COLUMNS
-from speechbias.stimuli.selection.diagnostics import cell_counts, length_test, valence_by_sex, valence_on_age
+from speechbias.stimuli.selection.diagnostics import (cell_counts, length_test, valence_by_sex, valence_on_age,
+                                                      valence_residuals_figure)
 from speechbias.stimuli.selection.result import Selection, name_groups
 from speechbias.stimuli.selection.segments import cut_segments
 from speechbias.stimuli.selection.sources import CorpusSources
@@ -47,10 +48,26 @@ def assemble_manifest(*parts: pd.DataFrame) -> pd.DataFrame:
     return df[[*MANIFEST_COLUMNS, *[c for c in df.columns if c not in MANIFEST_COLUMNS]]]
 
 
+def save_sidecar_figure(fig, path: Path) -> str | None:
+    """Save a diagnostics figure beside the manifest (100 dpi) and close it; its path, or None for no figure."""
+    if fig is None:
+        return None
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return str(path)
+
+
 def build_report(test: str, selection: str, seed: int | None, manifest: pd.DataFrame, targets: Selection,
                  attributes: Selection, plot_path: Path | None, **context) -> dict:
     """The sidecar report as a JSON-ready dict."""
     pool = attributes.pool if attributes.pool is not None else manifest[manifest["role"].isin(["A", "B"])]
+    on_age = valence_on_age(pool)
+    if plot_path is not None:
+        on_age["plot"] = save_sidecar_figure(valence_residuals_figure(pool), plot_path)
     return {
         "test": test, "selection": selection, "seed": seed, **{k: (str(v) if v is not None else None) for k, v in context.items()},
         "targets_method": targets.method, "attributes_method": attributes.method,
@@ -59,7 +76,7 @@ def build_report(test: str, selection: str, seed: int | None, manifest: pd.DataF
         "balance": targets.balance,
         "clip_length": length_test(manifest),
         "attribute_pool": {"n": int(len(pool)), "valence_by_sex": valence_by_sex(pool),
-                           "valence_on_age": valence_on_age(pool, plot_path)},
+                           "valence_on_age": on_age},
     }
 
 

@@ -10,7 +10,6 @@ Results are plain dicts of floats (JSON-ready). Lengths are in seconds.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -67,38 +66,49 @@ def valence_by_sex(pool: pd.DataFrame) -> dict:
     return out
 
 
-def valence_on_age(pool: pd.DataFrame, plot_path: str | Path | None = None) -> dict:
-    """OLS ``valence ~ 1 + age`` over clips with a known age; residual-vs-fitted plot to ``plot_path``."""
+def _age_fit(pool: pd.DataFrame):
+    """(clips with a known age, OLS fit of valence on age or None when ages are unknown or constant)."""
     import statsmodels.api as sm
 
     data = pool[["valence", "age"]].astype(float).dropna()
+    if len(data) < 3 or data["age"].nunique() < 2:
+        return data, None
+    return data, sm.OLS(data["valence"], sm.add_constant(data["age"])).fit()
+
+
+def valence_on_age(pool: pd.DataFrame) -> dict:
+    """OLS ``valence ~ 1 + age`` over clips with a known age (slope, intercept, p of the slope, R²)."""
+    data, fit = _age_fit(pool)
     out = {"model": "OLS valence ~ 1 + speaker_age", "n": int(len(data)), "slope": None, "intercept": None,
            "p_slope": None, "r2": None, "plot": None}
-    if len(data) < 3 or data["age"].nunique() < 2:
+    if fit is None:
         out["skipped"] = "speaker ages unknown or constant"
         return out
-    fit = sm.OLS(data["valence"], sm.add_constant(data["age"])).fit()
     out.update(slope=_finite(fit.params["age"]), intercept=_finite(fit.params["const"]),
                p_slope=_finite(fit.pvalues["age"]), r2=_finite(fit.rsquared))
-    if plot_path is not None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-        axes[0].scatter(fit.fittedvalues, fit.resid, s=8, alpha=0.6)
-        axes[0].axhline(0, color="k", lw=0.8)
-        axes[0].set(xlabel="fitted valence", ylabel="residual", title="residuals vs. fitted")
-        axes[1].scatter(data["age"], fit.resid, s=8, alpha=0.6)
-        axes[1].axhline(0, color="k", lw=0.8)
-        axes[1].set(xlabel="speaker age (years)", ylabel="residual", title="residuals vs. age")
-        fig.tight_layout()
-        Path(plot_path).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(plot_path, dpi=100)
-        plt.close(fig)
-        out["plot"] = str(plot_path)
     return out
+
+
+def valence_residuals_figure(pool: pd.DataFrame):
+    """Residuals of :func:`valence_on_age` against fitted valence and against age (a matplotlib figure),
+    or None when there is no fit. The caller saves it."""
+    data, fit = _age_fit(pool)
+    if fit is None:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    axes[0].scatter(fit.fittedvalues, fit.resid, s=8, alpha=0.6)
+    axes[0].axhline(0, color="k", lw=0.8)
+    axes[0].set(xlabel="fitted valence", ylabel="residual", title="residuals vs. fitted")
+    axes[1].scatter(data["age"], fit.resid, s=8, alpha=0.6)
+    axes[1].axhline(0, color="k", lw=0.8)
+    axes[1].set(xlabel="speaker age (years)", ylabel="residual", title="residuals vs. age")
+    fig.tight_layout()
+    return fig
 
 
 def cell_counts(manifest: pd.DataFrame) -> dict:

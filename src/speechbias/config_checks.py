@@ -18,6 +18,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from speechbias.project_paths import user_path
+from speechbias.run_context import primary_config_dir
 from speechbias.user_errors import ConfigError, error_line, full_error_requested
 
 # a command line that sets a required key, shown in the error line
@@ -166,29 +167,14 @@ def check_valence_source(cfg: DictConfig) -> None:
                           "(clip_id, path, speaker, valence) or choose another ser_data")
 
 
-def config_dir(cfg: DictConfig) -> Path | None:
-    """The primary config folder (``conf/``) of this run, from Hydra's runtime info."""
-    sources = OmegaConf.select(cfg, "hydra.runtime.config_sources", default=None)
-    if sources is None:
-        try:
-            from hydra.core.hydra_config import HydraConfig
-
-            sources = HydraConfig.get().runtime.config_sources if HydraConfig.initialized() else []
-        except ValueError:
-            sources = []
-    for s in sources:
-        if s.get("provider") == "main" and s.get("schema") == "file":
-            return Path(s.get("path"))
-    return None
-
-
 def check_propagation_tests(cfg: DictConfig) -> None:
     """``bias_tests`` of train.py name existing ``conf/bias_test/*.yaml`` files whose manifests check out."""
     entries = cfg.get("bias_tests") or []
     if not isinstance(entries, (list, ListConfig)):
         raise ConfigError(f"bias_tests={entries}: give a list of bias test names, e.g. "
                           "'bias_tests=[demo_voice,demo_accent]'")
-    folder = config_dir(cfg)
+    primary = primary_config_dir(cfg)
+    folder = Path(primary) if primary else None
     for entry in entries:
         if not isinstance(entry, str):
             continue

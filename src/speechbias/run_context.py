@@ -3,6 +3,7 @@
 ``${speechbias.choice:<group>}`` (registered with :func:`register_choice_resolver`, which the entry
 points call before composing) is the option chosen for a config group, e.g. ``hubert_xl`` for
 ``upstream``: task configs pass it to their task as the run's readable name.
+``${speechbias.config_dir:}`` is the run's primary config folder (where train.py's bias tests are named).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from omegaconf import DictConfig, OmegaConf
 
 CHOICE_RESOLVER = "speechbias.choice"
+CONFIG_DIR_RESOLVER = "speechbias.config_dir"
 
 
 def config_choice(cfg: DictConfig | None, group: str, fallback: str = "") -> str:
@@ -26,9 +28,30 @@ def config_choice(cfg: DictConfig | None, group: str, fallback: str = "") -> str
         return fallback
 
 
+def primary_config_dir(cfg: DictConfig | None = None) -> str | None:
+    """The run's primary config folder (``conf/``, or the ``--config-dir`` given), when Hydra knows it
+    (the running app, else ``hydra.runtime.config_sources`` of a config composed with it); else None."""
+    sources = None
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            sources = HydraConfig.get().runtime.config_sources
+    except (ImportError, ValueError):
+        pass
+    if sources is None and cfg is not None:
+        sources = OmegaConf.select(cfg, "hydra.runtime.config_sources", default=None)
+    for source in sources or []:
+        if source.get("provider") == "main" and source.get("schema") == "file":
+            return str(source.get("path"))
+    return None
+
+
 def register_choice_resolver() -> None:
-    """Register ``${speechbias.choice:<group>}`` (idempotent)."""
+    """Register ``${speechbias.choice:<group>}`` and ``${speechbias.config_dir:}`` (idempotent)."""
     OmegaConf.register_new_resolver(CHOICE_RESOLVER, lambda group, *, _root_: config_choice(_root_, group),
+                                    replace=True)
+    OmegaConf.register_new_resolver(CONFIG_DIR_RESOLVER, lambda *, _root_: primary_config_dir(_root_),
                                     replace=True)
 
 

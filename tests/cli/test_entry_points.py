@@ -164,3 +164,23 @@ def test_the_report_of_a_sweep_with_a_failed_job_names_the_reason(failed_sweep, 
     assert "1 job folder(s) have no results yet" in md
     assert f"failed: bias_test.manifest={bad}: 1 audio file(s) not found" in md
     assert not (sweep / "report" / "figure2_propagation.png").exists() and "No Figure 2" in md
+
+
+def test_train_names_bias_tests_of_its_own_config_folder(repo_root, tmp_path):
+    """train.py --config-path <copy of conf/ with one more bias test>: bias_tests=[<that test>] is found
+    there (checked before torch, then built), where the project's conf/ does not have it."""
+    import shutil
+
+    conf = tmp_path / "conf"
+    shutil.copytree(repo_root / "conf", conf)
+    text = (conf / "bias_test" / "demo_voice.yaml").read_text().replace("name: demo_voice", "name: my_voice")
+    (conf / "bias_test" / "my_voice.yaml").write_text(text)
+    out = tmp_path / "out"
+    proc = _run(repo_root, tmp_path, "train.py", "--config-path", str(conf), "bias_tests=[my_voice]", "max_steps=2",
+                "logger=none", f"paths.output_root={out}", f"paths.root_dir={repo_root}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = list(out.glob("train_ser/*/*/results.csv"))
+    assert len(results) == 1 and "my_voice" in results[0].read_text()
+    missing = _run(repo_root, tmp_path, "train.py", "bias_tests=[my_voice]", "logger=none",
+                   f"paths.output_root={out}")
+    assert missing.returncode == 1 and "no bias test 'my_voice'" in missing.stderr

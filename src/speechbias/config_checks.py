@@ -17,6 +17,7 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from speechbias.bias_test_configs import bias_test_config
 from speechbias.project_paths import user_path
 from speechbias.run_context import primary_config_dir
 from speechbias.user_errors import ConfigError, error_line, full_error_requested
@@ -180,11 +181,11 @@ def check_propagation_tests(cfg: DictConfig) -> None:
             continue
         if folder is None:
             return
-        path = folder / "bias_test" / f"{entry}.yaml"
-        if not path.is_file():
-            known = ", ".join(sorted(p.stem for p in (folder / "bias_test").glob("*.yaml")))
-            raise ConfigError(f"bias_tests: no bias test {entry!r} ({path} does not exist); known: {known}")
-        scoped = OmegaConf.merge({"paths": cfg.paths}, {"bias_test": OmegaConf.load(path)})
+        try:
+            node = bias_test_config(entry, folder)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+        scoped = OmegaConf.merge({"paths": cfg.paths, "seed": cfg.get("seed", 0)}, {"bias_test": node})
         check_bias_test(scoped.bias_test, f"bias_tests[{entry}]")
 
 

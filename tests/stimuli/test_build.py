@@ -12,6 +12,8 @@ import pytest
 import soundfile as sf
 from omegaconf import OmegaConf
 
+from speechbias.bias_test_configs import bias_test_config
+
 from speechbias.stimuli.bias_test import BiasTest
 from speechbias.stimuli.paper_lists import PaperListError
 from speechbias.stimuli.registry import RECIPES
@@ -36,7 +38,7 @@ def us_data(tmp_path):
 
 def compose(test: str, data_root, cache_dir, **extra):
     cfg = OmegaConf.create({"paths": {"data_root": str(data_root), "cache_dir": str(cache_dir)}, "seed": 0, **extra})
-    cfg.bias_test = OmegaConf.load(CONF_DIR / "bias_test" / f"{test}.yaml")
+    cfg.bias_test = bias_test_config(test, CONF_DIR)
     return cfg
 
 

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
+from speechbias.bias_test_configs import bias_test_config
+
 from speechbias.stimuli.bias_test import BiasTest
 from speechbias.stimuli.paper_lists import PaperListError
 from speechbias.stimuli.registry import RECIPES, load_bias_tests, published_tests, recipe
@@ -27,8 +29,10 @@ def test_every_recipe_names_known_corpora_and_a_yaml_that_does_not_restate_it():
     for name, r in RECIPES.items():
         assert r.name == name and len(r.groups) == 2 and r.groups[0] != r.groups[1]
         assert set(r.corpora) | {r.attributes.corpus} <= set(CORPUS_DIRS), name
-        raw = OmegaConf.load(CONF_DIR / "bias_test" / f"{name}.yaml")
-        assert OmegaConf.to_container(raw)["builder"]["test"] == "${..name}" and not set(RECIPE_FACTS) & set(raw), name
+        raw = OmegaConf.load(CONF_DIR / "bias_test" / f"{name}.yaml")  # the file: scoring and display only
+        assert not set(RECIPE_FACTS) & set(raw) and "builder" not in raw, name
+        composed = bias_test_config(name, CONF_DIR)  # with the shared builder of conf/bias_test_base
+        assert OmegaConf.to_container(composed)["builder"]["test"] == "${..name}", name
     assert recipe("female_male") is RECIPES["female_male"]
     with pytest.raises(ValueError, match=r"'nonsense' is not a SpEAT paper test; known: \['abled_disabled'"):
         recipe("nonsense")
@@ -66,7 +70,7 @@ def test_load_bias_tests_takes_inline_configs_and_rejects_unknown_and_repeated_n
     inline = {"_target_": "speechbias.stimuli.bias_test.BiasTest", "name": "own", "manifest": "${paths.demo_dir}/o.csv"}
     own, voice = load_bias_tests([inline, "demo_voice"], paths, seed=0, config_dir=CONF_DIR)
     assert own.name == "own" and own.manifest == str(tmp_path / "demo" / "o.csv") and voice.name == "demo_voice"
-    with pytest.raises(ValueError, match=r"no bias test 'nope' \(.*nope.yaml does not exist\); known: \[.*'demo_"):
+    with pytest.raises(ValueError, match=r"no bias test 'nope' \(.*nope.yaml does not exist\); known: .*demo_accent, demo_voice"):
         load_bias_tests(["nope"], paths, seed=0, config_dir=CONF_DIR)
     with pytest.raises(ValueError, match=r"lists a test twice: \['demo_voice', 'demo_voice'\]"):
         load_bias_tests(["demo_voice", "demo_voice"], paths, seed=0, config_dir=CONF_DIR)

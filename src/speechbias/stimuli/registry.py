@@ -2,14 +2,15 @@
 
 A bias test is its YAML ``conf/bias_test/<name>.yaml``, what users select (``bias_test=<name>``).
 The YAML is the single source of how the test is scored and shown: human IAT d, resampling design,
-description, manifest location. A SpEAT paper test also has one :class:`Recipe` in
+description; a corpus-built test takes its builder and cached manifest from
+``conf/bias_test_base/corpus_built.yaml`` through its defaults list. A SpEAT paper test also has one :class:`Recipe` in
 :data:`RECIPES`, the single source of how its stimuli are built: the target selection procedure and
 the corpora it reads, the attribute set, the authors' published list and its reader, and the names of
 groups X and Y (written into the manifest's ``group`` column, which is where the test's labels come
 from). The YAML's builder (:func:`speechbias.stimuli.selection.build_test`) looks its recipe up here.
 
-Adding a paper test: a YAML (copy one and set ``name``, ``human_iat_d``, ``resampling``,
-``description``) and a ``Recipe`` below; a new selection procedure goes to
+Adding a paper test: a YAML of five keys (copy one: its defaults list, ``name``, ``human_iat_d``,
+``resampling``, ``description``) and a ``Recipe`` below; a new selection procedure goes to
 :mod:`speechbias.stimuli.selection.targets`.
 """
 
@@ -24,6 +25,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from speechbias.bias_test_configs import bias_test_config
 from speechbias.stimuli import paper_lists as lists
 from speechbias.stimuli.bias_test import BiasTest
 from speechbias.stimuli.paper_lists import PaperList
@@ -116,15 +118,12 @@ def published_tests() -> list[str]:
 
 # --- bias tests by name (conf/bias_test/<name>.yaml) ---------------------------------------------
 
-def bias_test_config(entry: str | Mapping, folder: Path) -> DictConfig:
-    """The config of ``entry``: ``folder/<entry>.yaml`` for a name, else the inline BiasTest config itself."""
+def bias_test_entry_config(entry: str | Mapping, config_dir: Path) -> DictConfig:
+    """The config of ``entry``: ``bias_test=<entry>`` as Hydra composes it from ``config_dir`` for a name
+    (:func:`speechbias.bias_test_configs.bias_test_config`), else the inline BiasTest config itself."""
     if not isinstance(entry, str):
         return OmegaConf.create(entry) if not isinstance(entry, DictConfig) else entry
-    path = folder / f"{entry}.yaml"
-    if not path.is_file():
-        known = sorted(p.stem for p in folder.glob("*.yaml"))
-        raise ValueError(f"bias_tests: no bias test {entry!r} ({path} does not exist); known: {known}")
-    return OmegaConf.load(path)
+    return bias_test_config(entry, config_dir)
 
 
 def load_bias_tests(entries, paths, seed: int | None, selection=None,
@@ -140,10 +139,10 @@ def load_bias_tests(entries, paths, seed: int | None, selection=None,
     if not isinstance(entries, (list, tuple, ListConfig)):
         raise ValueError(f"bias_tests must be a list of bias test names, got {entries!r}")
     paths = paths if isinstance(paths, DictConfig) else OmegaConf.create(paths)
-    folder = Path(config_dir if config_dir is not None else Path(str(paths.root_dir)) / "conf") / "bias_test"
+    folder = Path(config_dir if config_dir is not None else Path(str(paths.root_dir)) / "conf")
     context = {"paths": paths, "seed": seed, **({"selection": selection} if selection is not None else {})}
-    tests = [hydra.utils.instantiate(OmegaConf.merge(context, {"bias_test": bias_test_config(e, folder)}).bias_test)
-             for e in entries]
+    nodes = [bias_test_entry_config(e, folder) for e in entries]
+    tests = [hydra.utils.instantiate(OmegaConf.merge(context, {"bias_test": node}).bias_test) for node in nodes]
     names = [t.name for t in tests]
     if len(set(names)) != len(names):
         raise ValueError(f"bias_tests lists a test twice: {names}")

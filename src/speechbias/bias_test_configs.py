@@ -1,0 +1,76 @@
+"""A bias test's config by name, composed by Hydra exactly as ``bias_test=<name>`` composes it.
+
+``conf/bias_test/<name>.yaml`` may take shared parts through its defaults list (the corpus-built
+tests take ``conf/bias_test_base/corpus_built.yaml``), so reading the file alone is not its config.
+train.py's ``bias_tests=[...]`` and the pre-torch checks use :func:`bias_test_config` to get the same
+node evaluate.py gets. Import-light (hydra and omegaconf only): the config checks run before torch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+
+def known_bias_tests(config_dir: str | Path) -> list[str]:
+    """Names of the bias tests in ``<config_dir>/bias_test/``."""
+    return sorted(p.stem for p in (Path(config_dir) / "bias_test").glob("*.yaml"))
+
+
+def bias_test_path(name: str, config_dir: str | Path) -> Path:
+    """``<config_dir>/bias_test/<name>.yaml``; ValueError naming the known tests when it does not exist."""
+    path = Path(config_dir) / "bias_test" / f"{name}.yaml"
+    if not path.is_file():
+        raise ValueError(f"bias_tests: no bias test {name!r} ({path} does not exist); "
+                         f"known: {', '.join(known_bias_tests(config_dir))}")
+    return path
+
+
+def bias_test_config(name: str, config_dir: str | Path) -> DictConfig:
+    """The ``bias_test`` node of ``bias_test=<name>`` (its defaults list applied, interpolations such as
+    ``${paths.*}`` and ``${seed}`` left for the caller to resolve), composed from ``config_dir``.
+
+    Inside a running Hydra app (or an active ``initialize_config_dir``) whose primary config folder is
+    ``config_dir`` the app's Hydra composes it; otherwise a temporary one over ``config_dir`` does.
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    bias_test_path(name, config_dir)
+    overrides = [f"+bias_test={name}"]
+    folder = str(Path(config_dir).resolve())
+    hydra = GlobalHydra.instance()
+    if hydra.is_initialized() and _primary_dir(hydra) == folder:
+        return compose(overrides=overrides).bias_test
+    with _isolated_hydra():
+        with initialize_config_dir(config_dir=folder, version_base=None):
+            return compose(overrides=overrides).bias_test
+
+
+def _primary_dir(hydra) -> str | None:
+    """The primary (main, file) config folder of an initialized GlobalHydra."""
+    for source in hydra.config_loader().get_sources():
+        if source.provider == "main" and source.scheme() == "file":
+            return str(Path(source.path).resolve())
+    return None
+
+
+class _isolated_hydra:
+    """Clear an initialized GlobalHydra for a nested compose and put it back afterwards."""
+
+    def __enter__(self):
+        from hydra.core.global_hydra import GlobalHydra
+
+        instance = GlobalHydra.instance()
+        self.saved = instance.hydra if instance.is_initialized() else None
+        if self.saved is not None:
+            instance.clear()
+        return self
+
+    def __exit__(self, *exc):
+        from hydra.core.global_hydra import GlobalHydra
+
+        if self.saved is not None:
+            GlobalHydra.instance().initialize(self.saved)
+        return False

@@ -1,0 +1,38 @@
+"""bias_test_configs: a bias test by name is the node Hydra composes for bias_test=<name>."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import OmegaConf
+
+from speechbias.bias_test_configs import bias_test_config
+from tests.conftest import CONF_DIR
+
+
+def _evaluate_node(name: str):
+    with initialize_config_dir(str(CONF_DIR), version_base=None):
+        return compose("evaluate", overrides=[f"bias_test={name}"]).bias_test
+
+
+@pytest.mark.parametrize("name", ["female_male", "us_foreign", "demo_voice"])
+def test_the_node_is_the_one_evaluate_py_composes(name):
+    # the corpus-built tests take their builder and manifest from conf/bias_test_base/corpus_built.yaml
+    assert OmegaConf.to_container(bias_test_config(name, CONF_DIR)) == OmegaConf.to_container(_evaluate_node(name))
+
+
+def test_inside_another_hydra_it_composes_from_the_folder_given_and_leaves_that_hydra_as_it_was(tmp_path):
+    other = tmp_path / "conf"
+    shutil.copytree(CONF_DIR, other)
+    (other / "bias_test" / "female_male.yaml").write_text(
+        (other / "bias_test" / "female_male.yaml").read_text().replace("human_iat_d: 0.31", "human_iat_d: 0.99"))
+    with initialize_config_dir(str(other), version_base=None):
+        hydra_before = GlobalHydra.instance().hydra
+        assert bias_test_config("female_male", other).human_iat_d == 0.99  # the running one's folder
+        assert bias_test_config("female_male", CONF_DIR).human_iat_d == 0.31  # a temporary one
+        assert GlobalHydra.instance().hydra is hydra_before
+    with pytest.raises(ValueError, match=r"no bias test 'nope' .*known: .*female_male"):
+        bias_test_config("nope", CONF_DIR)

@@ -143,3 +143,11 @@ def test_tables_reach_the_tracker_with_their_types(tmp_path, monkeypatch):
     Tracker("wandb").publish(w, job_type="j", name="n")
     assert list(got["k"]["shown"]) == ["0.0", "12.5"]  # formatted strings stay strings (a CSV would parse them)
     assert got["k"]["x"].iloc[0] == 1.5 and np.isnan(got["k"]["x"].iloc[1])
+
+
+def test_a_record_line_cut_short_by_a_killed_run_is_skipped(tmp_path):
+    w = RunWriter(tmp_path)
+    w.metrics({"a": 1})
+    with open(tmp_path / TRACKER_LOG, "a", encoding="utf-8") as f:
+        f.write('{"kind": "metrics", "val')  # the process died mid-line
+    assert w.tracker_log() == [{"kind": "metrics", "values": {"a": 1}, "step": None}]

@@ -3,7 +3,7 @@
 Every task writes through a :class:`RunWriter` (built from ``conf/task/*.yaml`` with the run folder);
 analysis modules return data and figures and never write files. Files are written atomically into
 the run folder. What should reach the experiment tracker (tables, figures, metrics) is also recorded
-in ``<run>/tracker_log.json``; the task then hands the writer to its tracker
+in ``<run>/tracker_log.jsonl`` (one JSON line per entry); the task then hands the writer to its tracker
 (:class:`speechbias.report.tracker.Tracker`), which logs that record. So no tracker handle crosses
 into callbacks or spawned DDP workers: they write through the writer (it pickles as a folder name),
 and the process that holds the tracker logs what they recorded.
@@ -26,7 +26,7 @@ import pandas as pd
 from speechbias.atomic_file import atomic_write
 from speechbias.report.caveat import markdown_caveat
 
-TRACKER_LOG = "tracker_log.json"
+TRACKER_LOG = "tracker_log.jsonl"
 
 
 def _json_default(obj):
@@ -150,10 +150,23 @@ class RunWriter:
             self._record({"kind": "metrics", "values": dict(values), "step": step})
 
     def tracker_log(self) -> list[dict]:
-        """What this run recorded for the tracker, in order (empty when nothing was)."""
+        """What this run recorded for the tracker, in order (empty when nothing was). A last line cut
+        short by a killed run is skipped."""
         path = self.path(TRACKER_LOG)
-        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+        if not path.is_file():
+            return []
+        entries = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                entries.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        return entries
 
     def _record(self, entry: dict) -> None:
-        # rewritten whole and atomically: a run killed mid-write leaves the previous record intact
-        self.json(TRACKER_LOG, [*self.tracker_log(), entry])
+        # one JSON line appended per entry: a train.py run records a dev-curve entry per validation
+        # (~560 for the paper's 20,000 steps on MESS), and rewriting the whole record each time was
+        # quadratic (1.9 s for 556 entries here, vs. milliseconds appended)
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.path(TRACKER_LOG), "a", encoding="utf-8") as record:
+            record.write(json.dumps(entry, default=_json_default) + "\n")

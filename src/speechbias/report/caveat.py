@@ -10,6 +10,11 @@ DEMO_CAVEAT = ("DEMO: synthetic stimuli (espeak-ng voices) and tiny or weight-fr
                "these numbers check the plumbing and are not findings about any model or group.")
 
 
+def is_demo_test(test: str) -> bool:
+    """The shipped synthetic demo tests (``demo_voice``, ``demo_accent``, any ``demo_*``)."""
+    return str(test).startswith("demo")
+
+
 def markdown_caveat(caveat: str = DEMO_CAVEAT) -> str:
     """The caveat as a bold report.md paragraph."""
     return f"**{caveat}**"

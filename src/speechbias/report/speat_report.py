@@ -17,11 +17,6 @@ REPORT_COLUMNS = ("upstream", "test", "aggregation", "d", "p", "n_x", "n_y", "n_
                   "exact", "human_iat_d")
 
 
-def is_demo_test(test: str) -> bool:
-    """The shipped synthetic demo tests (``demo_voice``, ``demo_accent``, any ``demo_*``)."""
-    return str(test).startswith("demo")
-
-
 def report_title(row: dict) -> str:
     """``SpEAT: <upstream> / <test> / <aggregation>``."""
     return f"SpEAT: {row.get('upstream', '')} / {row['test']} / {row['aggregation']}"

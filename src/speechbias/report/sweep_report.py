@@ -32,6 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 from speechbias.report import paper_figures, sweep_tables
+from speechbias.report.caveat import is_demo_test
 from speechbias.report.run_writer import RunWriter, markdown_table
 from speechbias.sweep_results import REPORT_MARKER, SweepResults
 
@@ -114,7 +115,7 @@ class SweepReport:
 
 def has_demo_tests(tables: SweepTables) -> bool:
     """True when a SpEAT or propagation result of the sweep is one of the synthetic demo tests."""
-    return any(len(t) and "test" in t.columns and t["test"].astype(str).str.startswith("demo").any()
+    return any(len(t) and "test" in t.columns and t["test"].map(is_demo_test).any()
                for t in (tables.results, tables.propagation))
 
 

@@ -17,9 +17,8 @@ from speechbias.aggregation import Aggregation
 from speechbias.callbacks.speat import SpeatCallback, SpeatSettings
 from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import ExtractionSettings, extract_statistics
-from speechbias.report.caveat import DEMO_CAVEAT
+from speechbias.report.caveat import DEMO_CAVEAT, is_demo_test
 from speechbias.report.run_writer import RunWriter
-from speechbias.report.speat_report import is_demo_test
 from speechbias.report.tracker import Tracker
 from speechbias.run_context import upstream_info
 from speechbias.run_markers import finished_marker

@@ -26,7 +26,7 @@ from speechbias.aggregation import Aggregation
 from speechbias.callbacks.propagation import PropagationCallback, PropagationTest, read_run_tables, summary_metrics
 from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import ExtractionSettings, extract_statistics
-from speechbias.report.caveat import DEMO_CAVEAT
+from speechbias.report.caveat import DEMO_CAVEAT, is_demo_test
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
 from speechbias.run_context import upstream_info
@@ -47,7 +47,7 @@ TASK_NAME = "train_ser"
 
 def is_demo_run(test_names: Sequence[str], synthetic: bool) -> bool:
     """True for a synthetic training set or any demo bias test (``demo_*``)."""
-    return bool(synthetic) or any(str(t).startswith("demo") for t in test_names)
+    return bool(synthetic) or any(is_demo_test(t) for t in test_names)
 
 
 class TrainSerTask:

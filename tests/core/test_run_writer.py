@@ -151,3 +151,21 @@ def test_a_record_line_cut_short_by_a_killed_run_is_skipped(tmp_path):
     with open(tmp_path / TRACKER_LOG, "a", encoding="utf-8") as f:
         f.write('{"kind": "metrics", "val')  # the process died mid-line
     assert w.tracker_log() == [{"kind": "metrics", "values": {"a": 1}, "step": None}]
+
+
+@pytest.mark.parametrize(("env", "launching"), [
+    ({}, True), ({"LOCAL_RANK": "1"}, False), ({"RANK": "0", "LOCAL_RANK": "0"}, True),
+    ({"SLURM_PROCID": "2"}, False), ({"SLURM_PROCID": "0"}, True),
+    ({"LOCAL_RANK": "0", "SLURM_PROCID": "3"}, True),  # SLURM allocation, Lightning's own processes: LOCAL_RANK decides
+    ({"JSM_NAMESPACE_RANK": "1"}, False)])
+def test_launching_process_reads_the_rank_as_lightning_does(monkeypatch, env, launching):
+    from speechbias.report.run_writer import RANK_VARIABLES, launching_process
+
+    for name in RANK_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert launching_process() is launching
+    from lightning_fabric.utilities.rank_zero import _get_rank  # Lightning's own reading of the same variables
+
+    assert ((_get_rank() or 0) == 0) is launching

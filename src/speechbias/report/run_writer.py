@@ -66,9 +66,19 @@ def report_text(title: str, sections: Iterable[tuple[str, str]]) -> str:
     return "\n".join(parts)
 
 
+# where distributed launchers put a process's rank, in Lightning's order (the first one set is the rank:
+# SLURM_PROCID can be set where SLURM does not manage the processes, so RANK and LOCAL_RANK come first)
+RANK_VARIABLES = ("RANK", "LOCAL_RANK", "SLURM_PROCID", "JSM_NAMESPACE_RANK")
+
+
 def launching_process() -> bool:
-    """False in the processes a distributed launcher starts (RANK / LOCAL_RANK set and non-zero)."""
-    return all(int(os.environ.get(name, "0") or 0) == 0 for name in ("RANK", "LOCAL_RANK"))
+    """False in the processes a distributed launcher starts with a non-zero rank (torchrun, Lightning's
+    DDP, srun, jsrun); True in a plain process and in rank zero."""
+    for name in RANK_VARIABLES:
+        value = os.environ.get(name)
+        if value is not None:
+            return int(value or 0) == 0
+    return True
 
 
 class RunWriter:

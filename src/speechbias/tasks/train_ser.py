@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.utilities import rank_zero_only
 
 from speechbias.aggregation import Aggregation
 from speechbias.callbacks.propagation import PropagationCallback, PropagationTest, read_run_tables, summary_metrics
@@ -156,7 +155,7 @@ class TrainSerTask:
         # under ddp_spawn the callback ran in a worker: its results are in the run folder
         done = self.writer.path("results.json").is_file()
         summary = dict(callback.summary or (summary_from_results(output_dir) if done else {}))
-        if rank_zero_only.rank == 0:
+        if trainer.is_global_zero:  # one tracker run, not one per DDP rank
             self.tracker.publish(self.writer, job_type=TASK_NAME, name=f"{info['upstream']}/valence/lr={lr_text}",
                                  tags=[info["upstream"], info["family"], "ser", self.valence.name], config=config)
         summary["n_upstream_forwards"] = n_forward

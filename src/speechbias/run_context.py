@@ -29,8 +29,9 @@ def config_choice(cfg: DictConfig | None, group: str, fallback: str = "") -> str
 
 
 def primary_config_dir(cfg: DictConfig | None = None) -> str | None:
-    """The run's primary config folder (``conf/``, or the ``--config-dir`` given), when Hydra knows it
-    (the running app, else ``hydra.runtime.config_sources`` of a config composed with it); else None."""
+    """The run's primary config folder (``conf/``, or the ``--config-path`` given; ``--config-dir`` only
+    adds a search folder), when Hydra knows it (the running app, else ``hydra.runtime.config_sources`` of
+    a config composed with it); else None."""
     sources = None
     try:
         from hydra.core.hydra_config import HydraConfig

@@ -27,6 +27,8 @@ from speechbias.upstream.base import Upstream
 
 log = logging.getLogger(__name__)
 
+TASK_NAME = "speat"
+
 
 class SpeatTask:
     """SpEAT of one bias test on one upstream with one aggregation.
@@ -44,8 +46,6 @@ class SpeatTask:
         extraction: the extraction loop's settings (``extraction.*``).
         seed: permutations and resamples; force: rerun even when results.json exists.
     """
-
-    name = "speat"
 
     def __init__(self, bias_test: BiasTest, upstream: Upstream, aggregation: Aggregation, cache: FeatureCache,
                  trainer: Callable[..., pl.Trainer], writer: RunWriter, tracker: Tracker,
@@ -69,7 +69,7 @@ class SpeatTask:
     def run(self, config: dict | None = None) -> dict:
         """Extract (cached), compute and write SpEAT; returns the result row (``d``, ``p``, ...).
         ``config``: the run's resolved config, the tracker's run config. A finished run is read back."""
-        done = finished_marker(self.name, self.writer.output_dir, self.force)
+        done = finished_marker(TASK_NAME, self.writer.output_dir, self.force)
         if done is not None:
             return pd.read_json(done).iloc[0].to_dict()
         manifest = self.bias_test.load()
@@ -86,7 +86,7 @@ class SpeatTask:
                    else pd.read_json(self.writer.path("results.json")).iloc[0].to_dict())
         if trainer.is_global_zero:  # one tracker run, not one per DDP rank
             name = f"{info['upstream']}/{self.bias_test.name}/{self.aggregation.name}"
-            self.tracker.publish(self.writer, job_type="speat", name=name, config=config,
+            self.tracker.publish(self.writer, job_type=TASK_NAME, name=name, config=config,
                                  tags=[info["upstream"], info["family"], self.bias_test.name, self.aggregation.name])
         if summary:
             log.info("SpEAT %s on %s (%s): d=%.3f p=%.4g", self.bias_test.name, info["upstream"],

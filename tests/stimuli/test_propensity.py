@@ -13,10 +13,10 @@ from scipy.optimize import minimize
 from speechbias.stimuli.corpora.saa import read_saa_metadata
 from speechbias.stimuli.selection import targets as T
 from speechbias.stimuli.selection.matching import SelectionError
+from speechbias.stimuli.selection.authors_psm import knn_caliper_pairs, liblinear_logit_scores, neighbour_order
 from speechbias.stimuli.selection.propensity import (
     authors_fold_scores,
     pair_differences,
-    penalised_logit_scores,
     propensity_pairs,
     propensity_scores,
     standardized_mean_differences,
@@ -192,15 +192,55 @@ def test_us_foreign_on_the_papers_speaker_table(capsys):
 
 # --- the authors' psmpy scores (propensity_model="authors_folds") ----------------------------------
 
-def test_penalised_logit_is_stationary_for_the_liblinear_objective():
+def _liblinear_objective(y, x, c=1.0):
+    design = np.c_[x, np.ones(len(x))]
+    sign = 2.0 * y - 1.0
+    return design, (lambda w: 0.5 * w @ w + c * float(np.sum(np.logaddexp(0.0, -sign * (design @ w)))))
+
+
+def test_liblinear_scores_stop_where_liblinear_stops_near_the_exact_optimum():
     rng = np.random.default_rng(0)
     x = np.c_[rng.uniform(18, 70, 60), rng.integers(0, 2, 60)]
     y = (rng.uniform(size=60) < 0.4).astype(float)
-    p = penalised_logit_scores(y, x, c=1.0)
-    # at the optimum w = c * sum_i (y_i - p_i) [x_i, 1]; recover w from the scores' logits and check it
-    design = np.c_[x, np.ones(60)]
+    p = liblinear_logit_scores(y, x, c=1.0)
+    design, objective = _liblinear_objective(y, x)
+    # the weights behind the scores, and the objective's gradient there: w - c sum_i (y_i - p_i) [x_i, 1]
     w = np.linalg.lstsq(design, np.log(p / (1 - p)), rcond=None)[0]
-    assert w == pytest.approx(design.T @ (y - p), abs=1e-5)
+    grad_at = lambda w_, p_: w_ - design.T @ (y - p_)  # noqa: E731
+    g0 = grad_at(np.zeros(3), np.full(60, 0.5))
+    n_pos = int(y.sum())
+    assert np.linalg.norm(grad_at(w, p)) <= 1e-4 * min(n_pos, 60 - n_pos) / 60 * np.linalg.norm(g0) * (1 + 1e-6)
+    # close to, but not exactly at, the optimum that a tight solver (scipy BFGS) finds
+    exact = minimize(objective, np.zeros(3), method="BFGS", options={"gtol": 1e-10}).x
+    p_exact = 1 / (1 + np.exp(-(design @ exact)))
+    assert np.abs(p - p_exact).max() < 1e-3
+    # a tighter liblinear tolerance converges onto the exact optimum
+    assert np.abs(liblinear_logit_scores(y, x, tol=1e-12) - p_exact).max() < 1e-6
+
+
+def test_neighbour_order_sorts_by_distance():
+    """Nearest first with the Euclidean distances; which of three tied rows comes first is scikit-learn's
+    heap-and-quicksort order, pinned by the paper's 59 pairs below (test_authors_folds_reproduce...)."""
+    values = np.array([0.5, 0.2, 0.2, 0.9, 0.2, 0.4, 0.65])
+    order, dist = neighbour_order(0.5, values)
+    assert dist == pytest.approx(np.abs(values[order] - 0.5), abs=1e-7)
+    assert list(order[:3]) == [0, 5, 6] and set(order[3:6]) == {1, 2, 4} and order[6] == 3
+    # more than one chunk of candidates, merged over threads: still a sort by distance
+    many = np.random.default_rng(0).uniform(size=600)
+    order, dist = neighbour_order(0.3, many, chunk=256, n_threads=2)
+    assert sorted(order) == list(range(600)) and np.all(np.diff(dist) >= -1e-12)
+
+
+def test_knn_caliper_pairs_take_the_first_unused_neighbour_within_the_caliper():
+    score = pd.Series([0.50, 0.70, 0.501, 0.52, 0.69, 0.10], index=list("abcdef"))
+    treated = pd.Series([True, True, False, False, False, False], index=score.index)
+    pairs = knn_caliper_pairs(score, treated, caliper=0.02)
+    assert pairs.values.tolist() == [["a", "c"], ["b", "e"]]
+    # a is nearest to c; with c taken by a, the next treated row cannot reuse it
+    # (the smaller group is matched: two treated rows against three controls)
+    score2 = pd.Series([0.50, 0.5005, 0.501, 0.90, 0.10], index=list("abcde"))
+    treated2 = pd.Series([True, True, False, False, False], index=score2.index)
+    assert knn_caliper_pairs(score2, treated2, caliper=0.01).values.tolist() == [["a", "c"]]
 
 
 def test_authors_folds_give_one_half_when_every_fold_is_balanced():
@@ -246,3 +286,10 @@ def test_authors_folds_reproduce_the_papers_59_pairs():
     assert gaps.max() <= 0.001
     assert sel.balance["pair_differences"]["male"]["n_equal"] == int((paper_ko["sex"].to_numpy()
                                                                        == paper_us["sex"].to_numpy()).sum())
+    # pair by pair: every Korean speaker has the paper's US partner, whatever the seed
+    published = dict(zip(paper_ko["name"], paper_us["name"]))
+    for seed in (0, 1):
+        c = T.us_foreign(saa, np.random.default_rng(seed), propensity_model="authors_folds").clips
+        ours = dict(zip(c.loc[c["role"] == "Y"].sort_values("pair_id")["speaker"],
+                        c.loc[c["role"] == "X"].sort_values("pair_id")["speaker"]))
+        assert ours == published

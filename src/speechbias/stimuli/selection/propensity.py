@@ -3,7 +3,8 @@
 * :func:`propensity_scores`: P(treated | covariates) from a logistic regression (statsmodels
   ``Logit``, maximum likelihood, with an intercept) fitted on treated and control rows together.
 * :func:`authors_fold_scores`: the scores the SpEAT authors' matching library computed
-  (psmpy ``PsmPy.logistic_ps(balance=True)``), for reproducing their pair count: see there.
+  (psmpy ``PsmPy.logistic_ps(balance=True)``); with :mod:`.authors_psm`'s matching they give the
+  authors' 59 pairs pair by pair.
 * :func:`propensity_pairs`: greedy nearest-neighbour matching on that score without
   replacement: treated rows are visited in table order; each takes the unused control whose
   score is closest, if the absolute score difference is within ``caliper`` (inclusive, on the
@@ -24,9 +25,9 @@ import warnings
 import numpy as np
 import pandas as pd
 import statsmodels.api as sm
-from scipy.optimize import minimize
 from statsmodels.tools.sm_exceptions import ConvergenceWarning, PerfectSeparationError, PerfectSeparationWarning
 
+from speechbias.stimuli.selection.authors_psm import liblinear_logit_scores
 from speechbias.stimuli.selection.matching import SelectionError
 
 
@@ -64,30 +65,12 @@ AUTHORS_FOLD_SEED = 42  # psmpy's fixed random_state for the rows its last fold 
 AUTHORS_LAST_FOLD_MIN = 20  # psmpy tops a last fold of <= 20 leftover rows up to 20 per group
 
 
-def penalised_logit_scores(y: np.ndarray, x: np.ndarray, c: float = 1.0) -> np.ndarray:
-    """P(y = 1) from an L2-penalised logistic regression whose intercept is penalised like a weight.
-
-    Minimises 0.5 |w|^2 + c * sum log(1 + exp(-s_i w.[x_i, 1])) with s = 2y - 1: the objective of
-    liblinear, the solver behind scikit-learn's ``LogisticRegression(solver="liblinear")``.
-    """
-    design = np.c_[x, np.ones(len(x))]
-    sign = 2.0 * y - 1.0
-
-    def objective(w):
-        return 0.5 * w @ w + c * float(np.sum(np.logaddexp(0.0, -sign * (design @ w))))
-
-    def gradient(w):
-        return w - c * design.T @ (sign / (1.0 + np.exp(sign * (design @ w))))
-
-    w = minimize(objective, np.zeros(design.shape[1]), jac=gradient, method="BFGS", options={"gtol": 1e-9}).x
-    return 1.0 / (1.0 + np.exp(-(design @ w)))
-
-
 def authors_fold_scores(treated: pd.Series, covariates: pd.DataFrame) -> pd.Series:
     """Propensity scores as psmpy's ``logistic_ps(balance=True)`` computes them (the SpEAT authors' code).
 
     The larger group, in table order, is cut into folds the size of the smaller group; each fold
-    plus the whole smaller group fits :func:`penalised_logit_scores` (C = 1) and scores its own
+    plus the whole smaller group fits an L2-penalised logistic regression (C = 1, solved as liblinear
+    solves it: :func:`~speechbias.stimuli.selection.authors_psm.liblinear_logit_scores`) and scores its own
     rows. Leftover rows of the larger group form a last fold with as many rows of the smaller group
     drawn at random (``RandomState(42)``); a leftover of at most 20 is topped up to 20 with rows
     already folded, against 20 drawn rows of the smaller group. A row scored in several folds gets
@@ -116,7 +99,7 @@ def authors_fold_scores(treated: pd.Series, covariates: pd.DataFrame) -> pd.Seri
     for big_rows, small_rows in folds:
         rows = pd.concat([big_rows, small_rows])
         y = np.r_[np.full(len(big_rows), not small_is_t), np.full(len(small_rows), small_is_t)].astype(float)
-        scored.append(pd.Series(penalised_logit_scores(y, rows.to_numpy(dtype=float)), index=rows.index))
+        scored.append(pd.Series(liblinear_logit_scores(y, rows.to_numpy(dtype=float)), index=rows.index))
     mean = pd.concat(scored).groupby(level=0).mean()
     return mean.reindex(covariates.index).rename("propensity")
 

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from speechbias.stimuli.corpora.saa import british_native_english, korean_native_korean, us_native_english
+from speechbias.stimuli.selection.authors_psm import knn_caliper_pairs
 from speechbias.stimuli.selection.matching import (
     SelectionError,
     balance,
@@ -82,9 +83,11 @@ def us_foreign(saa: pd.DataFrame, rng: np.random.Generator, caliper: float = US_
     speaker, in table (archive id) order, takes the US speaker with the nearest score, without
     replacement, within ``caliper`` on the probability scale; Koreans without one are left out.
     The number of pairs is a result; ``n_pairs`` (default: all) draws that many of them at random.
-    ``propensity_model``: "logit" (one maximum-likelihood fit on all speakers) or "authors_folds"
-    (the authors' psmpy scores, :func:`~speechbias.stimuli.selection.propensity.authors_fold_scores`,
-    which reproduce their 59 pairs but match them poorly). The selection's ``balance`` has the
+    ``propensity_model``: "logit" (one maximum-likelihood fit on all speakers; exact-distance ties
+    broken by ``rng``) or "authors_folds" (the authors' psmpy procedure replayed:
+    :func:`~speechbias.stimuli.selection.propensity.authors_fold_scores` and
+    :func:`~speechbias.stimuli.selection.authors_psm.knn_caliper_pairs`; their 59 pairs, the same US
+    partner for each Korean speaker, for any seed, and as poorly matched as theirs). The selection's ``balance`` has the
     model, the standardised mean differences before/after and the within-pair gaps.
     """
     if propensity_model not in PROPENSITY_MODELS:
@@ -102,7 +105,10 @@ def us_foreign(saa: pd.DataFrame, rng: np.random.Generator, caliper: float = US_
         score = authors_fold_scores(treated, covariates)
         model = {"model": "the SpEAT authors' psmpy scores: L2-penalised logistic fits (C = 1) on class-balanced "
                           "folds, averaged", "n": int(len(score)), "n_treated": int(treated.sum())}
-    matched = propensity_pairs(score, treated, caliper, rng)
+    if propensity_model == "logit":
+        matched = propensity_pairs(score, treated, caliper, rng)
+    else:  # psmpy's nearest-neighbour order, ties included: the authors' partners, pair by pair
+        matched = knn_caliper_pairs(score, treated, caliper)
     pairs = pd.DataFrame({"x": matched["control"], "y": matched["treated"]})
     chosen = sample_rows(pairs, n_pairs, rng, "us_foreign: propensity-matched US/Korean pairs")
     clips = paired(us, ko, chosen, "us_foreign", stratum_of=lambda r: r["sex"])

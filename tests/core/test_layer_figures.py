@@ -1,4 +1,4 @@
-"""layer_profile.png: whole-layer ticks, single-layer upstreams as one labelled point, permutation counts."""
+"""layer_profile.png: whole-layer ticks, no figure for a one-layer upstream (one line why), permutation counts."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from speechbias.callbacks.speat import speat_by_layer
-from speechbias.report import figures
+from speechbias.report import figures, speat_report
 from speechbias.report.run_writer import RunWriter
 
 
@@ -54,9 +54,24 @@ def test_per_layer_p_says_how_many_permutations():
     assert figures.permutation_note(pd.DataFrame({"layer": [0], "d": [0.1]})) == ""
 
 
-def test_layer_profile_png_of_a_single_layer_upstream(tmp_path):
+def test_no_layer_profile_for_a_single_layer_upstream_and_report_says_why(tmp_path):
     layers = pd.DataFrame({"upstream": ["fbank"], "family": ["classical"], "layer": [0], "d": [1.5], "p": [1e-4],
                            "n_permutations": [10_000], "exact": [False]})
-    fig = figures.layer_profile(layers, "demo_voice: d per layer", layer_convention="single-layer")
+    assert figures.layer_profile(layers, "demo_voice: d per layer", layer_convention="single-layer") is None
+    assert figures.layer_profile(layers, "demo_voice: d per layer") is None  # only layer 0: one layer too
+    assert RunWriter(tmp_path).figure("layer_profile", None) is None and not (tmp_path / "layer_profile.png").exists()
+    row = {"upstream": "fbank", "test": "demo_voice", "aggregation": "mean_sum", "d": 1.5, "p": 1e-4,
+           "exact": False, "n_permutations": 10_000}
+    test = type("T", (), {"x_label": "x", "a_label": "a", "y_label": "y"})()
+    body = dict(speat_report.report_sections(row, layers, None, test, "single-layer"))["d at every layer"]
+    assert body.splitlines()[0] == figures.single_layer_note("fbank") and "layer_profile.png" not in body
+
+
+def test_layer_profile_of_a_multi_layer_upstream_draws_every_layer(tmp_path):
+    layers = pd.DataFrame({"upstream": "tiny", "family": "wav2vec2", "layer": [0, 1, 2], "d": [0.2, -0.1, 0.4]})
+    fig = figures.layer_profile(layers, "t", layer_convention="block-io-v1")
+    line = fig.axes[0].lines[0]
+    assert list(line.get_xdata()) == [0, 1, 2] and list(line.get_ydata()) == [0.2, -0.1, 0.4]
+    assert "input to the first transformer block" in fig.axes[0].get_xlabel()
     path = RunWriter(tmp_path, caveat="DEMO caveat").figure("layer_profile", fig)
-    assert path == tmp_path / "layer_profile.png" and path.stat().st_size > 1000
+    assert path.stat().st_size > 1000

@@ -30,9 +30,11 @@ def test_demo_run_writes_propagation_results(tmp_path):
     summary = run_task(_cfg(tmp_path))
     out = tmp_path / "run"
     for name in ("results.csv", "results.json", "predictions.csv", "layer_weights.csv", "dev_curve.csv",
-                 "report.md", "dev_r2.png", "layer_weights.png", "propagation_demo_voice.png",
+                 "report.md", "dev_r2.png", "propagation_demo_voice.png",
                  "checkpoints/best.ckpt", "checkpoints/last.ckpt", "config.yaml"):
         assert (out / name).is_file(), name
+    # fbank has one layer: no one-bar layer-weight figure, and report.md says why
+    assert not (out / "layer_weights.png").exists() and "single layer" in (out / "report.md").read_text()
     results = pd.read_csv(out / "results.csv")
     assert list(results["test"]) == ["demo_voice", "demo_accent"]
     assert (results["upstream"] == "fbank").all() and (results["lr"] == 1e-4).all()
@@ -142,7 +144,7 @@ def test_tracker_gets_the_dev_curve_summary_tables_and_figures_once(tmp_path, wa
     assert sorted(e[1] for e in logged if e[0] == "table") == [
         "propagation/pooled", "propagation/results", "ser/dev_curve", "ser/layer_weights"]
     assert sorted(k for e in logged if e[0] == "images" for k in e[1]) == [
-        "propagation/demo_accent/predictions", "propagation/demo_voice/predictions", "ser/dev_r2", "ser/layer_weights"]
+        "propagation/demo_accent/predictions", "propagation/demo_voice/predictions", "ser/dev_r2"]
     assert logged[-1] == ("finish",)
     run_task(_cfg(tmp_path, "logger=wandb", "lr=[1e-3,1e-4]", "max_steps=16"))  # finished: nothing logged again
     assert len(started) == 1

@@ -36,7 +36,8 @@ import torch
 from speechbias.aggregation import Aggregation
 from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import load_statistics
-from speechbias.report.propagation_figures import dev_curve_figure, layer_weights_figure, predictions_figure
+from speechbias.report.propagation_figures import (dev_curve_figure, layer_weights_figure,
+                                                    layer_weights_markdown, predictions_figure, training_notes)
 from speechbias.report.run_writer import RunWriter, markdown_table
 from speechbias.roles import split_roles
 from speechbias.ser.module import metric_key
@@ -232,7 +233,11 @@ def write_propagation_outputs(writer: RunWriter, results: pd.DataFrame, predicti
         writer.figure(f"propagation_{test}", predictions_figure(g, rows.iloc[0], d),
                       tracker_key=f"propagation/{test}/predictions")
     writer.table("results", results, tracker_key="propagation/results")
-    writer.report(report_title(results, run_info), report_sections(results, pooled, layers, run_info))
+    sections = report_sections(results, pooled, layers, run_info)
+    notes = training_notes(curve, predictions)  # not converged, predictions outside the rating scale
+    if notes:
+        sections.insert(0, ("Read this first", "\n".join(f"- {n}" for n in notes)))
+    writer.report(report_title(results, run_info), sections)
 
 
 def dev_curve_metrics(curve: pd.DataFrame) -> list[dict]:
@@ -302,7 +307,7 @@ def report_sections(results: pd.DataFrame, pooled: pd.DataFrame, layers: pd.Data
     wide = layers.pivot(index="layer", columns="lr", values="weight")[list(dict.fromkeys(layers["lr"]))]
     wide = wide.reset_index()
     wide.columns = ["layer"] + [f"weight lr={lr_label(c)}" for c in wide.columns[1:]]
-    sections.append(("Layer weights", "![layer weights](layer_weights.png)\n\n" + markdown_table(wide)))
+    sections.append(("Layer weights", layer_weights_markdown(layers) + "\n\n" + markdown_table(wide)))
     sections.append(("Predicted valence by group", "\n\n".join(
         f"![{t}](propagation_{t}.png)" for t in results["test"].unique())))
     return sections

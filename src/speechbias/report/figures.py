@@ -55,29 +55,47 @@ GENERIC_LAYER_AXIS_LABEL = "layer (0 = the first hidden state the upstream retur
 SINGLE_LAYER_CONVENTION = "single-layer"
 
 
+# the layer convention of an upstream by its family, for tables that carry the family only (a sweep's
+# layers.csv): every Hugging Face family adapter records block-io-v1 (upstream/block_states.py)
+FAMILY_LAYER_CONVENTION = {"classical": SINGLE_LAYER_CONVENTION, "s3prl": "s3prl-native"}
+HF_LAYER_CONVENTION = "block-io-v1"
+
+
+def family_layer_convention(family: str | None) -> str:
+    """The layer convention of an upstream of ``family`` (``single-layer``, ``s3prl-native`` or ``block-io-v1``)."""
+    return FAMILY_LAYER_CONVENTION.get(str(family), HF_LAYER_CONVENTION)
+
+
+def is_single_layer(layer_numbers, layer_convention: str | None = None) -> bool:
+    """True for an upstream with one layer (its feature vector): fbank, mfcc."""
+    return layer_convention == SINGLE_LAYER_CONVENTION or sorted({int(v) for v in layer_numbers}) == [0]
+
+
+def single_layer_note(upstream: str) -> str:
+    """The one line report.md gives instead of a per-layer figure of a one-layer upstream."""
+    return (f"_No layer figure: {upstream or 'this upstream'} has a single layer (its feature vector), so its d "
+            "at every layer is the one d above._")
+
+
 def layer_profile(layers: pd.DataFrame, title: str, layer_convention: str | None = None):
     """SpEAT d at every single layer, as a matplotlib figure (the caller saves it, e.g.
     ``RunWriter.figure``, which adds a demo run's caveat): one line per upstream (column
-    ``upstream``), x = layer index.
+    ``upstream``), x = layer index; None for a one-layer upstream (:func:`is_single_layer`: fbank,
+    mfcc), whose one point would only repeat its d (report.md says so: :func:`single_layer_note`).
 
-    Ticks sit on whole layers only. An upstream with one layer (fbank, mfcc: ``layer_convention``
-    ``single-layer``, or only layer 0 in ``layers``) is drawn as one labelled point, with d and p
-    written beside it, not as a one-point line on a fractional axis. When ``layers`` has
-    ``n_permutations`` (and ``exact``), the subtitle says what the per-layer p values came from.
+    Ticks sit on whole layers only. When ``layers`` has ``n_permutations`` (and ``exact``), the
+    subtitle says what the per-layer p values came from.
     """
+    if layers.empty or is_single_layer(layers["layer"], layer_convention):
+        return None
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     has_upstream = "upstream" in layers.columns
     groups = list(layers.groupby("upstream", sort=False)) if has_upstream else [("", layers)]
-    single = layer_axis(ax, layers["layer"], layer_convention)
+    layer_axis(ax, layers["layer"], layer_convention)
     for name, g in groups:
         colour = family_colour(g["family"].iloc[0]) if "family" in g.columns else None
-        ax.plot(g["layer"], g["d"], marker="o", ms=6 if single else 3, label=str(name) or None, color=colour,
-                linestyle="none" if single else "-")
+        ax.plot(g["layer"], g["d"], marker="o", ms=3, label=str(name) or None, color=colour)
     ax.axhline(0, color="black", lw=0.8)
-    if single and len(layers) == 1:
-        row = layers.iloc[0]
-        note = f"d = {row['d']:.3g}" + (f", p = {row['p']:.3g}" if "p" in layers.columns else "")
-        ax.annotate(note, (0, row["d"]), xytext=(8, 0), textcoords="offset points", va="center", fontsize=8)
     ax.set_ylabel("SpEAT effect size d")
     permutations = permutation_note(layers)
     ax.set_title(title + (f"\n{permutations}" if permutations else ""), fontsize=10)

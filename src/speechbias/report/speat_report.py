@@ -23,9 +23,10 @@ def report_title(row: dict) -> str:
 
 
 def report_sections(row: dict, layers: pd.DataFrame | None, se: pd.DataFrame | None,
-                    bias_test) -> list[tuple[str, str]]:
+                    bias_test, layer_convention: str | None = None) -> list[tuple[str, str]]:
     """report.md's ``(heading, markdown)`` sections: the result, how to read it, d at every layer
-    (with ``layer_profile.png``) and the bootstrap SE curve, the last two when computed."""
+    (with ``layer_profile.png``, or the line saying why a one-layer upstream has none) and the
+    bootstrap SE curve, the last two when computed."""
     results = pd.DataFrame([row])
     table = results[[c for c in REPORT_COLUMNS if c in results.columns]]
     sections = [("Result", markdown_table(table))]
@@ -35,7 +36,9 @@ def report_sections(row: dict, layers: pd.DataFrame | None, se: pd.DataFrame | N
     sections.append(("How to read it", interp))
     if layers is not None:
         note = figures.permutation_note(layers)
-        sections.append(("d at every layer", "![layer profile](layer_profile.png)\n\n"
+        image = (figures.single_layer_note(str(row.get("upstream", "")))
+                 if figures.is_single_layer(layers["layer"], layer_convention) else "![layer profile](layer_profile.png)")
+        sections.append(("d at every layer", image + "\n\n"
                          + (f"{note[0].upper()}{note[1:]} (the run's p above: {row['n_permutations']:,}"
                             f"{' partitions, exact' if row['exact'] else ' permutations'}).\n\n" if note else "")
                          + markdown_table(layers)))
@@ -51,7 +54,8 @@ def write_speat_outputs(writer: RunWriter, row: dict, layers: pd.DataFrame | Non
 
     ``row``: the run's result (one row of results.csv); ``layers`` / ``se``: d per layer and the
     bootstrap SE curve, or None when not computed. ``layer_convention``: the upstream's
-    (``fingerprint_fields()["layer_convention"]``), for the layer axis of ``layer_profile.png``.
+    (``fingerprint_fields()["layer_convention"]``), for the layer axis of ``layer_profile.png`` (not
+    drawn for a one-layer upstream: report.md says why).
     """
     test = row["test"]
     if layers is not None:
@@ -61,7 +65,7 @@ def write_speat_outputs(writer: RunWriter, row: dict, layers: pd.DataFrame | Non
         writer.figure("layer_profile", fig, tracker_key=f"speat/{test}/layer_profile")
     if se is not None:
         writer.table("se_curve", se)
-    writer.report(report_title(row), report_sections(row, layers, se, bias_test))
+    writer.report(report_title(row), report_sections(row, layers, se, bias_test, layer_convention))
     writer.metrics({f"speat/{test}/d": row["d"], f"speat/{test}/p": row["p"]})
     # results.json last: its presence marks the run as finished (a rerun skips it), so a run killed
     # before this line leaves no results.json and is redone in full

@@ -120,7 +120,8 @@ class TrainSerTask:
         info = upstream_info(self.upstream, self.upstream_name)
         lr_text = ",".join(lr_label(v) for v in self.lrs)
         run_info = {**info, "lr": self.lrs[0] if len(self.lrs) == 1 else lr_text, "seed": self.seed,
-                    "ser_data": self.valence.name, "max_steps": self.max_steps}
+                    "ser_data": self.valence.name, "max_steps": self.max_steps,
+                    "valence_low": self.valence.low, "valence_high": self.valence.high}  # the rating scale
         demo = is_demo_run([t.name for t in tests], self.valence.synthetic)
         if demo:
             self.writer.caveat = DEMO_CAVEAT

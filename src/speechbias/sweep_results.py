@@ -44,6 +44,7 @@ class SweepResults:
     ``predictions``: predicted valence per target clip and head (for pooling over learning rates).
     ``incomplete``: job folders (relative paths) with a Hydra config but no results.
     ``incomplete_reasons``: why, per incomplete folder (its ``job_status.json`` error or log line).
+    ``finished``: run folders (relative paths) with results, repeated runs included.
     """
 
     sweep_dirs: list[Path]
@@ -55,6 +56,17 @@ class SweepResults:
     incomplete: list[str] = field(default_factory=list)
     incomplete_reasons: dict[str, str] = field(default_factory=dict)
     duplicates: int = 0
+    finished: list[str] = field(default_factory=list)
+
+    @property
+    def n_jobs(self) -> int:
+        """Job folders found: finished and incomplete."""
+        return len(self.finished) + len(self.incomplete)
+
+    def completion(self) -> str:
+        """``12 of 12 jobs finished`` / ``0 of 96 jobs finished (96 failed or unfinished)``."""
+        text = f"{len(self.finished)} of {self.n_jobs} job{'s' if self.n_jobs != 1 else ''} finished"
+        return text + (f" ({len(self.incomplete)} failed or unfinished)" if self.incomplete else "")
 
     @property
     def n_runs(self) -> int:
@@ -152,7 +164,7 @@ def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str
         if not d.is_dir():
             raise ConfigError(f"sweep_dir {d}: no such folder (give the multirun folder of a sweep, e.g. "
                              f"multirun/2024-05-01/12-00-00)")
-    speat, layers, se, prop, preds, incomplete, reasons = [], [], [], [], [], [], {}
+    speat, layers, se, prop, preds, incomplete, reasons, finished = [], [], [], [], [], [], {}, []
     for sweep in dirs:
         for run_dir, done in _walk_runs(sweep, [Path(p) for p in exclude]):
             rel = str(run_dir.relative_to(sweep)) if len(dirs) == 1 else str(run_dir)
@@ -160,6 +172,7 @@ def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str
                 incomplete.append(rel)
                 reasons[rel] = incomplete_reason(run_dir)
                 continue
+            finished.append(rel)
             results = _read_csv(run_dir / "results.csv")
             tags = {"run_dir": rel, "overrides": _overrides(run_dir)}
             results = _mark_random_control(results, tags["overrides"])
@@ -176,7 +189,8 @@ def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str
                     preds.append(_read_csv(run_dir / "predictions.csv").assign(run_dir=rel))
             else:
                 log.debug("%s: results.csv is neither a SpEAT nor a propagation table; skipped", run_dir)
-    out = SweepResults(sweep_dirs=dirs, incomplete=sorted(incomplete), incomplete_reasons=reasons)
+    out = SweepResults(sweep_dirs=dirs, incomplete=sorted(incomplete), incomplete_reasons=reasons,
+                       finished=sorted(finished))
     if speat:
         table = pd.concat(speat, ignore_index=True)
         key = [k for k in SPEAT_KEY if k in table.columns]

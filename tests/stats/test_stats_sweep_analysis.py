@@ -50,7 +50,7 @@ def test_positive_proportions_come_in_layer_then_temporal_order():
 def test_anova_that_cannot_be_fitted_says_why():
     one_family = _speat([("a", "t1", "mean_sum", 0.1, 0.5), ("b", "t2", "mean_sum", 0.3, 0.5)]).assign(family="x")
     anova, note = sweep_analysis.family_anova(one_family)
-    assert anova is None and note.startswith("not computable: ")
+    assert anova is None and note.startswith("not computed: ")
     assert sweep_analysis.family_anova(one_family.iloc[:0]) == (None, "no SpEAT results")
 
 
@@ -81,3 +81,47 @@ def test_paper_comparison_takes_the_first_equivalent_aggregation():
     flipped = sweep_analysis.compare_with_paper(speat, paper, ("mean_sum",)).set_index("upstream")
     assert flipped.loc["a", "d"] == 0.5
     assert sweep_analysis.compare_with_paper(speat.drop(columns="model_id"), paper).empty
+
+
+def _design(n_models_per_family: int, families=("hubert", "wavlm", "whisper"), tests=("t1", "t2", "t3"),
+            noise: float = 0.1, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for f_i, fam in enumerate(families):
+        for m in range(n_models_per_family):
+            for t_i, t in enumerate(tests):
+                rows.append({"upstream": f"{fam}{m}", "family": fam, "test": t,
+                             "d": 0.3 * t_i - 0.2 * f_i + noise * rng.normal()})
+    return pd.DataFrame(rows)
+
+
+def test_anova_states_its_residual_degrees_of_freedom():
+    # 3 families x 4 models x 3 tests = 36 results; with interaction 9 cells -> 36 - 9 = 27 residual df
+    anova, note = sweep_analysis.family_anova(_design(4))
+    assert note.endswith("27 residual degrees of freedom") and "C(test):C(family)" in note
+    assert int(anova.set_index("source").loc["Residual", "df"]) == 27
+
+
+def test_anova_falls_back_to_the_additive_model_then_refuses_too_few_residual_df():
+    # 2 models per family: interaction leaves 18 - 9 = 9 < 10, the additive model 18 - 5 = 13
+    anova, note = sweep_analysis.family_anova(_design(2))
+    assert anova is not None and note.startswith("type I sums of squares (test entered first), d ~ C(test) + C(family),")
+    assert "13 residual degrees of freedom (no interaction term: d ~ C(test) + C(family) + C(test):C(family) leaves 9" in note
+    # the demo sweep's shape: 12 results, 2 tests, 5 families -> 2 and 6 residual df: no table, and why
+    demo = _design(1, families=("classical", "wav2vec2", "hubert", "wavlm", "whisper"), tests=("t1", "t2"))
+    demo = pd.concat([demo, demo[demo["family"] == "classical"].assign(upstream="mfcc")], ignore_index=True)
+    anova, note = sweep_analysis.family_anova(demo)
+    assert anova is None
+    assert "C(test) + C(family) + C(test):C(family) leaves 2 residual degrees of freedom (fewer than 10)" in note
+    assert "d ~ C(test) + C(family) leaves 6 residual degrees of freedom" in note
+    # with a minimum of 2 the interaction fit is still refused: fbank = mfcc make it fit exactly (residual ~0);
+    # the additive model with its 6 residual df is used and says why there is no interaction term
+    anova, note = sweep_analysis.family_anova(demo, min_resid_df=2)
+    assert int(anova.set_index("source").loc["Residual", "df"]) == 6
+    assert "6 residual degrees of freedom (no interaction term: " in note and "fits the 12 d values exactly" in note
+
+
+def test_anova_refuses_an_exact_fit():
+    exact = _design(4, noise=0.0)  # d = test effect + family effect, no residual at all
+    anova, note = sweep_analysis.family_anova(exact)
+    assert anova is None and "exactly" in note and "meaningless" in note

@@ -12,9 +12,11 @@ from hydra.utils import instantiate
 from PIL import Image
 
 from speechbias.report import sweep_report, sweep_tables, wandb_report, wandb_run
+from speechbias.report.caveat import DEMO_CAVEAT, markdown_caveat
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
 from speechbias.tasks.report import ReportTask
+from speechbias.user_errors import ConfigError
 from sweep.fake_sweep import PAPER_MODELS, write_propagation_sweep, write_speat_sweep
 
 FIGURES = ["figure1_effect_sizes", "figure2_propagation", "figure3_se_curves", "appendix_d_positive",
@@ -44,7 +46,7 @@ def _report(sweep, out, tracker: Tracker | None = None) -> dict:
 @pytest.fixture
 def sweep(tmp_path):
     root = tmp_path / "s"
-    write_speat_sweep(root, models=PAPER_MODELS[::5], aggregations=("mean_sum",))
+    write_speat_sweep(root, models=PAPER_MODELS[::5], aggregations=("mean_sum", "max_q3"))
     write_propagation_sweep(root, models=PAPER_MODELS[::5][:3], tests=("female_male", "young_old"))
     (root / "aggregation=mean_sum,bias_test=young_old,upstream=x" / ".hydra").mkdir(parents=True)
     return root
@@ -59,7 +61,7 @@ def test_report_writes_every_table_and_figure_embeds_them_and_is_reproducible(sw
         with Image.open(out / f"{name}.png") as im:
             assert im.size[0] > 600 and im.size[1] > 300
     results = pd.read_csv(out / "results.csv")
-    assert len(results) == len(PAPER_MODELS[::5]) * 6
+    assert len(results) == len(PAPER_MODELS[::5]) * 6 * 2
     assert {"d", "p", "n_x", "p_bonferroni", "p_holm", "significant_bonferroni", "significance"} <= set(results.columns)
     pd.testing.assert_frame_equal(pd.read_parquet(out / "results.parquet"), results, check_dtype=False)
     md = (out / "report.md").read_text()
@@ -76,6 +78,10 @@ def test_report_writes_every_table_and_figure_embeds_them_and_is_reproducible(sw
     assert run.summary["report/n_speat_runs"] == len(results) == summary["report/n_speat_runs"]
     assert run.started["job_type"] == "report" and run.started["name"] == "report/s" and run.started["group"] == "s"
     assert "1 job folder(s) have no results yet" in md and "upstream=x" in md
+    # the completion count heads report.md and is in the W&B summary: SpEAT runs + 3 models x 3 SER heads
+    n_finished = len(results) + 9
+    assert md.splitlines()[0] == f"# SpEAT sweep report: {n_finished} of {n_finished + 1} jobs finished (1 failed or unfinished)"
+    assert (run.summary["report/n_finished"], run.summary["report/n_jobs"]) == (n_finished, n_finished + 1)
     # the same runs give the same report (the first report folder is not read as a run)
     again = sweep / "again"
     _report(sweep, again)
@@ -83,8 +89,9 @@ def test_report_writes_every_table_and_figure_embeds_them_and_is_reproducible(sw
         assert (again / name).read_text() == (out / name).read_text(), name
 
 
-def test_report_of_an_empty_sweep_draws_no_figure_and_says_why(tmp_path):
-    _report(tmp_path, tmp_path / "report")
+def test_report_of_an_empty_sweep_draws_no_figure_says_why_and_fails(tmp_path):
+    with pytest.raises(ConfigError, match="no job folders"):
+        _report(tmp_path, tmp_path / "report")
     images = [e for e in RunWriter(tmp_path / "report").tracker_log() if e["kind"] == "image"]
     assert images == [] and not list((tmp_path / "report").glob("*.png"))
     md = (tmp_path / "report" / "report.md").read_text()
@@ -134,8 +141,46 @@ def test_figures_of_a_sweep_with_demo_tests_carry_the_demo_caveat(tmp_path):
     demo, paper = tmp_path / "demo_voice" / "report", tmp_path / "female_male" / "report"
     for fig in ("figure1_effect_sizes", "significance_heatmap", "figure3_se_curves", "layer_profiles"):
         assert _png_height(demo / f"{fig}.png") > _png_height(paper / f"{fig}.png") + 20, fig
-    assert sweep_report.SYNTHETIC_NOTE in (demo / "report.md").read_text()
-    assert sweep_report.SYNTHETIC_NOTE not in (paper / "report.md").read_text()
+    demo_md, paper_md = (demo / "report.md").read_text(), (paper / "report.md").read_text()
+    # the caveat is said once (it was said twice: "Demo run" and a "Note" in other words)
+    assert demo_md.count("not findings about any model or group") == 1 and "## Note" not in demo_md
+    assert markdown_caveat(DEMO_CAVEAT) in demo_md and "not findings" not in paper_md
+
+
+def test_a_sweep_mixing_demo_and_paper_tests_names_the_demo_tests_in_its_caveat(tmp_path):
+    write_speat_sweep(tmp_path, models=PAPER_MODELS[:3], tests={"demo_voice": None, "female_male": 0.31})
+    _report(tmp_path, tmp_path / "report")
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert md.count("not findings about any model or group") == 1
+    assert "DEMO TESTS (demo_voice): synthetic stimuli" in md and DEMO_CAVEAT not in md
+    assert "- SpEAT runs: 6 (3 models, 2 tests, 1 aggregation); SER runs: 0" in md  # was "1 aggregations"
+
+
+def test_a_sweep_whose_jobs_all_failed_exits_1_with_one_line_after_writing_its_report(tmp_path):
+    """What the user types: python evaluate.py task=report sweep_dir=<a sweep whose 3 jobs failed>."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from speechbias.sweep_status import JobStatus
+
+    sweep = tmp_path / "s"
+    for k in range(3):
+        job = sweep / f"bias_test=female_male,upstream=m{k}"
+        (job / ".hydra").mkdir(parents=True)
+        JobStatus("failed", [f"upstream=m{k}"], 0.1, error=f"cannot load the model of 'm{k}'").write(job)
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, str(repo / "evaluate.py"), "task=report", f"sweep_dir={sweep}",
+                           "logger=none"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "0 of 3 jobs finished (3 failed or unfinished)" in errors[0]
+    assert "first error: failed: cannot load the model of 'm0'" in errors[0] and "Traceback" not in proc.stderr
+    md = (sweep / "report" / "report.md").read_text()
+    assert md.splitlines()[0] == "# SpEAT sweep report: 0 of 3 jobs finished (3 failed or unfinished)"
+    assert "`bias_test=female_male,upstream=m2`: failed: cannot load the model of 'm2'" in md
 
 
 def test_d_pivot_marks_significance():

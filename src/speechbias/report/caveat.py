@@ -15,6 +15,13 @@ def is_demo_test(test: str) -> bool:
     return str(test).startswith("demo")
 
 
+def demo_tests_caveat(tests) -> str:
+    """The caveat of a sweep that mixes the synthetic demo tests with real ones: it names the demo tests."""
+    names = ", ".join(sorted({str(t) for t in tests if is_demo_test(t)}))
+    return (f"DEMO TESTS ({names}): synthetic stimuli (espeak-ng voices) - their numbers check the plumbing and "
+            "are not findings about any model or group.")
+
+
 def markdown_caveat(caveat: str = DEMO_CAVEAT) -> str:
     """The caveat as a bold report.md paragraph."""
     return f"**{caveat}**"

@@ -8,7 +8,8 @@ reads for all of them.
 * :func:`propagation_figure` (Figure 2): SpEAT d vs. downstream Cohen's d, pooled and per learning rate;
 * :func:`se_curves_figure` (Figure 3): bootstrap SE of d vs. number of stimuli with the mean curve;
 * :func:`positive_heatmap` (appendix D): proportion of d > 0 per temporal x layer strategy;
-* :func:`layer_lines_figure`: d at every single layer, one line per model, one panel per test;
+* :func:`layer_lines_figure`: d at every single layer, one line per model, one panel per test
+  (one-layer upstreams as markers at "features");
 * :func:`significance_heatmap`: significant after correction / uncorrected only / not, per model x test;
 * :func:`paper_comparison_figure`: this sweep's d against the paper's published d.
 
@@ -234,8 +235,9 @@ def se_curves_figure(se: pd.DataFrame, styles: dict | None = None) -> Figure | N
 
 
 def positive_heatmap(pivot: pd.DataFrame, n_results: int | None = None) -> Figure | None:
-    """Appendix D: proportion of positive d, rows = layer strategy, columns = temporal strategy."""
-    if pivot.empty:
+    """Appendix D: proportion of positive d, rows = layer strategy, columns = temporal strategy; None
+    for fewer than two strategies (one cell compares nothing: report.md gives the number instead)."""
+    if pivot.size < 2 or int(np.isfinite(pivot.to_numpy(dtype=float)).sum()) < 2:
         return None
     fig, ax = plt.subplots(figsize=(max(4.6, 1.8 + 1.1 * pivot.shape[1]), max(2.6, 1.0 + 0.38 * pivot.shape[0])))
     im = ax.imshow(pivot.to_numpy(dtype=float), cmap="RdBu", vmin=0, vmax=1, aspect="auto")
@@ -255,39 +257,78 @@ def positive_heatmap(pivot: pd.DataFrame, n_results: int | None = None) -> Figur
     return fig
 
 
+FEATURES_X = -1.0  # where one-layer upstreams (fbank, mfcc) sit, left of layer 0
+FEATURES_WIDTH = 0.6  # their markers are spread over this width so that equal d values stay visible
+
+
+def _layer_axis_label(data: pd.DataFrame) -> str:
+    """The x label of the multi-layer models in ``data``: what layer 0 is under their layer convention
+    (by family, :func:`figures.family_layer_convention`); several conventions are each named."""
+    families = data.drop_duplicates("upstream")["family"] if "family" in data else pd.Series(["other"])
+    conventions = sorted({figures.family_layer_convention(f) for f in families} - {figures.SINGLE_LAYER_CONVENTION})
+    if len(conventions) == 1:
+        return figures.LAYER_AXIS_LABELS.get(conventions[0], figures.GENERIC_LAYER_AXIS_LABEL)
+    return "layer (" + "; ".join(f"{c}: {figures.LAYER_AXIS_LABELS.get(c, c)}" for c in conventions) + ")"
+
+
 def layer_lines_figure(layers: pd.DataFrame, temporal: str = "mean", styles: dict | None = None) -> Figure | None:
-    """d at every single layer: x = layer index (0 = input to the first block), one line per model,
-    one panel per test."""
+    """d at every single layer: one line per multi-layer model, one panel per test; the x label says
+    what layer 0 is (the models' layer convention). One-layer upstreams (fbank, mfcc) are markers at
+    "features", left of layer 0, spread sideways so that equal d values do not hide each other. None
+    when no model has several layers (their one d per test is Figure 1's)."""
     if layers.empty:
         return None
     data = layers[layers["temporal"] == temporal] if "temporal" in layers and temporal in set(layers["temporal"]) \
         else layers
     data = data.drop_duplicates(["upstream", "test", "layer"])
+    depth = data.groupby("upstream")["layer"].nunique()
+    single = [m for m in depth.index if depth[m] == 1 and set(data.loc[data["upstream"] == m, "layer"]) == {0}]
+    multi = data[~data["upstream"].isin(single)]
+    if multi.empty:
+        return None
     styles = styles or model_styles(data)
     tests = list(dict.fromkeys(data["test"]))
     ncols = min(3, len(tests))
     nrows = math.ceil(len(tests) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 2.7 * nrows + 0.6), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 2.7 * nrows + 0.7), squeeze=False, sharey=True)
     lim = max(1.0, float(np.nanmax(np.abs(data["d"]))) * 1.05)
+    single_models = [m for m in styles if m in single]
+    offsets = dict(zip(single_models, np.linspace(-FEATURES_WIDTH / 2, FEATURES_WIDTH / 2, len(single_models))
+                       if len(single_models) > 1 else [0.0]))
+    numbers = sorted({int(v) for v in multi["layer"]})
     for ax, t in zip(axes.flat, tests):
         rows = data[data["test"] == t]
         for m in [m for m in styles if m in set(rows["upstream"])]:
             s = styles[m]
             g = rows[rows["upstream"] == m].sort_values("layer")
+            if m in offsets:
+                ax.plot([FEATURES_X + offsets[m]], g["d"].to_numpy()[:1], color=s.colour, marker=s.marker, ms=5,
+                        linestyle="none", markeredgecolor="white", markeredgewidth=0.5)
+                continue
             ax.plot(g["layer"], g["d"], color=s.colour, linestyle=s.linestyle, marker=s.marker, ms=3.5, lw=1.1,
                     markevery=max(1, len(g) // 8))
         ax.axhline(0, color="black", lw=0.7)
         ax.set_ylim(-lim, lim)
         ax.set_title(test_label(t))
-        ax.set_xlabel("layer (0 = input to first block)")
-        ax.xaxis.get_major_locator().set_params(integer=True)
+        figures.layer_axis(ax, numbers, figures.HF_LAYER_CONVENTION)
+        ax.set_xlabel("")
+        if single_models:
+            ticks = [FEATURES_X] + [int(v) for v in ax.get_xticks() if 0 <= v <= numbers[-1]]
+            ax.set_xticks(ticks, ["features"] + [str(v) for v in ticks[1:]])
+            ax.axvline(-0.5, color="#bbbbbb", lw=0.6, ls=":")
+            ax.set_xlim(FEATURES_X - FEATURES_WIDTH / 2 - 0.3, numbers[-1] + 0.5)
+    fig.supxlabel(_layer_axis_label(multi) + ("; features: one-layer upstreams" if single_models else ""),
+                  fontsize=8)
     for ax in axes[:, 0]:
         ax.set_ylabel("SpEAT d")
     for ax in list(axes.flat)[len(tests):]:
         ax.axis("off")
     models = [m for m in styles if m in set(data["upstream"])]
-    fig.legend(handles=_model_handles(styles, models, line=True), loc="lower center", frameon=False,
-               ncol=min(4, len(models)), bbox_to_anchor=(0.5, -0.02 - 0.035 * math.ceil(len(models) / 4)))
+    handles = [Line2D([0], [0], color=styles[m].colour, marker=styles[m].marker,
+                      linestyle="none" if m in offsets else styles[m].linestyle, markersize=6,
+                      label=f"{m} (one layer)" if m in offsets else m) for m in models]
+    fig.legend(handles=handles, loc="lower center", frameon=False, ncol=min(4, len(models)),
+               bbox_to_anchor=(0.5, -0.06 - 0.035 * math.ceil(len(models) / 4)))
     fig.suptitle(f"SpEAT d at every layer (temporal {temporal})")
     fig.tight_layout()
     return fig

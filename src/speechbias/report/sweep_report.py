@@ -32,14 +32,11 @@ from pathlib import Path
 import pandas as pd
 
 from speechbias.report import paper_figures, sweep_tables
-from speechbias.report.caveat import is_demo_test
+from speechbias.report.caveat import DEMO_CAVEAT, demo_tests_caveat, is_demo_test
 from speechbias.report.run_writer import RunWriter, markdown_table
 from speechbias.sweep_results import REPORT_MARKER, SweepResults
 
 log = logging.getLogger(__name__)
-
-SYNTHETIC_NOTE = ("**This sweep includes the synthetic demo tests (espeak-ng voices): their results check "
-                  "the plumbing and are not findings about any model or group.**")
 
 
 @dataclass(frozen=True)
@@ -113,10 +110,28 @@ class SweepReport:
     summary: dict = field(default_factory=dict)
 
 
+def _tests(tables: SweepTables) -> list[str]:
+    return [str(v) for t in (tables.results, tables.propagation) if len(t) and "test" in t.columns
+            for v in dict.fromkeys(t["test"])]
+
+
 def has_demo_tests(tables: SweepTables) -> bool:
     """True when a SpEAT or propagation result of the sweep is one of the synthetic demo tests."""
-    return any(len(t) and "test" in t.columns and t["test"].map(is_demo_test).any()
-               for t in (tables.results, tables.propagation))
+    return any(is_demo_test(t) for t in _tests(tables))
+
+
+def sweep_caveat(tables: SweepTables) -> str | None:
+    """The caveat report.md and every figure carry (``RunWriter.caveat``): the demo caveat when every
+    test is a synthetic demo test, one naming the demo tests when they are mixed with real ones, else None."""
+    tests = _tests(tables)
+    demo = [t for t in tests if is_demo_test(t)]
+    if not demo:
+        return None
+    return DEMO_CAVEAT if len(demo) == len(tests) else demo_tests_caveat(demo)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _shown(tables: SweepTables) -> SweepTables:
@@ -178,19 +193,33 @@ def _incomplete_lines(results: SweepResults) -> list[str]:
     return lines
 
 
+def _no_layer_profiles_reason(layers: pd.DataFrame) -> str:
+    if layers.empty:
+        return "no per-layer results (speat.per_layer=false)"
+    return ("every upstream of this sweep has a single layer (" + ", ".join(dict.fromkeys(layers["upstream"].astype(str)))
+            + "), whose one d per test is Figure 1's")
+
+
+def _no_heatmap_reason(appendix_d: pd.DataFrame) -> str:
+    if appendix_d.empty:
+        return "no SpEAT results in this sweep"
+    r = appendix_d.iloc[0]
+    return (f"one aggregation strategy in this sweep ({r['aggregation']}: d > 0 in {int(r['n_positive'])} of "
+            f"{int(r['n'])} results); the heat map compares strategies (experiment=paper_aggregation runs all 33)")
+
+
 def _sections(results: SweepResults, tables: SweepTables, options: ReportOptions,
               figs: dict[str, Path]) -> list[tuple[str, str]]:
     main, speat = tables.main, tables.results
     agg = str(main["aggregation"].iloc[0]) if len(main) else options.main_aggregation
     method = options.corrections[0] if options.corrections else "none"
-    sections = []
-    if has_demo_tests(tables):
-        sections.append(("Note", SYNTHETIC_NOTE))
+    sections = []  # the writer puts the demo caveat (RunWriter.caveat: sweep_caveat) first, once
     n_prop = results.propagation["run_dir"].nunique() if "run_dir" in results.propagation else 0
+    counts = [_plural(speat[c].nunique() if len(speat) else 0, w)
+              for c, w in (("upstream", "model"), ("test", "test"), ("aggregation", "aggregation"))]
     lines = [f"- sweep folder(s): {', '.join(str(d) for d in results.sweep_dirs)}",
-             f"- SpEAT runs: {len(speat)} ({speat['upstream'].nunique() if len(speat) else 0} models, "
-             f"{speat['test'].nunique() if len(speat) else 0} tests, "
-             f"{speat['aggregation'].nunique() if len(speat) else 0} aggregations); SER runs: {n_prop}"]
+             f"- {results.completion()}",
+             f"- SpEAT runs: {len(speat)} ({', '.join(counts)}); SER runs: {n_prop}"]
     if results.duplicates:
         lines.append(f"- {results.duplicates} repeated SpEAT run(s) ignored (the newest of each is kept)")
     if results.incomplete:
@@ -221,12 +250,13 @@ def _sections(results: SweepResults, tables: SweepTables, options: ReportOptions
                      _image(figs, "figure3_se_curves", "Figure 3", "no SE curves: run the sweep with "
                             "`speat.se_curve=true` (experiment paper_se_curves)")))
     sections.append(("SpEAT d at every layer", _image(figs, "layer_profiles", "layer-profile figure",
-                                                      "no per-layer results (speat.per_layer=false)")
+                                                      _no_layer_profiles_reason(tables.layers))
                      + "\n\nWhere in each network "
                      "the association lives: d of each single layer's temporal statistic (`layers.csv`)."))
     pivot = sweep_tables.positive_pivot(tables.appendix_d)
     sections.append(("Proportion of positive d per aggregation strategy (appendix D)",
-                     _image(figs, "appendix_d_positive", "appendix D figure", "no SpEAT results in this sweep") + "\n\n"
+                     _image(figs, "appendix_d_positive", "appendix D figure", _no_heatmap_reason(tables.appendix_d))
+                     + "\n\n"
                      + (markdown_table(pivot.reset_index(), floatfmt=".2f") if len(pivot) else "_(no rows)_")))
     anova = tables.anova
     sections.append(("Two-way ANOVA: test x model family",
@@ -265,7 +295,8 @@ def write_sweep_report(results: SweepResults, tables: SweepTables, writer: RunWr
     speat, files = tables.results, tables.files()
     totals = tables.congruence_totals
     summary = {"report/n_speat_runs": int(len(speat)), "report/n_propagation_rows": int(len(results.propagation)),
-               "report/n_incomplete": len(results.incomplete), "report/human_congruent": totals["n_congruent"],
+               "report/n_incomplete": len(results.incomplete), "report/n_jobs": results.n_jobs,
+               "report/n_finished": len(results.finished), "report/human_congruent": totals["n_congruent"],
                "report/human_total": totals["n_total"]}
     writer.metrics(summary)
     writer.table("results", speat, tracker_key="report/results" if len(speat) else None, parquet=True)
@@ -276,5 +307,5 @@ def write_sweep_report(results: SweepResults, tables: SweepTables, writer: RunWr
     sections = _sections(results, shown, options, figs)
     sections.append(("Files", "\n".join(f"- `{name}.csv`" for name in ["results", *files])
                      + "\n- `results.parquet`\n" + "\n".join(f"- `{p.name}`" for p in figs.values())))
-    writer.report(options.title, sections)
+    writer.report(f"{options.title}: {results.completion()}", sections)
     return SweepReport(output_dir=writer.output_dir, tables=tables, figures=figs, sections=sections, summary=summary)

@@ -28,6 +28,7 @@ class AnovaResult:
     n_tests: int
     n_families: int
     interaction: bool
+    df_resid: int = 0  # residual degrees of freedom: n_obs - rank of the design
 
 
 def two_way_anova(
@@ -77,5 +78,5 @@ def two_way_anova(
     type2 = anova_lm(fit, typ=2).rename(index=names)
     return AnovaResult(
         type1=type1, type2=type2, formula=formula.replace("value", value), n_obs=len(data),
-        n_tests=n_tests, n_families=n_families, interaction=interaction,
+        n_tests=n_tests, n_families=n_families, interaction=interaction, df_resid=int(round(fit.df_resid)),
     )

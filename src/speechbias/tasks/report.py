@@ -21,10 +21,8 @@ import pandas as pd
 from speechbias.paper_results import load_paper_results
 from speechbias.project_paths import user_path
 from speechbias.report import wandb_report
-from speechbias.report.caveat import DEMO_CAVEAT
 from speechbias.report.run_writer import RunWriter
-from speechbias.report.sweep_report import (ReportOptions, SweepReport, SweepTables, has_demo_tests,
-                                            write_sweep_report)
+from speechbias.report.sweep_report import ReportOptions, SweepReport, SweepTables, sweep_caveat, write_sweep_report
 from speechbias.report.tracker import Tracker
 from speechbias.ser.sweep_propagation import agreement_counts, propagation_table
 from speechbias.stats import sweep_analysis
@@ -62,6 +60,18 @@ def analyse_sweep(results: SweepResults, options: ReportOptions = ReportOptions(
         se_curves=results.se_curves, paper_comparison=comparison)
 
 
+def nothing_collected_message(sweep_dirs: Sequence[Path], results: SweepResults, report: Path) -> str:
+    """The one error line of a report over sweep folders where no job finished."""
+    where = ", ".join(map(str, sweep_dirs))
+    if not results.n_jobs:
+        return (f"sweep_dir {where}: no job folders (no results.json and no .hydra/ below it); give the folder "
+                "a multirun wrote, e.g. multirun/2024-05-01/12-00-00")
+    first = results.incomplete_reasons.get(results.incomplete[0], "") if results.incomplete else ""
+    return (f"sweep_dir {where}: {results.completion()}, nothing to report"
+            + (f"; first error: {first}" if first else "")
+            + f"; every job's reason is in {report}. Fix it and rerun the sweep command (finished jobs are skipped)")
+
+
 class ReportTask:
     """The sweep report of ``sweep_dir`` (plus ``extra_sweep_dirs``, e.g. the SER sweep beside the
     SpEAT sweep for Figure 2).
@@ -97,21 +107,25 @@ class ReportTask:
 
     def run(self, config: dict | None = None) -> dict:
         """Collect, compute, write the report folder and publish it; returns the summary metrics
-        (``report/n_speat_runs``, ``report/n_propagation_rows``, ``report/n_incomplete``,
-        ``report/human_congruent``, ``report/human_total``). ``config``: the W&B run's config."""
+        (``report/n_speat_runs``, ``report/n_propagation_rows``, ``report/n_incomplete``, ``report/n_jobs``,
+        ``report/n_finished``, ``report/human_congruent``, ``report/human_total``). ``config``: the W&B
+        run's config. When no job of the sweep finished, the report (with every job's reason) is still
+        written and published, then a ``ConfigError`` says so in one line (exit 1)."""
         writer = self.writer
         results = collect(self.sweep_dirs, exclude=[writer.output_dir])
         paper = None
         if self.paper_results is not None:
             paper = load_paper_results(self.paper_results, models=self.paper_models, tests=self.paper_tests)
         tables = analyse_sweep(results, self.options, paper)
-        writer.caveat = DEMO_CAVEAT if has_demo_tests(tables) else None
+        writer.caveat = sweep_caveat(tables)
         written = write_sweep_report(results, tables, writer, self.options)
         group = self.tracker.group or self.sweep_dirs[0].resolve().name
         self.tracker.publish(writer, job_type="report", name=f"report/{group}",
                              tags=["report", *sorted(set(results.speat.get("test", [])))][:32], config=config,
                              on_run=self._wandb_report(group, written) if self.wandb_report else None)
         log.info("sweep report of %d SpEAT run(s) in %s", len(results.speat), writer.path("report.md"))
+        if not results.finished:  # written and published first: the report lists every job's reason
+            raise ConfigError(nothing_collected_message(self.sweep_dirs, results, writer.path("report.md")))
         return written.summary
 
     def _wandb_report(self, group: str, written: SweepReport):

@@ -47,3 +47,15 @@ def test_continuations_are_distinct_by_text_when_every_voice_has_its_own_id():
     assert list(gender["id"]) == [0, 0, 0, 10, 10, 10]
     rouge = continuation_rouge_l(pd.DataFrame(rows))
     assert len(rouge) == 9
+
+
+def test_histogram_counts_are_ticked_on_whole_numbers():
+    # 3 continuations: the tallest bar is 2, where matplotlib's default ticks were 0, 0.5, 1, 1.5, 2
+    rouge = pd.DataFrame({"domain": ["gender", "gender", "age"], "mean_rouge_l": [0.10, 0.11, 0.40]})
+    fig = plot_rouge_l_histogram(rouge, bins=10)
+    ax = fig.axes[0]
+    ax.figure.canvas.draw()
+    ticks = [t for t in ax.get_yticks() if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]]
+    assert ticks and all(float(t).is_integer() for t in ticks)
+    heights = sorted(p.get_height() for p in ax.patches if p.get_height() > 0)
+    assert heights == [1.0, 2.0]

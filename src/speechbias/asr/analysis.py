@@ -6,9 +6,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from speechbias.asr.corpora import EXCLUDED_COLUMNS, ASRCorpus
+from speechbias.asr.corpora import EXCLUDED_COLUMNS, LEVEL_SPELLING_COLUMNS, ASRCorpus
 from speechbias.asr.disparity import relative_gaps, wer_by_group, wer_ratio_table
 from speechbias.asr.groups import GroupRule, level_table
+from speechbias.asr.levels import spelling_table
 from speechbias.asr.scoring import score_utterances
 
 
@@ -25,9 +26,43 @@ class WerDisparityResult:
     speaker_column: str | None = None
     # every level of every category: counts, compared or why not (groups.LEVEL_COLUMNS)
     levels: pd.DataFrame = field(default_factory=pd.DataFrame)
-    # which raw values became which level (corpora.LEVEL_SPELLING_COLUMNS)
+    # which raw values became which level, over the scored utterances (corpora.LEVEL_SPELLING_COLUMNS)
     spellings: pd.DataFrame = field(default_factory=pd.DataFrame)
     rule: GroupRule = field(default_factory=GroupRule)
+    # utterances of the corpus table dropped before scoring, per level (DROP_COLUMNS)
+    drops: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+DROP_COLUMNS = ["category", "group", "dropped", "reasons"]
+
+
+def scored_spellings(corpus: ASRCorpus, utts: pd.DataFrame, categories: list[str]) -> pd.DataFrame:
+    """LEVEL_SPELLING_COLUMNS counted over the scored utterances ``utts`` (the corpus's own table
+    counts every row it kept, including those dropped later); the corpus's table when it has no raw values."""
+    if corpus.raw_values is None:
+        return corpus.levels[corpus.levels["category"].isin(categories)].reset_index(drop=True)
+    raw = utts[["utterance_id", *categories]].merge(corpus.raw_values, on="utterance_id", how="left",
+                                                    suffixes=("", "__raw"))
+    parts = [spelling_table(raw[c], raw[f"{c}__raw"]).assign(category=c) for c in categories]
+    return pd.concat(parts, ignore_index=True)[LEVEL_SPELLING_COLUMNS]
+
+
+def dropped_per_level(corpus: ASRCorpus, utts: pd.DataFrame, excluded: pd.DataFrame,
+                      categories: list[str]) -> pd.DataFrame:
+    """DROP_COLUMNS: per level, the utterances of the corpus table that were not scored (audio that
+    failed to decode, no hypothesis, reference empty after normalisation) and why."""
+    gone = corpus.utterances[~corpus.utterances["utterance_id"].isin(utts["utterance_id"])]
+    if gone.empty:
+        return pd.DataFrame(columns=DROP_COLUMNS)
+    why = dict(zip(excluded["utterance_id"], excluded["reason"].astype(str).str.split(":").str[0]))
+    gone = gone.assign(_reason=gone["utterance_id"].map(why).fillna("not scored"))
+    rows = []
+    for c in categories:
+        for level, g in gone.groupby(c, sort=True):
+            counts = g["_reason"].value_counts()
+            rows.append({"category": c, "group": str(level), "dropped": int(len(g)),
+                         "reasons": "; ".join(f"{r} ({n})" for r, n in counts.items())})
+    return pd.DataFrame(rows, columns=DROP_COLUMNS)
 
 
 def analyse_wer_disparity(corpus: ASRCorpus, hypotheses: pd.DataFrame, failed: pd.DataFrame | None = None,
@@ -82,8 +117,8 @@ def analyse_wer_disparity(corpus: ASRCorpus, hypotheses: pd.DataFrame, failed: p
     no_gap = [c for c in cats if c not in set(gaps["category"])]
     if no_gap:
         notes.append(f"no relative gap for {no_gap}: fewer than two compared levels.")
-    spellings = corpus.levels[corpus.levels["category"].isin(cats)].reset_index(drop=True)
     return WerDisparityResult(utterances=utts, table2=table2, gaps=gaps, table3=ratios.table,
                               excluded=excl, notes=notes + ratios.notes, fits=ratios.fits, categories=cats,
-                              speaker_column=spk, levels=level_table(utts, cats, spk, rule), spellings=spellings,
-                              rule=rule)
+                              speaker_column=spk, levels=level_table(utts, cats, spk, rule),
+                              spellings=scored_spellings(corpus, utts, cats), rule=rule,
+                              drops=dropped_per_level(corpus, utts, excl, cats))

@@ -48,6 +48,9 @@ class ASRCorpus:
     notes: list[str] = field(default_factory=list)
     # LEVEL_SPELLING_COLUMNS over the kept utterances: which raw values became which level
     levels: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=LEVEL_SPELLING_COLUMNS))
+    # utterance_id + each category's value as written in the corpus file (same rows as ``utterances``),
+    # so that the analysis can count the raw values of the utterances it actually compared
+    raw_values: pd.DataFrame | None = None
 
 
 def _read_table(path: Path, sep: str | None) -> pd.DataFrame:
@@ -96,9 +99,12 @@ def _build(df: pd.DataFrame, source: str, ids, paths, transcripts, speaker, cate
     spellings = [spelling_table(out[c][keep], raw.get(c, df[c]).reset_index(drop=True)[keep]).assign(category=c)
                  for c in categories]
     levels = pd.concat(spellings, ignore_index=True)[LEVEL_SPELLING_COLUMNS] if spellings else None
+    raw_values = pd.DataFrame({"utterance_id": kept["utterance_id"].to_numpy(),
+                               **{c: raw.get(c, df[c]).reset_index(drop=True)[keep].to_numpy() for c in categories}})
     return ASRCorpus(utterances=kept, categories=list(categories),
                      speaker_column="speaker" if speaker is not None else None, excluded=excl, source=source,
-                     notes=notes, levels=levels if levels is not None else pd.DataFrame(columns=LEVEL_SPELLING_COLUMNS))
+                     notes=notes, levels=levels if levels is not None else pd.DataFrame(columns=LEVEL_SPELLING_COLUMNS),
+                     raw_values=raw_values)
 
 
 def load_fair_speech(root: str | Path, metadata: str | None = None, audio_dir: str = "asr_fairness_audio",

@@ -40,10 +40,11 @@ def table2_markdown(table2: pd.DataFrame, gaps: pd.DataFrame) -> str:
 
 
 def levels_markdown(levels: pd.DataFrame, spellings: pd.DataFrame) -> str:
-    """Every level of every category: utterances, speakers, compared or why not, and the raw values folded into it."""
+    """Every level of every category: scored utterances, speakers, compared or why not, and the raw
+    values of those utterances folded into it (their rows add up to the utterances)."""
     if levels.empty:
         return "_(no levels)_"
-    lines = ["| category | level | utterances | speakers | status | raw values in the corpus file (rows) |",
+    lines = ["| category | level | utterances | speakers | status | raw values in the corpus file (scored rows) |",
              "|---|---|---:|---:|---|---|"]
     for r in levels.itertuples():
         sp = spellings[(spellings["category"] == r.category) & (spellings["level"] == r.group)]
@@ -51,6 +52,32 @@ def levels_markdown(levels: pd.DataFrame, spellings: pd.DataFrame) -> str:
         spk = "n/a" if pd.isna(r.speakers) else str(int(r.speakers))
         lines.append(f"| {r.category} | {r.group} | {r.utterances} | {spk} | {r.status} | {raw.replace('|', '/')} |")
     return "\n".join(lines)
+
+
+def drops_markdown(drops: pd.DataFrame) -> str:
+    """Utterances of the corpus table not scored, per level, with the reasons (or a line saying there were none)."""
+    if drops is None or drops.empty:
+        return "_No utterance of the corpus table was dropped before scoring._"
+    lines = ["| category | level | dropped | reasons |", "|---|---|---:|---|"]
+    lines += [f"| {r.category} | {r.group} | {r.dropped} | {str(r.reasons).replace('|', '/')} |"
+              for r in drops.itertuples()]
+    return "\n".join(lines)
+
+
+def table3_heading(fits: dict) -> str:
+    """Table 3's heading, naming the model actually fitted: mixed-effects Poisson (speaker random
+    intercept) or Poisson GLM (no speaker effect), or both when the categories differ."""
+    mixed = {cat: fit.has_speaker_effect for cat, fit in fits.items()}
+    if mixed and all(mixed.values()):
+        model = "mixed-effects Poisson regression, speaker random intercept"
+    elif mixed and not any(mixed.values()):
+        model = "Poisson GLM, no speaker random effect"
+    elif mixed:
+        glm = ", ".join(c for c, m in mixed.items() if not m)
+        model = f"mixed-effects Poisson regression; Poisson GLM for {glm}"
+    else:
+        model = "no model fitted"
+    return f"Table 3: WER ratios ({model})"
 
 
 def levels_console_lines(levels: pd.DataFrame) -> list[str]:
@@ -190,13 +217,15 @@ def report_sections(result, run_info: dict, settings: dict) -> list[tuple[str, s
          + ("compared like a group (include_undisclosed)" if rule.include_undisclosed else "never compared")
          + f". A compared group needs at least {rule.min_utterances} utterances"
          + (f" and {rule.min_speakers} speakers" if result.speaker_column else " (no speaker ids to count speakers)")
-         + "; smaller levels are listed but set neither the gap nor a WER ratio."),
+         + "; smaller levels are listed but set neither the gap nor a WER ratio. Counts are of the scored "
+         + "utterances; those dropped before scoring are listed per level below.\n\n"
+         + drops_markdown(getattr(result, "drops", None))),
         ("Table 2: WER by group", table2_markdown(result.table2, result.gaps)
          + "\n\nWER = total errors (S + D + I) / total reference words of the group. CI: percentile bootstrap, "
          + ("speakers" if result.speaker_column else "utterances") + " resampled within the group. "
          + "Relative gap = (highest WER - lowest WER) / lowest WER over the compared groups. "
          + "No CI (n/a) for a level with a single resampling unit."),
-        ("Table 3: WER ratios (mixed-effects Poisson regression)", table3_markdown(result.table3)
+        (table3_heading(result.fits), table3_markdown(result.table3)
          + f"\n\nModel: {method}\n\nWER ratio = exp(mu_a - mu_b); 95% percentile bootstrap CI over "
          + f"{settings.get('n_resamples')} resamples (seed {settings.get('seed')}), "
          + ("speakers resampled within each group (a speaker drawn twice counts as two speakers)"

@@ -79,6 +79,8 @@ def dataset_statistics(table: pd.DataFrame, rouge: pd.DataFrame | None = None) -
 def plot_rouge_l_histogram(rouge: pd.DataFrame, bins: int = 30):
     """Fig. 1: histogram of each continuation's mean ROUGE-L against its domain, one colour per domain.
     Returns the figure (the run's writer saves it, with the demo caveat of a demo run)."""
+    from matplotlib.ticker import MaxNLocator
+
     from speechbias.report.figures import plt
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
@@ -88,6 +90,7 @@ def plot_rouge_l_histogram(rouge: pd.DataFrame, bins: int = 30):
         ax.hist(part["mean_rouge_l"].dropna(), bins=edges, alpha=0.6, label=f"{domain} (n={len(part)})")
     ax.set_xlabel("mean ROUGE-L F1 against the other continuations of the domain")
     ax.set_ylabel("number of continuations")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 0.5 ticks
     ax.set_title("Diversity of continuations")
     ax.legend()
     return fig

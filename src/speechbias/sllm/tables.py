@@ -3,7 +3,8 @@
 Table 3: one row per model (then the baselines), columns ``<domain> slifs|slms|slbs`` with the
 pooled value over all speakers; "-" marks a metric that does not apply (see
 :mod:`speechbias.sllm.baselines`) or has no defined value. The group table gives, per domain and
-speaker group, the mean and SD across speakers.
+speaker group, the mean and SD across speakers; the baselines get their own (:func:`group_sections`),
+one row per domain where a baseline is the same for every speaker group.
 """
 
 from __future__ import annotations
@@ -61,3 +62,40 @@ def group_table(summary: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
             row[metric] = fmt_mean_sd(by_metric.at[metric, "speaker_mean"], by_metric.at[metric, "speaker_sd"], digits)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+BASELINE_CONDITION = "baseline"
+
+
+def _same_in_every_group(rows: pd.DataFrame) -> bool:
+    return all(rows[m].nunique() == 1 for m in METRICS)
+
+
+def baseline_group_table(summary: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
+    """:func:`group_table` of the baselines, a domain's groups folded into one row ("every group")
+    when the baseline has the same values in each (the usual case: a baseline does not listen)."""
+    table = group_table(summary, digits)
+    rows = []
+    for (model, domain), part in table.groupby(["model", "domain"], sort=False):
+        if _same_in_every_group(part):
+            rows.append(part.iloc[[0]].assign(group="every group", speakers=part["speakers"].max()))
+        else:
+            rows.append(part)
+    return pd.concat(rows, ignore_index=True) if rows else table
+
+
+def group_sections(summary: pd.DataFrame, digits: int = 1) -> list[tuple[str, str]]:
+    """report.md sections of the per-group tables: the model's groups, then the baselines in their own
+    table (a run without a model, ``'~sllm'``, has the baselines' only)."""
+    is_baseline = summary["condition"] == BASELINE_CONDITION if "condition" in summary else \
+        pd.Series(False, index=summary.index)
+    sections = []
+    if (~is_baseline).any():
+        sections.append(("Per speaker group (mean ± SD across speakers)",
+                         to_markdown(group_table(summary[~is_baseline], digits))))
+    if is_baseline.any():
+        sections.append(("Baselines per speaker group",
+                         to_markdown(baseline_group_table(summary[is_baseline], digits))
+                         + "\n\nA baseline's answers do not depend on the voice: \"every group\" when its values are "
+                           "the same in each speaker group of the domain."))
+    return sections

@@ -32,7 +32,7 @@ from speechbias.sllm.metrics import ALL_GROUPS, METRICS, summarise
 from speechbias.sllm.probe import answer_table, run_probe
 from speechbias.sllm.prompts import PromptTemplate, build_requests
 from speechbias.sllm.statistics import continuation_rouge_l, dataset_statistics, plot_rouge_l_histogram
-from speechbias.sllm.tables import group_table, table3, to_markdown
+from speechbias.sllm.tables import group_sections, table3, to_markdown
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ class SpokenStereoSetTask:
         sections = [("Data", f"{len(table)} instances from {self.data_dir} ({per_domain})"
                      + (f"; {describe_missing(dataset.missing)} (skipped)" if len(dataset.missing) else ""))]
         sections.append(("Table 3: slifs / slms / slbs (%)", to_markdown(t3) + "\n\n" + _baseline_note()))
-        sections.append(("Per speaker group (mean ± SD across speakers)", to_markdown(group_table(summary))))
+        sections.extend(group_sections(summary))  # the model's groups, then the baselines' own table
         if answers is not None:
             rules = answers.groupby(["domain", "rule"]).size().unstack(fill_value=0)
             rules = rules[[r for r in RULES if r in rules.columns]].reset_index()

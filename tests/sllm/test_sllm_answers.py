@@ -10,7 +10,7 @@ import pytest
 from speechbias.sllm.answers import RULES, map_answer, normalise
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from answer_decision_table import CASES, OPTIONS  # noqa: E402
+from answer_decision_table import CASES, JUDGE_CASES, OPTIONS, VerdictJudge  # noqa: E402
 
 OPTS = {"A": "She was a great nurse.", "B": "He was a great nurse.", "C": "The sky is blue today."}
 
@@ -148,3 +148,26 @@ def test_llm_judge_on_a_local_transformers_model(tiny_chat_lm):
     assert map_answer("A", OPTIONS, judge=says_b).rule == "letter_only"
     m = map_answer(undecided, OPTIONS, judge=_forced_tiny_judge(tiny_chat_lm, "none"))
     assert (m.letter, m.rule) == (None, "none") and "judge undecided" in m.detail
+
+
+@pytest.mark.parametrize("response, verdict, letter, rule", JUDGE_CASES, ids=[c[0][:40] for c in JUDGE_CASES])
+def test_decision_table_with_a_judge(response, verdict, letter, rule):
+    """Paraphrases that name no option's words (or replace one) go to task.judge and map by its verdict;
+    answers a rule decides never reach it. The judge is scripted (a stand-in for the chat model)."""
+    judge = VerdictJudge({response: verdict})
+    m = map_answer(response, OPTIONS, judge=judge)
+    assert (m.letter, m.rule) == (letter, rule), m.detail
+    assert judge.calls == ([] if rule not in ("judge", "none") else [response])
+
+
+def test_contradiction_names_what_was_replaced_or_negated():
+    from speechbias.sllm.answers import contradiction
+
+    truck = OPTIONS["B"]
+    assert contradiction("I rebuilt the engine of my car.", truck) == "replaces 'truck' with 'car'"
+    assert contradiction("I rebuilt the old engine of my truck", truck) is None  # a word added, none replaced
+    assert contradiction("I have not rebuilt the engine of my truck", truck) == "negates it (not)"
+    assert contradiction("Well, I rebuilt the engine of my truck. It did not start.", truck) is None  # outside it
+    assert contradiction("The speaker said he rebuilt the engine of my truck", truck) is None  # a lead-in
+    m = map_answer("I rebuilt the engine of my car.", OPTIONS)
+    assert m.letter is None and "most words of option B but replaces 'truck' with 'car'" in m.detail

@@ -36,9 +36,15 @@ whitespace collapsed; matches on whole words):
    same single option's text.
 
 8. ``cer`` (``method`` = ``cer``): the option with the lowest character error rate (jiwer.cer,
-   option = reference, answer = hypothesis) if it is at most ``cer_threshold`` (0.1) and untied.
+   option = reference, answer = hypothesis) if it is at most ``cer_threshold`` (0.1), untied, and the
+   answer does not contradict it (as in rule 9: "I baked a pie" is 0.1 from "I baked a cake").
 9. ``most_words`` (``method`` = ``text``): at least ``min_word_recall`` (80%) of one option's words
-   occur in order in the answer (ROUGE-L recall, rouge_score), and of no other option.
+   occur in order in the answer (ROUGE-L recall, rouge_score), and of no other option, and the answer
+   does not contradict that option (:func:`contradiction`): no option word is *replaced* by other words
+   ("I rebuilt the engine of my car" does not restate "... of my truck"; "... for my kids" may be a
+   paraphrase, but a rule cannot tell, so it goes to the judge), and no negation the option lacks
+   stands among the option's words ("I have not rebuilt the engine of my truck"). Words may only be
+   added around the option's or left out.
 10. ``judge`` (optional): an :class:`AnswerJudge` (e.g. a local chat model,
     :class:`~speechbias.sllm.adapters.judge.ChatJudge`) decides what the rules left undecided.
 
@@ -249,6 +255,58 @@ def closest_by_cer(response: str, options: Mapping[str, str]) -> tuple[str | Non
 
 
 _SCORER = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
+# words that negate what follows them (normalised: "don't" -> "dont")
+NEGATIONS = frozenset({"not", "no", "never", "nor", "neither", "cannot", "cant", "dont", "didnt", "doesnt", "isnt",
+                       "wasnt", "werent", "arent", "wont", "wouldnt", "couldnt", "shouldnt", "hasnt", "havent",
+                       "hadnt", "nobody", "nothing"})
+
+
+# a replaced span within this character error rate of the option's words is a spelling variant ("cak" for
+# "cake", "can not" for "cannot", "child" for "children"), not another word
+SPELLING_VARIANT_CER = 0.5
+
+
+def _aligned_words(option: list[str], answer: list[str]) -> list[tuple[int, int]]:
+    """(option position, answer position) of a longest common subsequence of the two word lists.
+    Written here because rouge_score gives the LCS length only, not which words it aligns."""
+    n, m = len(option), len(answer)
+    table = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            table[i][j] = table[i + 1][j + 1] + 1 if option[i] == answer[j] else max(table[i + 1][j], table[i][j + 1])
+    pairs, i, j = [], 0, 0
+    while i < n and j < m:
+        if option[i] == answer[j]:
+            pairs.append((i, j))
+            i, j = i + 1, j + 1
+        elif table[i + 1][j] >= table[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return pairs
+
+
+def contradiction(response: str, option: str) -> str | None:
+    """Why ``response`` contradicts ``option`` although it shares most or nearly all of its characters,
+    or None: an option word replaced by other words (a gap in the word alignment after its first
+    aligned word that both texts fill, the option's end included, unless the replacement is a spelling
+    variant: CER <= :data:`SPELLING_VARIANT_CER`), or a negation the option lacks among the aligned
+    words (normalised texts)."""
+    opt, ans = normalise(option).split(), normalise(response).split()
+    pairs = _aligned_words(opt, ans)
+    if not pairs:
+        return None
+    # gaps after the first aligned word (before it, a lead-in such as "she said she" is not a replacement)
+    bounds = [*pairs, (len(opt), len(ans))]
+    for (i0, j0), (i1, j1) in zip(bounds, bounds[1:]):
+        missing, instead = " ".join(opt[i0 + 1:i1]), " ".join(ans[j0 + 1:j1])
+        if missing and instead and float(jiwer.cer(missing, instead)) > SPELLING_VARIANT_CER:
+            return f"replaces {missing!r} with {instead!r}"
+    first, last = pairs[0][1], pairs[-1][1]
+    added = [w for w in ans[first:last + 1] if w in NEGATIONS]
+    if len(added) > sum(w in NEGATIONS for w in opt):  # "can not" restates "cannot"; "have not" negates
+        return f"negates it ({', '.join(dict.fromkeys(added))})"
+    return None
 
 
 def word_recall(response: str, options: Mapping[str, str]) -> dict[str, float]:
@@ -305,8 +363,11 @@ def map_answer(response: str, options: Mapping[str, str], cer_threshold: float =
         if pointed:
             notes.append(f"quotes parts of options {','.join(sorted(pointed))}")
         best, cer, tie = closest_by_cer(text, options)
-        if best is not None and not tie and cer <= cer_threshold:
+        against = contradiction(text, options[best]) if best is not None and not tie and cer <= cer_threshold else None
+        if best is not None and not tie and cer <= cer_threshold and against is None:
             return _decide(best, "cer", f"CER {cer:.3f} to option {best}")
+        if against is not None:
+            notes.append(f"CER {cer:.3f} to option {best} but {against}")
         if best is not None:
             notes.append(f"lowest CER {cer:.3f} (option {best}{', tied' if tie else ''})")
         else:
@@ -314,8 +375,11 @@ def map_answer(response: str, options: Mapping[str, str], cer_threshold: float =
         recall = word_recall(text, options) if best is not None else {}
         over = [letter for letter, r in recall.items() if r >= min_word_recall]
         if len(over) == 1:
-            return _decide(over[0], "most_words", f"{recall[over[0]]:.0%} of the words of option {over[0]}")
-        if over:
+            against = contradiction(text, options[over[0]])
+            if against is None:
+                return _decide(over[0], "most_words", f"{recall[over[0]]:.0%} of the words of option {over[0]}")
+            notes.append(f"most words of option {over[0]} but {against}")
+        elif over:
             notes.append(f"most words of options {','.join(over)}")
     if judge is not None:
         verdict = judge.judge(str(response), options)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -108,3 +110,59 @@ def test_cache_means_no_second_transcription(tmp_path, tiny_ctc):
     sha = first.hypotheses.audio_sha256.iloc[0]
     cache.path(sha).write_text("{broken")
     assert cache.get(sha) is None
+
+
+def _checkpoint_copy(src, dst, drop=(), generation=None):
+    import json
+    import shutil
+
+    shutil.copytree(src, dst)
+    for name in drop:
+        (dst / name).unlink()
+    if generation is not None:
+        (dst / "generation_config.json").write_text(json.dumps(generation))
+    return dst
+
+
+def test_a_local_whisper_checkpoint_without_tokenizer_or_generation_config_is_named_before_loading(tmp_path, tiny_whisper):
+
+    tiny_whisper.load()  # the complete tiny checkpoint loads
+    src = Path(tiny_whisper.model_id)
+    bare = _checkpoint_copy(src, tmp_path / "bare", drop=("tokenizer.json", "generation_config.json"))
+    with pytest.raises(MissingWeightsError) as err:
+        WhisperTranscriber(model_id=str(bare), device="cpu").transcribe([np.zeros(16000, np.float32)])
+    msg = str(err.value)
+    assert "tokenizer (tokenizer.json or vocab.json + merges.txt)" in msg
+    assert "generation_config.json (with lang_to_id, task_to_id, no_timestamps_token_id)" in msg
+    assert "outdated" not in msg and str(bare) in msg
+    # a generation config from before Whisper's language/task ids: named, instead of transformers' error
+    old = _checkpoint_copy(src, tmp_path / "old", generation={"decoder_start_token_id": 1, "eos_token_id": 0})
+    with pytest.raises(MissingWeightsError, match="lang_to_id, task_to_id, no_timestamps_token_id in "
+                                                  "generation_config.json"):
+        WhisperTranscriber(model_id=str(old), device="cpu").load()
+
+
+def test_a_local_ctc_checkpoint_without_its_vocabulary_is_named(tmp_path):
+
+    ctc = tiny_random_ctc(tmp_path / "cache", device="cpu")
+    bare = _checkpoint_copy(Path(ctc.model_id), tmp_path / "bare", drop=("vocab.json",))
+    with pytest.raises(MissingWeightsError, match=r"tokenizer \(vocab.json or tokenizer.json\)"):
+        CTCTranscriber(model_id=str(bare), device="cpu").load()
+
+
+def test_the_command_with_an_incomplete_local_whisper_prints_one_line_and_exits_1(tmp_path, tiny_whisper):
+    """What the user types: python evaluate.py task=wer_disparity asr=whisper_small asr.model_id=<folder>."""
+    import os
+    import subprocess
+    import sys
+
+    tiny_whisper.load()
+    bare = _checkpoint_copy(Path(tiny_whisper.model_id), tmp_path / "my-whisper", drop=("generation_config.json",))
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, str(repo / "evaluate.py"), "task=wer_disparity", "asr=whisper_small",
+                           f"asr.model_id={bare}", "asr.device=cpu", "logger=none", f"hydra.run.dir={tmp_path / 'run'}",
+                           f"paths.cache_dir={tmp_path / 'cache'}"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "generation_config.json (with lang_to_id" in errors[0] and "Traceback" not in proc.stderr

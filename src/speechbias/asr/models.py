@@ -12,6 +12,7 @@ weights hash for local folders, decoding settings, dtype); it namespaces the hyp
 
 from __future__ import annotations
 
+import json
 import logging
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -19,17 +20,60 @@ from pathlib import Path
 import numpy as np
 
 from speechbias.audio import SAMPLE_RATE
-from speechbias.model_loading import ModelFingerprint, load_pretrained, local_weights_digest, resolve_device
+from speechbias.model_loading import (MissingWeightsError, ModelFingerprint, load_pretrained, local_weights_digest,
+                                      resolve_device)
 
 log = logging.getLogger(__name__)
 
 WHISPER_WINDOW_SAMPLES = 30 * SAMPLE_RATE
 
 
+# what a local checkpoint folder needs for ASR: (what, any one of these file sets)
+WEIGHT_FILES = (("model.safetensors",), ("model.safetensors.index.json",), ("pytorch_model.bin",),
+                ("pytorch_model.bin.index.json",))
+FEATURE_EXTRACTOR_FILES = (("preprocessor_config.json",), ("processor_config.json",))
+COMMON_FILES = {"config": (("config.json",),), "weights": WEIGHT_FILES, "feature extractor": FEATURE_EXTRACTOR_FILES}
+# generation_config.json keys Whisper's generate() needs for language/task (else "generation config is outdated")
+WHISPER_GENERATION_KEYS = ("lang_to_id", "task_to_id", "no_timestamps_token_id")
+
+
+def _missing(folder: Path, needs: dict[str, tuple[tuple[str, ...], ...]]) -> list[str]:
+    """What of ``needs`` (what -> alternative file sets) ``folder`` lacks, as "what (file or file + file)"."""
+    out = []
+    for what, alternatives in needs.items():
+        if not any(all((folder / f).is_file() for f in files) for files in alternatives):
+            out.append(f"{what} ({' or '.join(' + '.join(files) for files in alternatives)})")
+    return out
+
+
+def missing_checkpoint_files(folder: str | Path, needs: dict[str, tuple[tuple[str, ...], ...]],
+                             generation_keys: tuple[str, ...] = ()) -> list[str]:
+    """The files (and generation_config.json keys) a local ASR checkpoint lacks; empty when complete."""
+    folder = Path(folder)
+    missing = _missing(folder, {**COMMON_FILES, **needs})
+    if generation_keys:
+        path = folder / "generation_config.json"
+        if not path.is_file():
+            missing.append(f"generation_config.json (with {', '.join(generation_keys)})")
+        else:
+            try:
+                have = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                have = {}
+            lacking = [k for k in generation_keys if k not in have]
+            if lacking:
+                missing.append(f"{', '.join(lacking)} in generation_config.json (an outdated generation config)")
+    return missing
+
+
 class Transcriber(ABC):
     """Waveforms in, text out. Subclasses load their model in :meth:`_load`."""
 
     family: str = ""
+    #: files a local checkpoint folder needs besides config, weights and feature extractor
+    needs: dict[str, tuple[tuple[str, ...], ...]] = {}
+    generation_keys: tuple[str, ...] = ()
+    base_model_hint: str = ""
 
     def __init__(self, model_id: str, revision: str | None = None, name: str | None = None, batch_size: int = 8,
                  device: str = "auto", dtype: str = "float32"):
@@ -74,8 +118,23 @@ class Transcriber(ABC):
 
     # -- loading --------------------------------------------------------------------------
 
+    def check_local_checkpoint(self) -> None:
+        """For a local folder: MissingWeightsError naming every file ASR needs that it lacks (a fine-tuned
+        checkpoint saved without its tokenizer or generation config fails deep inside transformers, or
+        decodes to nothing, otherwise). Hub ids are resolved by :func:`load_pretrained`."""
+        folder = Path(self.model_id).expanduser()
+        if not folder.is_dir():
+            return
+        missing = missing_checkpoint_files(folder, self.needs, self.generation_keys)
+        if missing:
+            raise MissingWeightsError(
+                f"model_id {self.model_id}: the local {self.family} checkpoint lacks what ASR needs: "
+                f"{'; '.join(missing)}. Copy them from the model it was fine-tuned from{self.base_model_hint} "
+                f"into that folder, or save them with the processor (processor.save_pretrained)")
+
     def load(self) -> None:
         if self._model is None:
+            self.check_local_checkpoint()
             import torch
 
             self.device = resolve_device(self.device_request)
@@ -111,6 +170,10 @@ class WhisperTranscriber(Transcriber):
     """
 
     family = "whisper"
+    needs = {"tokenizer": (("tokenizer.json",), ("vocab.json", "merges.txt"))}
+    generation_keys = WHISPER_GENERATION_KEYS
+    base_model_hint = (" (e.g. `huggingface-cli download openai/whisper-small generation_config.json "
+                       "tokenizer.json tokenizer_config.json --local-dir <folder>`)")
 
     def __init__(self, model_id: str = "openai/whisper-small", revision: str | None = None, name: str | None = None,
                  language: str = "en", task: str = "transcribe", num_beams: int = 1,
@@ -185,6 +248,8 @@ class CTCTranscriber(Transcriber):
     """
 
     family = "ctc"
+    needs = {"tokenizer": (("vocab.json",), ("tokenizer.json",))}
+    base_model_hint = " (e.g. facebook/wav2vec2-base-960h's vocab.json and tokenizer_config.json)"
 
     def decoding_fields(self) -> dict:
         return {"decoding": "greedy-ctc"}

@@ -103,3 +103,9 @@ def test_bare_command_from_a_temporary_folder(tmp_path):
     assert len(reports) == 1
     assert DEMO_CAVEAT in reports[0].read_text()
     assert (reports[0].parent / "wer_by_group.png").is_file() and (reports[0].parent / "results.json").is_file()
+    # the Fair-Speech README states the demo's overall WER as the run prints it (it said "above 1,000%")
+    import re
+
+    readme = (ROOT / "experiments" / "fair_speech_2024" / "README.md").read_text()
+    stated = re.search(r"random model's overall WER is ([\d.]+)%", readme)
+    assert stated and f"overall WER: {stated.group(1)}%" in reports[0].read_text()

@@ -26,7 +26,7 @@ README                                            here
                                                   tiny_wav2vec2) x demo_voice (aggregation: mean_mean,max_q3;
                                                   propagation: lr=1e-3 unless the command sets it,
                                                   ser_data=demo, bias_tests=[demo_voice])
-``paper_results=../shared/...``                   the same file by absolute path
+``paper_results=../SpEAT/...`` (authors' repo)     the same file's copy under ../shared, by absolute path
 ``hydra/launcher=slurm|submitit_slurm``,          cannot run here: the command must compose (``--cfg all``)
 real checkpoints (``model_id=...``, judge),
 the paper's published lists
@@ -126,7 +126,7 @@ EXPECTED = {
         "python train.py -m experiment=paper_propagation hydra/launcher=slurm trainer=gpu "
         "hydra.launcher.partition=gpu",
         "python evaluate.py task=report sweep_dir=multirun/paper_speat "
-        "paper_results=../shared/data/speat_paper/results/all_mean_mean_results.csv",
+        "paper_results=../SpEAT/plots/eats/test_results/all_mean_mean_results.csv",
         "python evaluate.py task=report sweep_dir=multirun/paper_se_curves",
         "python evaluate.py task=report sweep_dir=multirun/paper_aggregation task.main_aggregation=mean_mean",
         "python evaluate.py task=report sweep_dir=multirun/paper_propagation "
@@ -140,7 +140,7 @@ EXPECTED = {
         "task.text_only=true",
         "python evaluate.py task=spoken_stereoset sllm=qwen2_audio task.data_dir=/data/spoken_stereoset "
         "task.orders=all",
-        "python evaluate.py task=spoken_stereoset sllm=chat_audio_llm model_id=<hub id or dir> "
+        "python evaluate.py task=spoken_stereoset sllm=chat_audio_llm model_id=mistralai/Voxtral-Mini-3B-2507 "
         "task.data_dir=/data/spoken_stereoset",
         "python evaluate.py task=spoken_stereoset '~sllm' task.data_dir=/data/spoken_stereoset",
         "python evaluate.py task=spoken_stereoset sllm=qwen2_audio task.data_dir=/data/spoken_stereoset "
@@ -161,7 +161,7 @@ TOKEN_SUBSTITUTIONS = {
     "asr=whisper_small,whisper_large_v2": ["asr=tiny_random_whisper,tiny_random_ctc"],
     "sllm=qwen2_audio": ["sllm=tiny_random_qwen2_audio"],
     "trainer=gpu": ["trainer=cpu"],
-    "paper_results=../shared/data/speat_paper/results/all_mean_mean_results.csv":
+    "paper_results=../SpEAT/plots/eats/test_results/all_mean_mean_results.csv":
         [f"paper_results={SHARED / 'results' / 'all_mean_mean_results.csv'}"],
 }
 # experiment -> sweeper params that cut its sweep to the offline stand-ins (unless the command sets them)
@@ -202,8 +202,8 @@ def compose_only_reason(command: str) -> str | None:
     return next((why for key, why in COMPOSE_ONLY.items() if key in command), None)
 
 
-# README placeholders -> a value of the same kind (for commands that only compose)
-PLACEHOLDERS = {"<hub id or dir>": "Qwen/Qwen2-Audio-7B-Instruct"}
+# README placeholders -> a value of the same kind (for commands that only compose); the READMEs have none now
+PLACEHOLDERS: dict[str, str] = {}
 
 
 def substituted(command: str, workspace: dict) -> list[str]:

@@ -18,9 +18,9 @@ from hydra import compose, initialize_config_dir
 
 from speechbias.entry import run_task
 
-# a SpEAT-only sweep has no Figure 2 (SER propagation): the report says so instead of drawing an empty one
-FIGURES = ["figure1_effect_sizes", "figure3_se_curves", "appendix_d_positive", "layer_profiles",
-           "significance_heatmap"]
+# a SpEAT-only sweep has no Figure 2 (SER propagation), one aggregation no appendix D heat map (one cell),
+# and one-layer upstreams only no layer profiles: the report says why instead of drawing them
+FIGURES = ["figure1_effect_sizes", "figure3_se_curves", "significance_heatmap"]
 
 
 def _env(cache: Path) -> dict:
@@ -53,15 +53,18 @@ def _results_mtimes(sweep: Path) -> dict[str, int]:
     return {p.parent.name: p.stat().st_mtime_ns for p in sweep.glob("*/results.json") if p.parent.name != "report"}
 
 
-def _check_report(report: Path, n_runs: int) -> pd.DataFrame:
-    for name in FIGURES:
+def _check_report(report: Path, n_runs: int, layer_profiles: bool = True) -> pd.DataFrame:
+    for name in FIGURES + (["layer_profiles"] if layer_profiles else []):
         assert (report / f"{name}.png").stat().st_size > 5000, name
+    assert (report / "layer_profiles.png").exists() == layer_profiles and not (report / "appendix_d_positive.png").exists()
     results = pd.read_csv(report / "results.csv")
     assert len(results) == n_runs and results["d"].notna().all()
     assert (report / "results.parquet").is_file() and (report / "report.md").is_file()
     assert not (report / "figure2_propagation.png").exists()
     md = (report / "report.md").read_text()
     assert "no results yet" not in md and "no SE curves" not in md and "No Figure 2: no SER propagation runs" in md
+    assert "_No appendix D figure: one aggregation strategy in this sweep (mean_sum: d > 0 in" in md
+    assert md.splitlines()[0] == f"# SpEAT sweep report: {n_runs} of {n_runs} jobs finished"
     return results
 
 
@@ -72,7 +75,7 @@ def test_parallel_sweep_then_report(repo_root, conf_dir, tmp_path):
     jobs = sorted(p.name.lower() for p in sweep.iterdir() if p.is_dir())
     assert jobs == sorted(f"bias_test={t},speat.n_permutations=300,speat.n_resamples=50,speat.se_curve=true,"
                           f"upstream={u}" for t in ("demo_accent", "demo_voice") for u in ("fbank", "mfcc"))
-    results = _check_report(_report_in_process(conf_dir, sweep), 4)
+    results = _check_report(_report_in_process(conf_dir, sweep), 4, layer_profiles=False)  # fbank, mfcc: one layer
     assert set(results["test"]) == {"demo_voice", "demo_accent"} and results["upstream"].nunique() == 2
     se = pd.read_csv(sweep / "report" / "se_curves.csv")
     assert se.groupby("run_dir").ngroups == 4

@@ -115,11 +115,6 @@ def _tests(tables: SweepTables) -> list[str]:
             for v in dict.fromkeys(t["test"])]
 
 
-def has_demo_tests(tables: SweepTables) -> bool:
-    """True when a SpEAT or propagation result of the sweep is one of the synthetic demo tests."""
-    return any(is_demo_test(t) for t in _tests(tables))
-
-
 def sweep_caveat(tables: SweepTables) -> str | None:
     """The caveat report.md and every figure carry (``RunWriter.caveat``): the demo caveat when every
     test is a synthetic demo test, one naming the demo tests when they are mixed with real ones, else None."""

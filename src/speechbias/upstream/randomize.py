@@ -26,8 +26,10 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
-#: names the method in fingerprints (a change of the method changes every randomized upstream's cache key)
+#: name the methods in fingerprints (a change of method changes every randomized upstream's cache key):
+#: :func:`reinitialize` (s3prl) and transformers' init + :func:`init_parametrized_weights` (HF)
 RANDOM_INIT = "bake-parametrizations+reset-v1"
+HF_RANDOM_INIT = "transformers-init+parametrized-v1"
 
 
 def bake_parametrized_weights(model: nn.Module) -> list[nn.Module]:

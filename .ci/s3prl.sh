@@ -4,8 +4,9 @@
 #   1. torchaudio as PyPI ships it (a CUDA build; its library does not load beside the CPU torch): the
 #      offline default run and the upstream tests still work, and exactly one line says torchaudio is off;
 #   2. torchaudio's compiled libraries set aside (README): the s3prl tests against the real package;
-#   3. the README's s3prl commands as typed: fbank, mfcc, and s3prl's hf_wav2vec2_custom /
-#      hf_hubert_custom on tiny local checkpoints; each run's upstream column names its s3prl upstream.
+#   3. the README's s3prl commands as typed: fbank and mfcc (a sweep, then its report), and s3prl's
+#      hf_wav2vec2_custom / hf_hubert_custom on tiny local checkpoints; every run and report row is named
+#      after its s3prl upstream.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=offline WANDB_SILENT=true
@@ -61,8 +62,16 @@ print(f"upstream {rows[0]['upstream']}: d={float(rows[0]['d']):.3f}, mean frames
 PY
   rm -rf "$WORK/run"
 }
-run_s3prl s3prl:fbank upstream=s3prl upstream.name=fbank
-run_s3prl s3prl:mfcc upstream=s3prl upstream.name=mfcc
+echo "== python evaluate.py -m upstream=s3prl upstream.name=fbank,mfcc; python evaluate.py task=report sweep_dir=..."
+"$PY" evaluate.py -m upstream=s3prl upstream.name=fbank,mfcc hydra.sweep.dir="$WORK/sweep" 2>&1 | tail -1
+"$PY" evaluate.py task=report sweep_dir="$WORK/sweep" hydra.run.dir="$WORK/report" 2>&1 | tail -1
+"$PY" - "$WORK/report" <<'PY'
+import csv, sys
+for table in ("results.csv", "layers.csv"):  # one row/run per s3prl upstream, not one 's3prl'
+    shown = {r["upstream"] for r in csv.DictReader(open(f"{sys.argv[1]}/{table}"))}
+    assert shown == {"s3prl:fbank", "s3prl:mfcc"}, (table, shown)
+print("report: s3prl:fbank and s3prl:mfcc kept apart in results.csv and layers.csv")
+PY
 run_s3prl "s3prl:hf_wav2vec2_custom@$WORK/tiny-wav2vec2" \
   upstream=s3prl upstream.name=hf_wav2vec2_custom upstream.path_or_url="$WORK/tiny-wav2vec2"
 run_s3prl "s3prl:hf_hubert_custom@$WORK/tiny-hubert" \

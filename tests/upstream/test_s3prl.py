@@ -348,3 +348,21 @@ def test_real_randomize_leaves_no_pretrained_tensor(tiny_checkpoints):
         same = [k.removeprefix("model.") for k, v in pretrained.items()
                 if v.is_floating_point() and torch.equal(v, drawn[k.removeprefix("model.")])]
         assert not same, f"kept pretrained values: {same}"
+
+
+@needs_real
+def test_real_failures_print_one_line_and_exit_1(tmp_path):
+    """As typed: a wav2vec2 checkpoint whose conv stack strides 40 (s3prl assumes 320), and an unknown name."""
+    odd = save_tiny_hf_checkpoint(tmp_path / "stride40", "wav2vec2", conv_stride=[5, 2, 2, 2, 1, 1, 1])
+    env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline", SPEECHBIAS_CACHE=str(tmp_path / "cache"))
+    env.pop("HYDRA_FULL_ERROR", None)
+    for overrides, expected in [
+        (["upstream.name=hf_wav2vec2_custom", f"upstream.path_or_url={odd}"], "s3prl declares one frame per 320"),
+        (["upstream.name=hubret"], "'hubret' is not an s3prl upstream name"),
+    ]:
+        proc = subprocess.run([sys.executable, str(REPO_ROOT / "evaluate.py"), "upstream=s3prl", *overrides,
+                               "logger=none", f"hydra.run.dir={tmp_path / 'run'}"], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+        errors = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("error:")]
+        assert proc.returncode == 1 and len(errors) == 1 and expected in errors[0], proc.stderr[-1500:]
+        assert "Traceback" not in proc.stdout + proc.stderr

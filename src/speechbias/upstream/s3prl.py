@@ -136,11 +136,12 @@ class S3PRLUpstream(Upstream):
         try:
             return s3prl_nn.S3PRLUpstream(self.upstream_name, path_or_url=self.path_or_url, refresh=refresh,
                                           extra_conf=self.extra_conf)
-        except (AssertionError, OSError, ValueError, KeyError, RuntimeError) as err:
+        except (AssertionError, OSError, ValueError, KeyError, RuntimeError) as err:  # requests' errors are OSErrors
             reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
             raise S3PRLUpstreamError(
                 f"s3prl could not build {self.model_id} ({type(err).__name__}: {reason}); check upstream.name and "
-                f"upstream.path_or_url, or load a transformers checkpoint with upstream=hf model_id=<path>") from err
+                f"upstream.path_or_url (s3prl downloads a registered checkpoint on first use; offline, pass a local "
+                f"one), or load a transformers checkpoint with upstream=hf model_id=<path>") from err
 
     def train(self, mode: bool = True) -> "S3PRLUpstream":
         """Always eval (the contract)."""

@@ -28,7 +28,8 @@ USER_ERROR_CLASSES = frozenset({
     "speechbias.sllm.data.SpokenStereoSetError",
     "speechbias.sllm.tts.TTSError",
     "speechbias.model_loading.MissingWeightsError",
-    "speechbias.upstream.s3prl.S3PRLUnavailableError",
+    "speechbias.upstream.s3prl_import.S3PRLUnavailableError",
+    "speechbias.upstream.s3prl.S3PRLUpstreamError",
     # a required config value (``???``) that was not given
     "omegaconf.errors.MissingMandatoryValue",
 })

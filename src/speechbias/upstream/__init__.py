@@ -18,7 +18,8 @@ _EXPORTS = {
     "FbankUpstream": "speechbias.upstream.classical",
     "MfccUpstream": "speechbias.upstream.classical",
     "S3PRLUpstream": "speechbias.upstream.s3prl",
-    "S3PRLUnavailableError": "speechbias.upstream.s3prl",
+    "S3PRLUnavailableError": "speechbias.upstream.s3prl_import",
+    "S3PRLUpstreamError": "speechbias.upstream.s3prl",
     "LAYER_CONVENTION": "speechbias.upstream.block_states",
 }
 

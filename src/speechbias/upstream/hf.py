@@ -29,6 +29,7 @@ from speechbias.upstream.base import Upstream
 from speechbias.upstream.batching import forward_batch_invariant, zero_padding
 from speechbias.upstream.block_states import LAYER_CONVENTION, BlockStateRecorder
 from speechbias.upstream.families import FAMILIES
+from speechbias.upstream.randomize import HF_RANDOM_INIT, init_parametrized_weights
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -173,6 +174,7 @@ class HFUpstream(Upstream):
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(self.seed)
                 model = model_cls(hf_config)
+                init_parametrized_weights(model, model._init_weights)  # transformers' init misses weight-normed ones
             model = model.to(self.torch_dtype)
         else:
             model = load_pretrained(model_cls.from_pretrained, model_id, what="weights", dtype=self.torch_dtype,
@@ -246,6 +248,7 @@ class HFUpstream(Upstream):
             "transformers": transformers.__version__,
             "randomize": self.randomize,
             "seed": self.seed if self.randomize else None,
+            **({"random_init": HF_RANDOM_INIT} if self.randomize else {}),
             "normalize": self.normalize,
             **self.family_adapter.fingerprint_fields(),
             # half-precision states on CPU are computed without oneDNN (half_precision_cpu_guard)

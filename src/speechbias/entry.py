@@ -52,6 +52,10 @@ OmegaConf.register_new_resolver("speechbias.user_path", lambda value, root: str(
                                 replace=True)
 
 
+# Lightning's SLURM cluster environment without its own requeue on USR1: submitit's handler
+# requeues the job (counting hydra.launcher.max_num_timeout); two handlers would requeue it twice
+SLURM_ENVIRONMENT_NO_REQUEUE = {"_target_": "lightning_fabric.plugins.environments.SLURMEnvironment",
+                                "auto_requeue": False}
 DISTRIBUTED_STRATEGIES = ("ddp", "ddp_spawn", "ddp_fork", "ddp_notebook", "ddp_find_unused_parameters_true")
 
 
@@ -67,6 +71,8 @@ def job_trainer_config(trainer_cfg: DictConfig, tasks: SlurmTasks | None = None,
     * In a SLURM job of one task, a trainer asking for several devices is an error naming
       ``hydra.launcher.tasks_per_node`` (Lightning would take the job for one rank while
       ``ddp_spawn`` starts several: ``EADDRINUSE``); ``devices: -1`` means the GPUs SLURM gave the job.
+    * In any SLURM job, Lightning's SLURM environment does not requeue the job on USR1 itself
+      (:data:`SLURM_ENVIRONMENT_NO_REQUEUE`): the launcher's submitit does, once.
     * Elsewhere, under a Hydra multirun, ``strategy: ddp`` becomes ``ddp_spawn``: plain ``ddp`` starts
       its extra processes by re-running the command line, which inside a multirun is the whole sweep.
     """
@@ -93,13 +99,15 @@ def _slurm_trainer_config(trainer_cfg: DictConfig, tasks: SlurmTasks, strategy: 
         if strategy is not None and wanted > 1:
             raise ConfigError(f"trainer.devices={devices} asks for {wanted} ranks, but this SLURM job has one task: "
                               f"set hydra.launcher.tasks_per_node={wanted} (one rank per SLURM task)")
-        return trainer_cfg
-    if strategy is None:
+    elif strategy is None:
         raise ConfigError(f"hydra.launcher.tasks_per_node={tasks.tasks_per_node} starts {tasks.ntasks} ranks, but "
                           "this trainer runs one process: use trainer=ddp (trainer.accelerator=cpu without GPUs), "
                           "or hydra.launcher.tasks_per_node=1")
     cfg = OmegaConf.create(OmegaConf.to_container(trainer_cfg, resolve=False))
-    cfg.strategy, cfg.devices, cfg.num_nodes = "ddp", tasks.tasks_per_node, tasks.nodes
+    if tasks.ntasks > 1:
+        cfg.strategy, cfg.devices, cfg.num_nodes = "ddp", tasks.tasks_per_node, tasks.nodes
+    if "plugins" not in cfg:  # the launcher (submitit) requeues at the time limit, not Lightning
+        cfg.plugins = [SLURM_ENVIRONMENT_NO_REQUEUE]
     return cfg
 
 

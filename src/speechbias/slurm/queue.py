@@ -33,6 +33,7 @@ STATE_MEANING = {
 }
 
 _STEPD_LINE = re.compile(r"\*\*\* (?:JOB|STEP) [\w.]+ ON \S+ (CANCELLED AT \S+(?: DUE TO [A-Z ]+| BY \S+)?)")
+_SRUN_TASK_LINE = re.compile(r"srun: error: \S+: (tasks? [\d,\-]+: .+)")
 
 
 @dataclass(frozen=True)
@@ -105,19 +106,25 @@ PENDING_HINTS = {
 
 
 def failure_reason(job_id: str, state: str | None, log_files: Iterable[Path] = ()) -> str:
-    """One line for a job that ended without a result: its state's meaning, the ``slurmstepd`` line
-    of its log when there is one (``CANCELLED AT ... DUE TO TIME LIMIT``), and the log to read."""
-    detail = ""
-    logs = [p for p in log_files if Path(p).is_file()]
+    """One line for a job that ended without a result: its state's meaning, the first failed task
+    (``srun: error: <node>: task 1: Killed``: the rank that brought the job down) and the
+    ``slurmstepd`` line (``CANCELLED AT ... DUE TO TIME LIMIT``) of its log, and the log to read."""
+    details, shown_log = [], None
+    logs = [Path(p) for p in log_files if Path(p).is_file()]
     for path in logs:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-        hits = _STEPD_LINE.findall(text)
-        if hits:
-            detail = hits[-1].strip()
+        text = path.read_text(encoding="utf-8", errors="replace")
+        tasks, stepd = _SRUN_TASK_LINE.findall(text), _STEPD_LINE.findall(text)
+        if tasks:
+            details.append(tasks[0].strip())
+        if stepd:
+            details.append(stepd[-1].strip())
+        if (tasks or stepd) and shown_log is None:
+            shown_log = path
     meaning = STATE_MEANING.get(state or "", "ended without a result (no longer in the queue)")
     line = f"SLURM job {job_id} {meaning}"
-    if detail:
-        line += f" [{detail}]"
-    if logs:
-        line += f"; log: {logs[-1]}"
+    if details:
+        line += f" ({'; '.join(details)})"
+    shown_log = shown_log or (logs[0] if logs else None)
+    if shown_log is not None:
+        line += f"; log: {shown_log}"
     return line

@@ -79,11 +79,18 @@ def job_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[-1]}" if lines else type(exc).__name__
 
 
-def record_failure(job_dir: str | Path, error: str, overrides: Sequence[str] = (), sweep_id: str = "") -> bool:
+def record_failure(job_dir: str | Path, error: str, overrides: Sequence[str] = (), sweep_id: str = "",
+                   add_to_failed: bool = False) -> bool:
     """Mark a job failed with ``error`` unless it already recorded an end (ok, skipped or failed: what
     the job said about itself wins). For jobs that ended without saying so: cancelled, timed out, or
-    killed by SLURM. Returns True when it wrote the record."""
+    killed by SLURM. ``add_to_failed``: a job that recorded its own failure gets ``error`` in front of
+    it (``<error>; the job said: <its error>``): when a rank is killed, the survivor's record (its
+    peer closed the connection) is a consequence, SLURM's line the cause. Returns True when it wrote."""
     earlier = read_status(job_dir)
+    if earlier is not None and earlier.status == "failed" and add_to_failed and error not in earlier.error:
+        earlier.error = f"{error}; the job said: {earlier.error}"
+        earlier.write(job_dir)
+        return True
     if earlier is not None and earlier.status != "running":
         return False
     status = earlier or JobStatus("running", overrides=list(overrides), sweep_id=sweep_id)

@@ -136,3 +136,13 @@ def test_record_failure_keeps_what_the_job_said(sweep):
     never = sweep / "upstream=g,bias_test=t"  # cancelled before it started: no folder yet
     assert record_failure(never, "SLURM job 3_2 cancelled", overrides=["upstream=g", "bias_test=t"], sweep_id="s1")
     assert read_status(never).overrides == ["upstream=g", "bias_test=t"]
+
+
+def test_slurms_reason_goes_in_front_of_a_survivors_error(sweep):
+    from speechbias.sweep_status import read_status, record_failure
+
+    job = sweep / "upstream=b,bias_test=t"
+    assert record_failure(job, "SLURM job 9 exited with an error (task 1: Killed)", add_to_failed=True)
+    assert read_status(job).error == ("SLURM job 9 exited with an error (task 1: Killed); the job said: "
+                                      "bias_test.manifest=/x.csv: no such file")
+    assert not record_failure(job, "SLURM job 9 exited with an error (task 1: Killed)", add_to_failed=True)

@@ -162,19 +162,19 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
         from speechbias.sweep_status import current_sweep_id, record_failure
 
         ret = JobReturn(overrides=overrides, status=JobStatus.COMPLETED, _return_value=None)
-        error = None
+        error, ended_early = None, False
         if _has_results(job):
             try:
                 ret.return_value = job.results()[0].return_value
             except Exception as exc:  # the job (one of its ranks) raised: it recorded its own error
                 lines = [ln for ln in str(exc).splitlines() if ln.strip()]
                 error = f"SLURM job {job.job_id} raised {lines[-1].strip() if lines else type(exc).__name__}"
-        else:
-            logs = [job.paths.stderr, job.paths.stdout]
-            error = failure_reason(job.job_id, state, logs)
+        else:  # cancelled, timed out, killed, or a rank failed and srun ended the others
+            error, ended_early = failure_reason(job.job_id, state, [job.paths.stderr, job.paths.stdout]), True
         if error:
             job_dir = self._job_dir(overrides, idx)
-            if job_dir is not None and record_failure(job_dir, error, overrides, current_sweep_id()):
+            if job_dir is not None and record_failure(job_dir, error, overrides, current_sweep_id(),
+                                                      add_to_failed=ended_early):
                 log.warning("%s: %s", " ".join(overrides), error)
         return ret
 

@@ -52,8 +52,8 @@ OmegaConf.register_new_resolver("speechbias.user_path", lambda value, root: str(
                                 replace=True)
 
 
-# Lightning's SLURM cluster environment without its own requeue on USR1: submitit's handler
-# requeues the job (counting hydra.launcher.max_num_timeout); two handlers would requeue it twice
+# Lightning's SLURM cluster environment without its own requeue (on USR1): submitit's handler (on the
+# USR2 of sbatch --signal) requeues the job, counting hydra.launcher.max_num_timeout; one mechanism only
 SLURM_ENVIRONMENT_NO_REQUEUE = {"_target_": "lightning_fabric.plugins.environments.SLURMEnvironment",
                                 "auto_requeue": False}
 DISTRIBUTED_STRATEGIES = ("ddp", "ddp_spawn", "ddp_fork", "ddp_notebook", "ddp_find_unused_parameters_true")

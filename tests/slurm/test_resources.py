@@ -43,3 +43,24 @@ def test_unknown_partition_and_no_answer():
     msg = resource_problem({"partition": "gpu"}, parse_sinfo(ONE_NODE))
     assert msg == "hydra.launcher.partition=gpu: no such partition on this cluster (it has: debug)"
     assert resource_problem({"gpus_per_node": 8, "mem_gb": 10**6}, None) is None  # sinfo silent: sbatch decides
+
+
+def test_without_sbatch_the_slurm_launcher_says_so_in_one_line(tmp_path):
+    """``hydra/launcher=slurm`` on a machine without SLURM: one line, exit 1 (submitit's traceback before)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    bin_dir = tmp_path / "bin"  # PATH with python only: no sbatch, sinfo or squeue
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    env = dict(os.environ, PATH=str(bin_dir), HF_HUB_OFFLINE="1", WANDB_MODE="offline")
+    proc = subprocess.run([sys.executable, "evaluate.py", "-m", "upstream=fbank", "hydra/launcher=slurm", "logger=none",
+                           f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert lines == ["error: hydra/launcher=slurm needs SLURM's sbatch on PATH (run on the cluster's login node); "
+                     "on this machine use hydra/launcher=parallel"], proc.stderr[-2000:]

@@ -67,8 +67,13 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
     # -- before submission --------------------------------------------------------------------
     def check_request(self) -> str | None:
         """One line saying what cannot run (resources, ranks vs. trainer), or None."""
+        import shutil
+
         from speechbias.slurm.resources import cluster_partitions, resource_problem
 
+        if shutil.which("sbatch") is None:
+            return ("hydra/launcher=slurm needs SLURM's sbatch on PATH (run on the cluster's login node); "
+                    "on this machine use hydra/launcher=parallel")
         problem = resource_problem(self.params, cluster_partitions())
         if problem:
             return problem

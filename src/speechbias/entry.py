@@ -25,9 +25,10 @@ from speechbias.config_checks import check_config
 from speechbias.project_paths import user_path
 from speechbias.run_context import register_choice_resolver
 from speechbias.run_markers import finished_results
-from speechbias.sweep_status import JobStatus, current_sweep_id
-from speechbias.user_errors import (error_line, error_message, find_user_error, full_error_requested,
-                                    log_traceback_to_files)
+from speechbias.slurm.job_environment import SlurmTasks, process_rank, slurm_tasks
+from speechbias.sweep_status import JobStatus, current_sweep_id, job_error, read_status
+from speechbias.user_errors import (FULL_ERROR_HINT, ConfigError, error_line, find_user_error,
+                                    full_error_requested, log_traceback_to_files)
 
 log = logging.getLogger("speechbias")
 
@@ -51,21 +52,74 @@ OmegaConf.register_new_resolver("speechbias.user_path", lambda value, root: str(
                                 replace=True)
 
 
-def job_trainer_config(trainer_cfg: DictConfig) -> DictConfig:
-    """The trainer config to use in this job: under a Hydra multirun, ``strategy: ddp`` becomes ``ddp_spawn``.
+# Lightning's SLURM cluster environment without its own requeue (on USR1): submitit's handler (on the
+# USR2 of sbatch --signal) requeues the job, counting hydra.launcher.max_num_timeout; one mechanism only
+SLURM_ENVIRONMENT_NO_REQUEUE = {"_target_": "lightning_fabric.plugins.environments.SLURMEnvironment",
+                                "auto_requeue": False}
+DISTRIBUTED_STRATEGIES = ("ddp", "ddp_spawn", "ddp_fork", "ddp_notebook", "ddp_find_unused_parameters_true")
 
-    Plain ``ddp`` starts its extra processes by re-running the command line; inside a multirun
-    that command line is the whole sweep (``-m ...``), so every child would start the sweep again.
-    ``ddp_spawn`` starts workers with ``torch.multiprocessing`` and never re-reads the command line.
+
+def job_trainer_config(trainer_cfg: DictConfig, tasks: SlurmTasks | None = None,
+                       multirun: bool | None = None) -> DictConfig:
+    """The trainer config to use in this job (``tasks``: this process's SLURM step, read from the
+    environment when not given; ``multirun``: inside a Hydra multirun, detected when not given).
+
+    * In a SLURM job of N > 1 tasks, SLURM has started the ranks: one rank per task, so the strategy
+      is ``ddp`` (Lightning's ``SLURMEnvironment``), ``devices`` = tasks per node and ``num_nodes`` =
+      nodes, whatever ``ddp``/``ddp_spawn``/``ddp_sim`` said. A single-process trainer there is an
+      error naming ``hydra.launcher.tasks_per_node`` (every task would run the whole job).
+    * In a SLURM job of one task, a trainer asking for several devices is an error naming
+      ``hydra.launcher.tasks_per_node`` (Lightning would take the job for one rank while
+      ``ddp_spawn`` starts several: ``EADDRINUSE``); ``devices: -1`` means the GPUs SLURM gave the job.
+    * In any SLURM job, Lightning's SLURM environment does not requeue the job on USR1 itself
+      (:data:`SLURM_ENVIRONMENT_NO_REQUEUE`): the launcher's submitit does, once.
+    * Elsewhere, under a Hydra multirun, ``strategy: ddp`` becomes ``ddp_spawn``: plain ``ddp`` starts
+      its extra processes by re-running the command line, which inside a multirun is the whole sweep.
     """
+    tasks = slurm_tasks() if tasks is None else tasks
+    multirun = hydra_multirun() if multirun is None else multirun
     strategy = OmegaConf.select(trainer_cfg, "strategy", default=None)
-    if not (isinstance(strategy, str) and strategy == "ddp" and hydra_multirun()):
+    distributed = isinstance(strategy, str) and strategy in DISTRIBUTED_STRATEGIES
+    if tasks is not None:
+        return _slurm_trainer_config(trainer_cfg, tasks, strategy if distributed else None)
+    if not (distributed and strategy == "ddp" and multirun):
         return trainer_cfg
     log.warning("trainer.strategy=ddp inside a Hydra multirun re-launches the whole sweep in every child "
                 "process; using strategy=ddp_spawn for this job instead")
     cfg = OmegaConf.create(OmegaConf.to_container(trainer_cfg, resolve=False))
     cfg.strategy = "ddp_spawn"
     return cfg
+
+
+def _slurm_trainer_config(trainer_cfg: DictConfig, tasks: SlurmTasks, strategy: str | None) -> DictConfig:
+    """:func:`job_trainer_config` inside a SLURM step (one rank per task)."""
+    devices = OmegaConf.select(trainer_cfg, "devices", default=1)
+    if tasks.ntasks == 1:
+        wanted = _slurm_devices(devices)
+        if strategy is not None and wanted > 1:
+            raise ConfigError(f"trainer.devices={devices} asks for {wanted} ranks, but this SLURM job has one task: "
+                              f"set hydra.launcher.tasks_per_node={wanted} (one rank per SLURM task)")
+    elif strategy is None:
+        raise ConfigError(f"hydra.launcher.tasks_per_node={tasks.tasks_per_node} starts {tasks.ntasks} ranks, but "
+                          "this trainer runs one process: use trainer=ddp (trainer.accelerator=cpu without GPUs), "
+                          "or hydra.launcher.tasks_per_node=1")
+    cfg = OmegaConf.create(OmegaConf.to_container(trainer_cfg, resolve=False))
+    if tasks.ntasks > 1:
+        cfg.strategy, cfg.devices, cfg.num_nodes = "ddp", tasks.tasks_per_node, tasks.nodes
+    if "plugins" not in cfg:  # the launcher (submitit) requeues at the time limit, not Lightning
+        cfg.plugins = [SLURM_ENVIRONMENT_NO_REQUEUE]
+    return cfg
+
+
+def _slurm_devices(devices) -> int:
+    """How many processes ``trainer.devices`` asks for in a SLURM job: a number, a list of device ids,
+    or -1/"auto" = the GPUs SLURM gave the job (``SLURM_GPUS_ON_NODE``; 1 without GPUs)."""
+    if isinstance(devices, int) and devices > 0:
+        return devices
+    if isinstance(devices, (list, tuple)) or OmegaConf.is_list(devices):
+        return len(devices)
+    gpus = os.environ.get("SLURM_GPUS_ON_NODE", "")
+    return int(gpus) if gpus.isdigit() and int(gpus) > 0 else 1
 
 
 def hydra_multirun() -> bool:
@@ -105,12 +159,21 @@ def results_line(output_dir: Path, since: float) -> str:
 
 def run_entry(cfg: DictConfig) -> dict | None:
     """The body of the entry points (see the module docstring); returns the task's summary metrics
-    ({} for a run that found its results), or None for a failed job of a multirun."""
+    ({} for a run that found its results), or None for a failed job of a multirun.
+
+    In a job of several ranks (a SLURM job of N tasks) rank zero records the job's status; a rank
+    that fails records its error (unless another rank already did) and exits non-zero, so that
+    ``srun --kill-on-bad-exit`` ends the other ranks at once instead of leaving them waiting in a
+    collective until the time limit."""
     multirun = hydra_multirun()
     output_dir = Path(cfg.paths.output_dir)
     started = time.time()
+    rank = process_rank()
+    tasks = slurm_tasks()
+    several_ranks = tasks is not None and tasks.ntasks > 1
     status = JobStatus("running", overrides=job_overrides(), sweep_id=current_sweep_id(), started=started)
-    status.write(output_dir)
+    if rank == 0:
+        status.write(output_dir)
     try:
         check_config(cfg)
         skipped = finished_results(cfg, output_dir) is not None
@@ -120,14 +183,18 @@ def run_entry(cfg: DictConfig) -> dict | None:
             summary = run_task(cfg)
     except Exception as exc:
         status.status, status.seconds = "failed", time.time() - started
-        status.error = error_message(exc)
+        status.error = job_error(exc) if rank == 0 or not several_ranks else f"rank {rank}: {job_error(exc)}"
         log_traceback_to_files(exc)
         status.traceback = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        status.write(output_dir)
+        earlier = read_status(output_dir) if several_ranks else None
+        if not (earlier is not None and earlier.status == "failed" and earlier.started >= started - 600):
+            status.write(output_dir)  # the first rank to fail says why
         if multirun:
             job = " ".join(status.overrides) or str(output_dir)
-            print(status.traceback if full_error_requested() else f"job failed ({job}): {error_line(exc)}",
-                  file=sys.stderr)
+            print(status.traceback if full_error_requested() else
+                  f"job failed ({job}): error: {status.error} ({FULL_ERROR_HINT})", file=sys.stderr)
+            if several_ranks:
+                raise SystemExit(1) from exc
             return None
         if find_user_error(exc) is not None and not full_error_requested():
             print(error_line(exc), file=sys.stderr)
@@ -135,8 +202,9 @@ def run_entry(cfg: DictConfig) -> dict | None:
         raise
     status.status = "skipped" if skipped else "ok"
     status.seconds = time.time() - started
-    status.write(output_dir)
-    if not multirun:
+    if rank == 0:
+        status.write(output_dir)
+    if not multirun and rank == 0:
         print(results_line(output_dir, started))
     return summary
 

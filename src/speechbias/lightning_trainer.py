@@ -4,7 +4,10 @@
 which removes, by exact message, what Lightning and torch print on every run but says nothing about
 it: Lightning's advertising tips (``💡 Tip: ... litlogger``), the accelerator lines for hardware
 that is neither present nor used (``TPU available: False``, ``GPU available: False, used: False``),
-and torch's deprecation of ``LeafSpec`` that Lightning 2.6 still triggers. Every other message,
+Lightning's ``The srun command is available on your system but is not used`` (printed by every
+local run on a machine with SLURM installed: runs that SLURM starts are detected and need no hint),
+and torch's deprecations of ``LeafSpec`` and of ``torch.distributed.nn.functional.all_gather`` that
+Lightning 2.6 still triggers (every step, and every DDP gather). Every other message,
 Lightning's and our own warnings included, is left as it is. The filters are installed when this
 module is imported; the modules whose objects ``ddp_spawn`` workers unpickle (the extraction and
 valence-head LightningModules) import it too, so those processes are quiet as well.
@@ -32,6 +35,16 @@ THIRD_PARTY_WARNINGS = (
     # torch >= 2.9 deprecates LeafSpec; pytorch_lightning 2.6 utilities/_pytree.py still builds one per batch
     (r"`isinstance\(treespec, LeafSpec\)` is deprecated", FutureWarning, r"pytorch_lightning\.utilities\._pytree"),
     (r"`isinstance\(treespec, LeafSpec\)` is deprecated", FutureWarning, r"lightning\.pytorch\.utilities\._pytree"),
+    # Lightning's SLURM detection outside SLURM wherever srun is on PATH (a PossibleUserWarning)
+    (r"The `srun` command is available on your system but is not used", UserWarning,
+     r"lightning_fabric\.plugins\.environments\.slurm"),
+    (r"The `srun` command is available on your system but is not used", UserWarning,
+     r"lightning\.fabric\.plugins\.environments\.slurm"),
+    # torch >= 2.10 deprecates torch.distributed.nn.functional.all_gather; Lightning 2.6 all_gather uses it
+    (r"torch\.distributed\.nn\.functional\.all_gather is deprecated", FutureWarning,
+     r"lightning_fabric\.utilities\.distributed"),
+    (r"torch\.distributed\.nn\.functional\.all_gather is deprecated", FutureWarning,
+     r"lightning\.fabric\.utilities\.distributed"),
 )
 
 

@@ -5,7 +5,13 @@ starts (``running``) and when it ends (``ok``, ``skipped``: it found its finishe
 ``failed``), with its overrides, seconds and the one-line error. Jobs of a multirun do not raise, so
 every job runs and Hydra calls :class:`SweepStatusCallback` at the end, which reads the status files
 of this sweep's jobs, prints a table, writes ``<sweep_dir>/sweep_status.csv`` and exits 1 when a job
-failed. A job that never recorded its end (killed, out of memory, time limit) reads as ``failed``.
+failed. A job that never recorded its end (killed, out of memory, time limit) reads as ``failed``;
+the SLURM launcher records the reason SLURM gives (cancelled, time limit, node failure) with
+:func:`record_failure`.
+
+A job's error is one line (:func:`job_error`): a user error's message, else the exception's type and
+the last line of its message (the whole traceback stays in the job's log and ``job_status.json``).
+Error text is shown verbatim in the table (``[/x]`` in a path is text, never rich markup).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from speechbias.atomic_file import atomic_write
+from speechbias.user_errors import find_user_error, message_line
 
 STATUS_FILE = "job_status.json"
 STATUS_CSV = "sweep_status.csv"
@@ -59,6 +66,40 @@ def read_status(job_dir: str | Path) -> JobStatus | None:
         return JobStatus(**{k: v for k, v in data.items() if k in JobStatus.__dataclass_fields__})
     except (OSError, ValueError, TypeError):
         return None
+
+
+def job_error(exc: BaseException) -> str:
+    """A failed job's one-line error: a user error's message (:mod:`speechbias.user_errors`), else
+    ``<ExceptionType>: <last line of its message>`` (an error raised in a DDP worker carries the
+    worker's whole traceback in its message; its last line is the worker's error)."""
+    user = find_user_error(exc)
+    if user is not None:
+        return message_line(user)
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return f"{type(exc).__name__}: {lines[-1]}" if lines else type(exc).__name__
+
+
+def record_failure(job_dir: str | Path, error: str, overrides: Sequence[str] = (), sweep_id: str = "",
+                   add_to_failed: bool = False) -> bool:
+    """Mark a job failed with ``error`` unless it already recorded an end (ok, skipped or failed: what
+    the job said about itself wins). For jobs that ended without saying so: cancelled, timed out, or
+    killed by SLURM. ``add_to_failed``: a job that recorded its own failure gets ``error`` in front of
+    it (``<error>; the job said: <its error>``): when a rank is killed, the survivor's record (its
+    peer closed the connection) is a consequence, SLURM's line the cause. Returns True when it wrote."""
+    earlier = read_status(job_dir)
+    if earlier is not None and earlier.status == "failed" and add_to_failed and error not in earlier.error:
+        earlier.error = f"{error}; the job said: {earlier.error}"
+        earlier.write(job_dir)
+        return True
+    if earlier is not None and earlier.status != "running":
+        return False
+    status = earlier or JobStatus("running", overrides=list(overrides), sweep_id=sweep_id)
+    status.status, status.error = "failed", error
+    if status.started:
+        status.seconds = time.time() - status.started
+    Path(job_dir).mkdir(parents=True, exist_ok=True)
+    status.write(job_dir)
+    return True
 
 
 def _last_error_in_logs(job_dir: Path) -> str:
@@ -141,16 +182,18 @@ def print_status_table(rows: Sequence[StatusRow], csv_path: Path, file=None) -> 
     """A rich table of the jobs and a count line (``2 ok, 1 failed of 3 job(s); <csv_path>``)."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     console = Console(file=file or sys.stdout, width=max(100, Console().width))
     table = Table(title="sweep jobs", title_justify="left", show_lines=False)
     for name, style in (("job", "cyan"), ("status", None), ("seconds", None), ("error", "red")):
         table.add_column(name, style=style, overflow="fold", justify="right" if name == "seconds" else "left")
     colour = {"ok": "green", "skipped": "yellow", "failed": "bold red"}
-    for r in rows:
-        table.add_row(r.job, f"[{colour.get(r.status, '')}]{r.status}[/]", f"{r.seconds:.1f}", r.error)
+    for r in rows:  # Text cells: brackets in overrides or errors (paths like /tmp/[/x]) are not markup
+        table.add_row(Text(r.job), Text(r.status, style=colour.get(r.status, "")), f"{r.seconds:.1f}",
+                      Text(r.error))
     console.print(table)
-    console.print(f"{count_line(rows)}; {csv_path}", highlight=False, soft_wrap=True)
+    console.print(Text(f"{count_line(rows)}; {csv_path}"), highlight=False, soft_wrap=True)
 
 
 def count_line(rows: Sequence[StatusRow]) -> str:
@@ -170,7 +213,9 @@ class SweepStatusCallback(Callback):
         sweep_dir = Path(str(config.hydra.sweep.dir))
         rows = collect_statuses(sweep_dir, current_sweep_id() or None)
         path = write_status_csv(rows, sweep_dir / STATUS_CSV)
-        print_status_table(rows, path)
         os.environ.pop(SWEEP_ID_ENV, None)
-        if any(r.status == "failed" for r in rows):
-            sys.exit(1)
+        try:
+            print_status_table(rows, path)
+        finally:  # a failed job makes the sweep exit 1 even if the table could not be shown
+            if any(r.status == "failed" for r in rows):
+                sys.exit(1)

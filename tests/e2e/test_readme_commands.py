@@ -99,6 +99,14 @@ EXPECTED = {
         "python evaluate.py task=wer_disparity asr=whisper_small corpus=fair_speech",
         "python evaluate.py task=spoken_stereoset",
         "python evaluate.py task=spoken_stereoset sllm=qwen2_audio task.data_dir=/data/spoken_stereoset",
+        # SLURM and multi-GPU (compose only here; tests/slurm runs the CPU ones on a one-node cluster)
+        "python evaluate.py -m upstream=fbank,mfcc bias_test=demo_voice hydra/launcher=slurm "
+        "hydra.launcher.partition=gpu trainer=gpu",
+        "python train.py -m upstream=hubert_xl hydra/launcher=slurm hydra.launcher.tasks_per_node=4 trainer=ddp",
+        "python evaluate.py -m upstream=fbank,mfcc bias_test=demo_voice hydra/launcher=slurm "
+        "hydra.launcher.gpus_per_node=0 hydra.launcher.cpus_per_task=1 hydra.launcher.mem_gb=2",
+        "python train.py -m upstream=fbank hydra/launcher=slurm hydra.launcher.tasks_per_node=2 trainer=ddp "
+        "trainer.accelerator=cpu hydra.launcher.gpus_per_node=0 hydra.launcher.cpus_per_task=1 hydra.launcher.mem_gb=4",
     ],
     "experiments/fair_speech_2024/README.md": [
         "python evaluate.py task=wer_disparity",

@@ -25,7 +25,9 @@ def test_epochs_for_steps_and_steps_per_epoch_by_hand():
     dev[:10] = True  # 37 training rows
     dm = LayerMeansDataModule(rng.normal(size=(47, 2, 3)), rng.uniform(size=47), dev, batch_size=8)
     assert dm.steps_per_epoch() == 5  # ceil(37 / 8)
-    assert dm.steps_per_epoch(world_size=2) == 3  # ceil(ceil(37 / 2) / 8) = ceil(19 / 8)
+    # batch_size is the global batch: each of 2 ranks takes 4 rows of it, so an epoch has the steps of one process
+    assert dm.steps_per_epoch(world_size=2) == 5  # ceil(ceil(37 / 2) / (8 / 2)) = ceil(19 / 4)
+    assert dm.rank_batch_size(2) == 4 and dm.rank_batch_size(3) == 3
 
 
 class _Descriptions(pl.Callback):

@@ -113,11 +113,11 @@ def test_parallel_launcher_extends_joblib(conf_dir):
 
 def test_slurm_launcher_renders_an_sbatch_script(conf_dir, tmp_path, monkeypatch):
     submitit = pytest.importorskip("submitit")
-    from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
+    from hydra_plugins.speechbias_launcher.slurm_launcher import SpeechbiasSlurmLauncher
 
     cfg = _compose(conf_dir, ["hydra/launcher=slurm", "hydra.launcher.partition=gpu-a100",
                               "hydra.launcher.timeout_min=90", "hydra.launcher.mem_gb=48",
-                              "hydra.launcher.gpus_per_node=2", "hydra.sweep.dir=/runs/s"])
+                              "hydra.launcher.tasks_per_node=2", "hydra.sweep.dir=/runs/s"])
     launcher = OmegaConf.to_container(cfg.hydra.launcher, resolve=False)
     assert launcher["_target_"].endswith("SlurmLauncher")
     # submitit checks for srun on PATH; a stand-in lets the script render off a cluster
@@ -126,14 +126,15 @@ def test_slurm_launcher_renders_an_sbatch_script(conf_dir, tmp_path, monkeypatch
     (fake / "srun").write_text("#!/bin/sh\n")
     (fake / "srun").chmod(stat.S_IRWXU)
     monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
-    # the same parameter mapping as hydra_submitit_launcher's launch()
-    params = {k: v for k, v in launcher.items() if k not in ("_target_", "submitit_folder", "max_num_timeout")}
-    params["name"] = "evaluate"
-    base = set(OmegaConf.structured(BaseQueueConf).keys())
-    executor = submitit.AutoExecutor(cluster="slurm", folder=str(tmp_path / "sub"),
-                                     slurm_max_num_timeout=launcher["max_num_timeout"])
-    executor.update_parameters(**{k if k in base else f"slurm_{k}": v for k, v in params.items()})
+    monkeypatch.delenv("SLURM_ACCOUNT", raising=False)
+    # the launcher's own parameter mapping (what its launch() submits with)
+    params = {k: OmegaConf.select(cfg.hydra.launcher, k) for k in launcher if k not in ("_target_", "name")}
+    params.update(name="evaluate", submitit_folder=str(tmp_path / "sub"))
+    executor = SpeechbiasSlurmLauncher(**params)._executor(submitit)
     text = executor._executor._make_submission_file_text("python evaluate.py", "uid")
     for line in ("#SBATCH --partition=gpu-a100", "#SBATCH --time=90", "#SBATCH --mem=48GB",
-                 "#SBATCH --gpus-per-node=2", "#SBATCH --cpus-per-task=8"):
+                 "#SBATCH --ntasks-per-node=2", "#SBATCH --cpus-per-task=8",
+                 "#SBATCH --gpus-per-node=2",  # GPUs follow the tasks: one per DDP rank
+                 "--kill-on-bad-exit=1"):  # a failed rank ends the job
         assert line in text, line
+    assert "pending_report_s" not in text and "poll_s" not in text  # the launcher's own settings

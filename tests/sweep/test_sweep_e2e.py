@@ -125,3 +125,20 @@ def test_killed_and_resumed_sweep_gives_the_same_report(repo_root, tmp_path):
     forced = _results_mtimes(resumed)
     for job, mtime in after.items():
         assert (forced[job] > mtime) == job.endswith("upstream=fbank"), job
+
+
+def test_a_sweep_whose_error_holds_markup_prints_its_table_and_exits_1(tmp_path):
+    """The issue's command: both jobs fail on a manifest path with ``[/x]`` in it (rich markup that
+    closes no tag); the table shows the path as typed and the sweep exits 1 (it printed no table
+    and exited 0)."""
+    repo = Path(__file__).resolve().parents[2]
+    sweep = tmp_path / "sweep"
+    proc = subprocess.run([sys.executable, "evaluate.py", "-m", "upstream=fbank,mfcc", f"hydra.sweep.dir={sweep}",
+                           "logger=none", "bias_test.manifest='/tmp/[/x]/m.csv'"],
+                          cwd=repo, env=_env(tmp_path / "cache"), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    out = proc.stdout.replace("\n", "")
+    assert "2 failed of 2 job(s)" in out and "/tmp/[/x]/m.csv" in out
+    rows = pd.read_csv(sweep / "sweep_status.csv")
+    assert list(rows["status"]) == ["failed", "failed"]
+    assert all("/tmp/[/x]/m.csv" in e and "\n" not in e for e in rows["error"])

@@ -84,3 +84,65 @@ def test_incomplete_reason_reads_the_status_then_the_log(sweep):
     assert incomplete_reason(job).startswith("no status or error recorded")
     (job / "train.log").write_text("[INFO] start\n[ERROR] CorpusError: /data/mess: no such folder\n[INFO] end\n")
     assert incomplete_reason(job) == "failed (from its log): [ERROR] CorpusError: /data/mess: no such folder"
+
+
+def test_markup_in_an_error_is_shown_verbatim_and_the_sweep_exits_1(tmp_path, monkeypatch, capsys):
+    """rich markup in error text ([/x] closes no tag) once crashed the table and the sweep exited 0."""
+    root = tmp_path / "sweep"
+    error = "bias_test.manifest=/tmp/[/x]/m.csv: no such file [bold]"
+    _job(root, "upstream=a", "failed", error=error)
+    _job(root, "upstream=[b]", "ok")
+    monkeypatch.setenv(SWEEP_ID_ENV, "s1")
+    with pytest.raises(SystemExit) as info:
+        SweepStatusCallback().on_multirun_end(OmegaConf.create({"hydra": {"sweep": {"dir": str(root)}}}))
+    assert info.value.code == 1
+    out = capsys.readouterr().out.replace("\n", "")
+    assert "/tmp/[/x]/m.csv" in out and "[bold]" in out and "upstream=[b]" in out
+
+
+def test_a_table_that_cannot_be_shown_still_exits_1(sweep, monkeypatch):
+    import speechbias.sweep_status as sweep_status
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("terminal gone")
+
+    monkeypatch.setattr(sweep_status, "print_status_table", broken)
+    monkeypatch.setenv(SWEEP_ID_ENV, "s1")
+    with pytest.raises(SystemExit) as info:
+        SweepStatusCallback().on_multirun_end(OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}}))
+    assert info.value.code == 1 and (sweep / STATUS_CSV).is_file()
+
+
+def test_a_jobs_error_is_its_type_and_the_last_line_of_its_message():
+    from speechbias.sweep_status import job_error
+    from speechbias.user_errors import ConfigError
+
+    worker = RuntimeError("\n\n-- Process 1 terminated with the following error:\nTraceback (most recent call last):\n"
+                          '  File "/__w/pytorch/x.py", line 3, in f\n    raise ValueError("bad")\nValueError: bad\n')
+    assert job_error(worker) == "RuntimeError: ValueError: bad"
+    assert job_error(KeyError()) == "KeyError"
+    assert job_error(ConfigError("lr=abc: not a number")) == "lr=abc: not a number"
+
+
+def test_record_failure_keeps_what_the_job_said(sweep):
+    from speechbias.sweep_status import read_status, record_failure
+
+    running = sweep / "upstream=d,bias_test=t"
+    assert record_failure(running, "SLURM job 3_1 cancelled (scancel or an administrator)")
+    assert read_status(running).status == "failed" and read_status(running).error.startswith("SLURM job 3_1")
+    failed = sweep / "upstream=b,bias_test=t"
+    assert not record_failure(failed, "SLURM job 3_0 exited with an error")
+    assert read_status(failed).error == "bias_test.manifest=/x.csv: no such file"
+    never = sweep / "upstream=g,bias_test=t"  # cancelled before it started: no folder yet
+    assert record_failure(never, "SLURM job 3_2 cancelled", overrides=["upstream=g", "bias_test=t"], sweep_id="s1")
+    assert read_status(never).overrides == ["upstream=g", "bias_test=t"]
+
+
+def test_slurms_reason_goes_in_front_of_a_survivors_error(sweep):
+    from speechbias.sweep_status import read_status, record_failure
+
+    job = sweep / "upstream=b,bias_test=t"
+    assert record_failure(job, "SLURM job 9 exited with an error (task 1: Killed)", add_to_failed=True)
+    assert read_status(job).error == ("SLURM job 9 exited with an error (task 1: Killed); the job said: "
+                                      "bias_test.manifest=/x.csv: no such file")
+    assert not record_failure(job, "SLURM job 9 exited with an error (task 1: Killed)", add_to_failed=True)

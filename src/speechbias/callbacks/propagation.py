@@ -35,7 +35,7 @@ import torch
 
 from speechbias.aggregation import Aggregation
 from speechbias.features.cache import FeatureCache
-from speechbias.features.extraction import load_statistics
+from speechbias.features.extraction import StackedStatistics, load_statistics
 from speechbias.report.propagation_figures import (dev_curve_figure, layer_weights_figure,
                                                     layer_weights_markdown, predictions_figure, training_notes)
 from speechbias.report.run_writer import RunWriter, markdown_table
@@ -92,6 +92,9 @@ class PropagationCallback(pl.Callback):
         self.aggregation = aggregation or Aggregation("mean", "sum")
         self.speat_results = speat_results
         self.summary: dict | None = None
+        # each test's statistics in manifest order, handed over by the task from its extraction loop
+        # (then nothing is read from the cache again); a test without them is read from the cache
+        self.statistics: dict[str, StackedStatistics] = {}
 
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         trainer.strategy.barrier()
@@ -124,7 +127,7 @@ class PropagationCallback(pl.Callback):
 
     def _one_test(self, module, heads, lrs: list[float], test: PropagationTest) -> tuple[list[dict], pd.DataFrame]:
         m = test.manifest
-        stats = load_statistics(list(m["path"]), self.cache, self.fingerprint)
+        stats = self.statistics.get(test.name) or load_statistics(list(m["path"]), self.cache, self.fingerprint)
         roles = m["role"].to_numpy()
         target = np.isin(roles, ["X", "Y"])
         pred = module.predict_valence(torch.from_numpy(stats.mean[target]), heads=heads).numpy()  # (K, n)

@@ -1,7 +1,8 @@
 """SpEAT after extraction: aggregate cached statistics, test association, write the results.
 
 Runs in ``on_predict_end`` of the extraction loop (on global rank 0, after every rank has written
-its cache entries), so the same code path serves a cold run, a warm run and a DDP run. It writes
+its cache entries), so the same code path serves a cold run, a warm run and a DDP run: the statistics
+are those the loop met (read once) plus, under DDP, the other ranks' clips from the shared cache. It writes
 through the run's :class:`~speechbias.report.run_writer.RunWriter` (which pickles into spawned DDP
 workers as its folder); the task logs what the writer recorded to the tracker afterwards.
 """
@@ -19,7 +20,7 @@ import torch
 from speechbias import stats
 from speechbias.aggregation import Aggregation
 from speechbias.features.cache import FeatureCache
-from speechbias.features.extraction import StackedStatistics, load_statistics
+from speechbias.features.extraction import StackedStatistics, collected_statistics
 from speechbias.report import speat_report
 from speechbias.report.run_writer import RunWriter
 from speechbias.roles import split_roles
@@ -96,7 +97,7 @@ class SpeatCallback(pl.Callback):
         if not trainer.is_global_zero:
             return
         self.run_info["n_upstream_forwards"] = n_forward
-        statistics = load_statistics(list(self.manifest["path"]), self.cache, self.fingerprint)
+        statistics = collected_statistics(pl_module, list(self.manifest["path"]), self.cache, self.fingerprint)
         self.summary = self.compute(statistics)
 
     def compute(self, statistics: StackedStatistics) -> dict:

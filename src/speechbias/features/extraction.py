@@ -2,8 +2,15 @@
 
 ``extract_statistics`` makes sure every clip has a cache entry for the upstream, running the
 upstream only on clips that miss (a warm run performs zero forwards), then returns the stacked
-statistics in the clips' order. Under ``trainer=ddp`` the predict loop shards the clips over
-processes; each process writes its own entries and the cache is the gather point.
+statistics in the clips' order. Under DDP the predict loop is a distributed map: each rank extracts
+its shard of the batches into the shared cache, which is the gather point.
+
+Each clip's cache is read once: its audio-index record once per process (:func:`index_records`,
+before the loop), its entry once, verified, where the loop meets it (a cached clip's statistics
+travel through the loop; an invalid entry is recomputed there). The process keeps what its loop saw
+(:attr:`ExtractionModule.seen`); :func:`collected_statistics` stacks it, reading from the cache only
+the clips other ranks handled. So a warm one-process run reads each index record and verifies each
+entry exactly once (``benchmarks/cache_reads.py`` counts them).
 
 Batching is length-aware: clips are sorted by length so padding stays small. For upstreams that
 are not invariant to zero padding (``pad_invariant = False``), a batch is split into sub-batches
@@ -70,40 +77,53 @@ class StackedStatistics:
             raise ValueError(f"temporal statistic must be mean, min or max, got {name!r}")
         return getattr(self, name)
 
+    def rows(self, index: Sequence[int]) -> "StackedStatistics":
+        """The statistics of the clips at ``index`` (in that order)."""
+        idx = np.asarray(index, dtype=np.int64)
+        return StackedStatistics(mean=self.mean[idx], min=self.min[idx], max=self.max[idx],
+                                 n_frames=self.n_frames[idx], audio_sha=[self.audio_sha[i] for i in idx])
+
 
 class ClipDataset(Dataset):
-    """Decodes clips that miss the cache; yields ``None`` audio for clips already cached.
+    """Decodes clips that miss the cache; yields the cached statistics (and ``None`` audio) of clips
+    already cached, verified once here.
 
-    Each item: dict(index, path, sha, wav (1-D float32 tensor or None)).
+    Each item: dict(index, path, sha, wav (1-D float32 tensor or None), cached (ClipStatistics or None)).
+    ``known``: the clips' audio-index records (:func:`index_records`), read before the loop.
     """
 
     def __init__(self, paths: Sequence[str], cache: FeatureCache, fingerprint: str,
-                 min_samples: int = 1, pad_short: bool = False):
+                 min_samples: int = 1, pad_short: bool = False,
+                 known: dict[str, tuple[str, int] | None] | None = None):
         self.paths = [str(p) for p in paths]
         self.cache = cache
         self.fingerprint = fingerprint
         self.min_samples = min_samples
         self.pad_short = pad_short
+        self.known = known if known is not None else {}
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def __getitem__(self, i: int) -> dict:
         path = self.paths[i]
-        known = self.cache.lookup_audio(path)
-        if known is not None and self.cache.get(self.fingerprint, known[0]) is not None:
-            return {"index": i, "path": path, "sha": known[0], "wav": None}
+        known = self.known[path] if path in self.known else self.cache.lookup_audio(path)
+        if known is not None:
+            cached = self.cache.get(self.fingerprint, known[0])
+            if cached is not None:
+                return {"index": i, "path": path, "sha": known[0], "wav": None, "cached": cached}
         wav = load_audio(path, SAMPLE_RATE, min_samples=1)
         sha = audio_sha256(wav)
         self.cache.remember_audio(path, sha, wav.shape[0])
-        if self.cache.has(self.fingerprint, sha):
-            return {"index": i, "path": path, "sha": sha, "wav": None}
+        cached = self.cache.get(self.fingerprint, sha)
+        if cached is not None:
+            return {"index": i, "path": path, "sha": sha, "wav": None, "cached": cached}
         if wav.shape[0] < self.min_samples:
             if not self.pad_short:
                 raise AudioError(path, f"too short for this upstream: {wav.shape[0]} samples, needs at least "
                                        f"{self.min_samples} (set extraction.pad_short=true to zero-pad)")
             wav = np.pad(wav, (0, self.min_samples - wav.shape[0]))
-        return {"index": i, "path": path, "sha": sha, "wav": torch.from_numpy(wav)}
+        return {"index": i, "path": path, "sha": sha, "wav": torch.from_numpy(wav), "cached": None}
 
 
 class BatchedClipDataset(Dataset):
@@ -126,7 +146,8 @@ class BatchedClipDataset(Dataset):
 
 def collate_clips(batch: list[list[dict]]) -> dict:
     """Pad the decoded waveforms of one pre-built batch: ``wavs`` (B', S_max), ``lengths`` (B',),
-    for the B' <= B clips that still need a forward."""
+    for the B' <= B clips that still need a forward; ``cached``: (path, sha, statistics) of the others,
+    ``paths``: (path, sha) of the B' clips."""
     (items,) = batch
     todo = [it for it in items if it["wav"] is not None]
     lengths = torch.tensor([it["wav"].shape[0] for it in todo], dtype=torch.long)
@@ -134,16 +155,32 @@ def collate_clips(batch: list[list[dict]]) -> dict:
     for row, it in enumerate(todo):
         wavs[row, : it["wav"].shape[0]] = it["wav"]
     return {"sha": [it["sha"] for it in todo], "wavs": wavs, "lengths": lengths,
-            "index": [it["index"] for it in items]}
+            "index": [it["index"] for it in items], "paths": [(it["path"], it["sha"]) for it in todo],
+            "cached": [(it["path"], it["sha"], _as_fields(it["cached"])) for it in items if it["wav"] is None]}
 
 
-def approximate_lengths(paths: Sequence[str], cache: FeatureCache) -> list[int]:
-    """Clip lengths in samples at 16 kHz from the hash index or file headers (no decoding)."""
+def _as_fields(entry: ClipStatistics) -> tuple:
+    """A cache entry as a plain tuple (mean, min, max, n_frames): Lightning moves batches with
+    ``apply_to_collection``, which refuses frozen dataclasses."""
+    return entry.mean, entry.min, entry.max, entry.n_frames
+
+
+def index_records(paths: Sequence[str], cache: FeatureCache) -> dict[str, tuple[str, int] | None]:
+    """Each clip's audio-index record ((sha256, n_samples), or None when the file is new or changed),
+    read once for the whole loop."""
+    return {str(p): cache.lookup_audio(p) for p in dict.fromkeys(map(str, paths))}
+
+
+def approximate_lengths(paths: Sequence[str], cache: FeatureCache,
+                        known: dict[str, tuple[str, int] | None] | None = None) -> list[int]:
+    """Clip lengths in samples at 16 kHz from the hash index (``known``: records already read) or
+    file headers (no decoding)."""
+    records = known if known is not None else index_records(paths, cache)
     out = []
     for p in paths:
-        known = cache.lookup_audio(p)
-        if known is not None:
-            out.append(known[1])
+        record = records.get(str(p))
+        if record is not None:
+            out.append(record[1])
             continue
         try:
             info = sf.info(str(p))
@@ -160,12 +197,18 @@ def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[
 
 
 class ExtractionModule(pl.LightningModule):
-    """Runs an upstream on a batch and returns per-layer temporal statistics of each clip."""
+    """Runs an upstream on a batch and returns per-layer temporal statistics of each clip.
+
+    ``seen``: statistics of every clip this process's loop met (cached or computed), by audio sha256;
+    ``audio_sha``: path -> sha256 of those clips (filled by :class:`FeatureCacheWriter`)."""
 
     def __init__(self, upstream: Upstream):
         super().__init__()
         self.upstream = upstream.eval()
         self.n_forward_clips = 0
+        self.seen: dict[str, ClipStatistics] = {}
+        self.audio_sha: dict[str, str] = {}
+        self.stacked: tuple[tuple[str, ...], StackedStatistics] | None = None  # (paths, their statistics)
 
     def _forward_stats(self, wavs: torch.Tensor, lengths: torch.Tensor) -> dict[str, torch.Tensor]:
         hidden, frame_lengths = self.upstream(wavs, lengths)
@@ -173,12 +216,13 @@ class ExtractionModule(pl.LightningModule):
         return temporal_statistics(hidden, frame_lengths)
 
     def predict_step(self, batch: dict, batch_idx: int, dataloader_idx: int = 0) -> dict:
+        out = {"sha": batch["sha"], "paths": batch["paths"], "cached": batch["cached"], "stats": None}
         if not batch["sha"]:
-            return {"sha": [], "stats": None}
+            return out
         wavs, lengths = batch["wavs"], batch["lengths"]
         if self.upstream.pad_invariant:
             stats = self._forward_stats(wavs, lengths)
-            return {"sha": batch["sha"], "stats": {k: v.cpu() for k, v in stats.items()}}
+            return {**out, "stats": {k: v.cpu() for k, v in stats.items()}}
         # never zero-pad clips together for this upstream: forward equal-length groups separately
         groups: dict[int, list[int]] = defaultdict(list)
         for row, n in enumerate(lengths.tolist()):
@@ -189,11 +233,12 @@ class ExtractionModule(pl.LightningModule):
             for j, row in enumerate(rows):
                 parts[row] = {k: v[j] for k, v in st.items()}
         stats = {k: torch.stack([parts[r][k] for r in range(len(lengths))]).cpu() for k in parts[0]}
-        return {"sha": batch["sha"], "stats": stats}
+        return {**out, "stats": stats}
 
 
 class FeatureCacheWriter(BasePredictionWriter):
-    """Writes each predicted batch's statistics into the feature cache (every process writes its own)."""
+    """Writes each predicted batch's statistics into the feature cache (every process writes its own)
+    and keeps every clip's statistics, computed or cached, in the module's ``seen``."""
 
     def __init__(self, cache: FeatureCache, fingerprint: str):
         super().__init__(write_interval="batch")
@@ -203,11 +248,16 @@ class FeatureCacheWriter(BasePredictionWriter):
 
     def write_on_batch_end(self, trainer, pl_module, prediction, batch_indices, batch, batch_idx, dataloader_idx):
         stats = prediction["stats"]
-        for j, sha in enumerate(prediction["sha"]):
-            self.cache.put(self.fingerprint, sha, ClipStatistics(
-                mean=stats["mean"][j].numpy(), min=stats["min"][j].numpy(), max=stats["max"][j].numpy(),
-                n_frames=int(stats["n_frames"][j])))
+        seen, audio_sha = getattr(pl_module, "seen", {}), getattr(pl_module, "audio_sha", {})
+        for j, (path, sha) in enumerate(prediction["paths"]):
+            entry = ClipStatistics(mean=stats["mean"][j].numpy(), min=stats["min"][j].numpy(),
+                                   max=stats["max"][j].numpy(), n_frames=int(stats["n_frames"][j]))
+            self.cache.put(self.fingerprint, sha, entry)
+            seen[sha], audio_sha[path] = entry, sha
             self.n_written += 1
+        for path, sha, (mean, minimum, maximum, n_frames) in prediction["cached"]:
+            seen[sha] = ClipStatistics(mean=mean, min=minimum, max=maximum, n_frames=int(n_frames))
+            audio_sha[path] = sha
 
 
 def run_extraction(upstream: Upstream, paths: Sequence[str], cache: FeatureCache, trainer: pl.Trainer,
@@ -219,28 +269,32 @@ def run_extraction(upstream: Upstream, paths: Sequence[str], cache: FeatureCache
     """
     fingerprint = upstream.fingerprint
     module = ExtractionModule(upstream)
-    dataset = ClipDataset(paths, cache, fingerprint, min_samples=upstream.min_samples, pad_short=pad_short)
-    batches = length_sorted_batches(approximate_lengths(paths, cache), batch_size)
+    known = index_records(paths, cache)
+    dataset = ClipDataset(paths, cache, fingerprint, min_samples=upstream.min_samples, pad_short=pad_short,
+                          known=known)
+    batches = length_sorted_batches(approximate_lengths(paths, cache, known), batch_size)
     loader = DataLoader(BatchedClipDataset(dataset, batches), batch_size=1, shuffle=False,
                         collate_fn=collate_clips, num_workers=num_workers)
     writer = FeatureCacheWriter(cache, fingerprint)
     trainer.callbacks.insert(0, writer)
     try:
-        with progress_bar_hidden(trainer, hide=count_uncached(paths, cache, fingerprint) == 0):
+        with progress_bar_hidden(trainer, hide=count_uncached(paths, cache, fingerprint, known) == 0):
             trainer.predict(module, dataloaders=loader, return_predictions=False)
     finally:
         trainer.callbacks.remove(writer)
     return module
 
 
-def count_uncached(paths: Sequence[str], cache: FeatureCache, fingerprint: str) -> int:
+def count_uncached(paths: Sequence[str], cache: FeatureCache, fingerprint: str,
+                   known: dict[str, tuple[str, int] | None] | None = None) -> int:
     """Clips of ``paths`` that need work (decoding or a forward): no hash-index record, or no cache
-    entry file for ``fingerprint``. Reads the index only; an entry file that turns out to be invalid
-    is counted as cached here (and recomputed by the loop)."""
+    entry file for ``fingerprint``. Reads the index only (``known``: records already read); an entry
+    file that turns out to be invalid is counted as cached here (and recomputed by the loop)."""
+    records = known if known is not None else index_records(paths, cache)
     n = 0
     for p in paths:
-        known = cache.lookup_audio(p)
-        n += known is None or not cache.entry_path(fingerprint, known[0]).is_file()
+        record = records.get(str(p))
+        n += record is None or not cache.entry_path(fingerprint, record[0]).is_file()
     return n
 
 
@@ -259,20 +313,45 @@ def progress_bar_hidden(trainer: pl.Trainer, hide: bool):
         bar.enable()
 
 
-def load_statistics(paths: Sequence[str], cache: FeatureCache, fingerprint: str) -> StackedStatistics:
-    """Stack cached statistics of ``paths`` in order; raises if any clip lacks an entry."""
+def load_statistics(paths: Sequence[str], cache: FeatureCache, fingerprint: str,
+                    seen: dict[str, ClipStatistics] | None = None,
+                    audio_sha: dict[str, str] | None = None) -> StackedStatistics:
+    """Stack the statistics of ``paths`` in order: from ``seen``/``audio_sha`` (what this process's
+    extraction loop met) where there, else from the cache; raises if any clip lacks an entry."""
+    seen, audio_sha = seen or {}, audio_sha or {}
     entries, shas = [], []
     for p in paths:
-        known = cache.lookup_audio(p)
-        entry = cache.get(fingerprint, known[0]) if known is not None else None
+        sha = audio_sha.get(str(p))
+        if sha is None:
+            known = cache.lookup_audio(p)
+            sha = known[0] if known is not None else None
+        entry = seen.get(sha) if sha is not None else None
+        if entry is None and sha is not None:
+            entry = cache.get(fingerprint, sha)
         if entry is None:
             raise RuntimeError(f"{p}: no cached statistics for upstream {fingerprint}; run extraction first")
         entries.append(entry)
-        shas.append(known[0])
+        shas.append(sha)
     return StackedStatistics(
         mean=np.stack([e.mean for e in entries]), min=np.stack([e.min for e in entries]),
         max=np.stack([e.max for e in entries]), n_frames=np.array([e.n_frames for e in entries]),
         audio_sha=shas)
+
+
+def collected_statistics(module: pl.LightningModule, paths: Sequence[str], cache: FeatureCache,
+                         fingerprint: str) -> StackedStatistics:
+    """The statistics of ``paths`` after the extraction loop of ``module`` (an :class:`ExtractionModule`):
+    what this process's loop met, and from the cache the clips other ranks handled. Stacked once per
+    module: the evaluation callbacks and :func:`extract_statistics` share it."""
+    key = tuple(map(str, paths))
+    memo = getattr(module, "stacked", None)
+    if memo is not None and memo[0] == key:
+        return memo[1]
+    stacked = load_statistics(key, cache, fingerprint, getattr(module, "seen", None),
+                              getattr(module, "audio_sha", None))
+    if isinstance(module, ExtractionModule):
+        module.stacked = (key, stacked)
+    return stacked
 
 
 @contextmanager
@@ -303,8 +382,9 @@ def _stimulus_set_lock(cache: FeatureCache, fingerprint: str, paths: Sequence[st
 
 def extract_statistics(upstream: Upstream, paths: Sequence[str], cache: FeatureCache | str | Path,
                        trainer: pl.Trainer, batch_size: int = 8, num_workers: int = 0,
-                       pad_short: bool = False) -> tuple[StackedStatistics, int]:
-    """Ensure all clips are cached, then return (statistics in order, number of upstream forwards).
+                       pad_short: bool = False, load: bool = True) -> tuple[StackedStatistics | None, int]:
+    """Ensure all clips are cached, then return (statistics in order, number of upstream forwards
+    of this process). ``load=False`` returns no statistics (the callbacks had what they needed).
 
     The predict loop always runs over every clip (cached clips cost an index lookup and no forward),
     so callbacks attached to ``trainer`` see one uniform ``on_predict_end`` on every run.
@@ -314,4 +394,6 @@ def extract_statistics(upstream: Upstream, paths: Sequence[str], cache: FeatureC
         module = run_extraction(upstream, paths, cache, trainer, batch_size, num_workers, pad_short)
     log.info("%s: %d of %d clips needed an upstream forward", upstream.name, module.n_forward_clips, len(paths))
     trainer.strategy.barrier()
-    return load_statistics(paths, cache, upstream.fingerprint), module.n_forward_clips
+    if not load:
+        return None, module.n_forward_clips
+    return collected_statistics(module, list(map(str, paths)), cache, upstream.fingerprint), module.n_forward_clips

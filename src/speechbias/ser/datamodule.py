@@ -6,7 +6,11 @@ step costs one gather of (B, L, D) floats. The training order is a permutation s
 checkpoint continues with exactly the batches the uninterrupted run would have seen. The epoch is
 read from the trainer when an epoch starts, not taken from ``set_epoch``: on resume Lightning
 2.6 calls ``set_epoch`` with the next epoch's number plus one, which would change the order.
-Under DDP a :class:`torch.utils.data.DistributedSampler` is seeded the same way.
+Under DDP a :class:`torch.utils.data.DistributedSampler` is seeded the same way and ``batch_size`` is
+the global batch: each of W ranks takes ``batch_size / W`` rows of every batch, so the W ranks' rows of
+a step are exactly the rows one process would use, and DDP's averaged gradient is the one-process
+gradient (up to float summation order) when the training rows and ``batch_size`` divide by W (else
+the sampler repeats up to W - 1 rows per epoch and rank batches differ in size by one).
 """
 
 from __future__ import annotations
@@ -184,12 +188,16 @@ class LayerMeansDataModule(pl.LightningDataModule):
     def input_size(self) -> int:
         return int(self.train_set.features.shape[2])
 
+    def rank_batch_size(self, world_size: int = 1) -> int:
+        """Rows of a global batch that each of ``world_size`` ranks takes: ceil(batch_size / world_size)."""
+        return math.ceil(self.batch_size / max(int(world_size), 1))
+
     def steps_per_epoch(self, world_size: int = 1) -> int:
-        """Optimiser steps in one epoch: batches of ``batch_size`` over this process's share of the
-        training rows (a :class:`DistributedSampler` gives each of ``world_size`` processes
-        ceil(N / world_size) rows)."""
+        """Optimiser steps in one epoch: batches of :meth:`rank_batch_size` over this process's share
+        of the training rows (a :class:`DistributedSampler` gives each of ``world_size`` processes
+        ceil(N / world_size) rows); the same as one process's when N and batch_size divide by it."""
         rows = math.ceil(len(self.train_set) / max(int(world_size), 1))
-        return math.ceil(rows / self.batch_size)
+        return math.ceil(rows / self.rank_batch_size(world_size))
 
     def _current_epoch(self) -> int:
         trainer = getattr(self, "trainer", None)
@@ -205,8 +213,8 @@ class LayerMeansDataModule(pl.LightningDataModule):
             sampler = TrainerEpochDistributedSampler(
                 self.train_set, self._current_epoch, num_replicas=self.trainer.world_size,
                 rank=self.trainer.global_rank, shuffle=True, seed=self.seed)
-            return DataLoader(self.train_set, batch_size=self.batch_size, sampler=sampler,
-                              collate_fn=as_one_step, num_workers=self.num_workers)
+            return DataLoader(self.train_set, batch_size=self.rank_batch_size(self.trainer.world_size),
+                              sampler=sampler, collate_fn=as_one_step, num_workers=self.num_workers)
         sampler = EpochSeededSampler(len(self.train_set), self.seed, self._current_epoch)
         if self.steps_per_call == 1:
             return DataLoader(self.train_set, batch_size=self.batch_size, sampler=sampler,

@@ -79,11 +79,9 @@ class SpeatTask:
             fingerprint=self.upstream.fingerprint, writer=self.writer, run_info=info, settings=self.speat,
             seed=self.seed, layer_convention=self.upstream.fingerprint_fields().get("layer_convention"))
         trainer = self.trainer(callbacks=[callback])
-        extract_statistics(self.upstream, list(manifest["path"]), self.cache, trainer,
+        extract_statistics(self.upstream, list(manifest["path"]), self.cache, trainer, load=False,
                            **self.extraction.kwargs())
-        # under ddp_spawn the callback ran in child processes: its row is in results.json
-        summary = (dict(callback.summary) if callback.summary
-                   else pd.read_json(self.writer.path("results.json")).iloc[0].to_dict())
+        summary = self._summary(callback, trainer)
         if trainer.is_global_zero:  # one tracker run, not one per DDP rank
             name = f"{info['upstream']}/{self.bias_test.name}/{self.aggregation.name}"
             self.tracker.publish(self.writer, job_type=TASK_NAME, name=name, config=config,
@@ -94,3 +92,13 @@ class SpeatTask:
             if is_demo_test(self.bias_test.name):
                 log.warning(DEMO_CAVEAT)
         return summary
+
+    def _summary(self, callback: SpeatCallback, trainer: pl.Trainer) -> dict:
+        """The callback's result row: in this process on rank zero (one process, or a rank SLURM
+        started); {} on other ranks; read from results.json only in the parent of a ``ddp_spawn``
+        run, whose callback ran in a spawned worker."""
+        if callback.summary:
+            return dict(callback.summary)
+        if trainer.is_global_zero and trainer.world_size > 1:
+            return pd.read_json(self.writer.path("results.json")).iloc[0].to_dict()
+        return {}

@@ -139,6 +139,8 @@ class TrainSerTask:
         stats, n_forward = extract_statistics(
             self.upstream, train_paths + extra, self.cache, trainer, **self.extraction.kwargs())
         means = stats.mean[: len(train_paths)]
+        row_of = {p: i for i, p in enumerate(train_paths + extra)}
+        callback.statistics = {t.name: stats.rows([row_of[p] for p in t.manifest["path"]]) for t in tests}
         self.upstream = None  # the heads train on cached means: free the model's memory
         del stats
         gc.collect()

@@ -1,0 +1,115 @@
+"""Can the cluster ever run what a sweep asks for? Checked with ``sinfo`` before anything is submitted.
+
+A request no node can satisfy does not fail at submission everywhere: GPUs on a partition without
+them fail in ``sbatch`` with a long traceback, and more CPUs or memory than any node has leave the
+job pending forever (reason ``PartitionConfig``). :func:`resource_problem` names the setting instead.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+SINFO_FORMAT = "%P|%c|%m|%G|%D|%a"
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A partition as ``sinfo`` reports it: the largest node's ``cpus`` and ``memory_mb``, the number
+    of ``nodes``, whether any node has GPUs (a ``gpu`` gres), and whether it is the ``default``."""
+
+    name: str
+    cpus: int
+    memory_mb: int
+    nodes: int
+    gpus: bool
+    default: bool
+    up: bool
+
+
+def parse_sinfo(text: str) -> list[Partition]:
+    """Partitions from ``sinfo -h -o '%P|%c|%m|%G|%D|%a'`` (several lines per partition when its nodes
+    differ: largest node, summed node count)."""
+    merged: dict[str, Partition] = {}
+    for line in text.splitlines():
+        fields = line.strip().split("|")
+        if len(fields) != 6:
+            continue
+        name, cpus, mem, gres, nodes, avail = fields
+        default = name.endswith("*")
+        name = name.rstrip("*")
+        part = Partition(name, _int(cpus), _int(mem), _int(nodes), "gpu" in gres.lower(), default, avail == "up")
+        old = merged.get(name)
+        if old is not None:
+            part = Partition(name, max(old.cpus, part.cpus), max(old.memory_mb, part.memory_mb),
+                             old.nodes + part.nodes, old.gpus or part.gpus, old.default or default, old.up or part.up)
+        merged[name] = part
+    return list(merged.values())
+
+
+def _int(text: str) -> int:
+    match = re.match(r"\d+", text.strip())
+    return int(match.group()) if match else 0
+
+
+def cluster_partitions(run: Callable = subprocess.run) -> list[Partition] | None:
+    """The cluster's partitions, or None when ``sinfo`` is absent or does not answer (then nothing is
+    checked and ``sbatch`` decides)."""
+    if shutil.which("sinfo") is None:
+        return None
+    try:
+        out = run(["sinfo", "-h", "-o", SINFO_FORMAT], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return parse_sinfo(out.stdout) if out.returncode == 0 else None
+
+
+def _requested_gpus(params: dict) -> int:
+    gpus = max(int(params.get("gpus_per_node") or 0), int(params.get("gpus_per_task") or 0))
+    gres = str(params.get("gres") or "")
+    if "gpu" in gres:
+        gpus = max(gpus, _int(gres.rsplit(":", 1)[-1]) or 1)
+    return gpus
+
+
+def resource_problem(params: dict, partitions: Sequence[Partition] | None) -> str | None:
+    """One line naming the ``hydra.launcher.*`` setting no node of the job's partition can satisfy
+    (and what to set instead), or None. ``params``: the launcher's settings (``mem_gb`` in GB,
+    ``cpus_per_task`` per task, ``tasks_per_node``, ``nodes``, ``gpus_per_node``, ``gres``, ``partition``)."""
+    if not partitions:
+        return None
+    name = params.get("partition")
+    if name:
+        part = next((p for p in partitions if p.name == name), None)
+        if part is None:
+            return (f"hydra.launcher.partition={name}: no such partition on this cluster (it has: "
+                    f"{', '.join(p.name for p in partitions)})")
+    else:
+        part = next((p for p in partitions if p.default), None)
+        if part is None:
+            return f"hydra.launcher.partition is not set and the cluster has no default partition: choose one of " \
+                   f"{', '.join(p.name for p in partitions)}"
+    where = f"partition '{part.name}'"
+    gpus = _requested_gpus(params)
+    if gpus > 0 and not part.gpus:
+        with_gpus = [p.name for p in partitions if p.gpus]
+        other = f", or a GPU partition: hydra.launcher.partition={with_gpus[0]}" if with_gpus else ""
+        return (f"hydra.launcher.gpus_per_node={gpus}: {where} has no GPUs (gres); set "
+                f"hydra.launcher.gpus_per_node=0 trainer=cpu{other}")
+    tasks = int(params.get("tasks_per_node") or 1)
+    cpus = int(params.get("cpus_per_task") or 1) * tasks
+    if part.cpus and cpus > part.cpus:
+        return (f"hydra.launcher.cpus_per_task={params.get('cpus_per_task')} x tasks_per_node={tasks} = {cpus} CPUs "
+                f"per node, but the largest node of {where} has {part.cpus}: set hydra.launcher.cpus_per_task="
+                f"{max(1, part.cpus // tasks)} or less")
+    mem_gb = params.get("mem_gb")
+    if mem_gb and part.memory_mb and int(mem_gb) * 1024 > part.memory_mb:
+        return (f"hydra.launcher.mem_gb={mem_gb}: the largest node of {where} has {part.memory_mb / 1024:.1f} GB; "
+                f"set hydra.launcher.mem_gb={max(1, part.memory_mb // 1024)} or less")
+    nodes = int(params.get("nodes") or 1)
+    if part.nodes and nodes > part.nodes:
+        return f"hydra.launcher.nodes={nodes}: {where} has {part.nodes} node(s); set hydra.launcher.nodes={part.nodes}"
+    return None

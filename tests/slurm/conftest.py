@@ -1,0 +1,28 @@
+"""The SLURM cluster fixture: tests that use it skip where ``sbatch`` does not answer."""
+
+from __future__ import annotations
+
+import pytest
+
+from slurm.cluster import run, sbatch_answers
+
+# optimiser steps of the train.py runs compared here: long enough that a requeue lands mid-training
+TRAIN_STEPS = 2000
+
+
+@pytest.fixture
+def slurm_cluster() -> None:
+    if not sbatch_answers():
+        pytest.skip("no SLURM cluster answers here (CI starts one with .ci/slurm/start)")
+
+
+@pytest.fixture(scope="session")
+def one_process_train(tmp_path_factory):
+    """``python train.py`` (demo valence set, fbank) in one process without SLURM: the reference run."""
+    if not sbatch_answers():
+        pytest.skip("no SLURM cluster answers here")
+    root = tmp_path_factory.mktemp("one_process_train")
+    proc = run("train.py", "upstream=fbank", f"max_steps={TRAIN_STEPS}", "logger=none", f"hydra.run.dir={root / 'run'}",
+               cache=root / "cache")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return root / "run"

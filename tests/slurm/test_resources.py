@@ -1,0 +1,66 @@
+"""Checks of a SLURM request against sinfo's view of the cluster, on sinfo output written out here."""
+
+from __future__ import annotations
+
+from speechbias.slurm.resources import parse_sinfo, resource_problem
+
+# sinfo -h -o '%P|%c|%m|%G|%D|%a' of a cluster with a default CPU partition (two node types) and a GPU one
+SINFO = """cpu*|2|16000|(null)|1|up
+cpu*|8|64000|(null)|3|up
+gpu|32|256000|gpu:a100:4|2|up
+"""
+ONE_NODE = "debug*|2|16000|(null)|1|up\n"
+
+
+def test_partitions_merge_node_types_into_the_largest_node():
+    cpu, gpu = parse_sinfo(SINFO)
+    assert (cpu.name, cpu.cpus, cpu.memory_mb, cpu.nodes, cpu.gpus, cpu.default) == ("cpu", 8, 64000, 4, False, True)
+    assert (gpu.name, gpu.cpus, gpu.gpus, gpu.default) == ("gpu", 32, True, False)
+
+
+def test_gpus_on_a_partition_without_gres_name_the_setting_and_the_gpu_partition():
+    msg = resource_problem({"gpus_per_node": 1, "cpus_per_task": 1, "mem_gb": 2}, parse_sinfo(SINFO))
+    assert msg.startswith("hydra.launcher.gpus_per_node=1: partition 'cpu' has no GPUs")
+    assert "hydra.launcher.gpus_per_node=0" in msg and "hydra.launcher.partition=gpu" in msg
+    assert resource_problem({"gpus_per_node": 1, "partition": "gpu", "cpus_per_task": 8, "mem_gb": 32},
+                            parse_sinfo(SINFO)) is None
+
+
+def test_more_cpus_or_memory_than_the_largest_node_name_the_setting_and_what_fits():
+    parts = parse_sinfo(ONE_NODE)
+    cpus = resource_problem({"gpus_per_node": 0, "cpus_per_task": 8, "tasks_per_node": 1, "mem_gb": 2}, parts)
+    assert cpus.startswith("hydra.launcher.cpus_per_task=8 x tasks_per_node=1 = 8 CPUs per node")
+    assert "has 2" in cpus and "cpus_per_task=2 or less" in cpus
+    two_tasks = resource_problem({"gpus_per_node": 0, "cpus_per_task": 2, "tasks_per_node": 2, "mem_gb": 2}, parts)
+    assert "= 4 CPUs" in two_tasks and "cpus_per_task=1 or less" in two_tasks
+    mem = resource_problem({"gpus_per_node": 0, "cpus_per_task": 1, "mem_gb": 32}, parts)
+    assert mem.startswith("hydra.launcher.mem_gb=32: the largest node of partition 'debug' has 15.6 GB")
+    assert "mem_gb=15 or less" in mem
+    assert resource_problem({"gpus_per_node": 0, "cpus_per_task": 1, "mem_gb": 15}, parts) is None
+
+
+def test_unknown_partition_and_no_answer():
+    msg = resource_problem({"partition": "gpu"}, parse_sinfo(ONE_NODE))
+    assert msg == "hydra.launcher.partition=gpu: no such partition on this cluster (it has: debug)"
+    assert resource_problem({"gpus_per_node": 8, "mem_gb": 10**6}, None) is None  # sinfo silent: sbatch decides
+
+
+def test_without_sbatch_the_slurm_launcher_says_so_in_one_line(tmp_path):
+    """``hydra/launcher=slurm`` on a machine without SLURM: one line, exit 1 (submitit's traceback before)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    bin_dir = tmp_path / "bin"  # PATH with python only: no sbatch, sinfo or squeue
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    env = dict(os.environ, PATH=str(bin_dir), HF_HUB_OFFLINE="1", WANDB_MODE="offline")
+    proc = subprocess.run([sys.executable, "evaluate.py", "-m", "upstream=fbank", "hydra/launcher=slurm", "logger=none",
+                           f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert lines == ["error: hydra/launcher=slurm needs SLURM's sbatch on PATH (run on the cluster's login node); "
+                     "on this machine use hydra/launcher=parallel"], proc.stderr[-2000:]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+from filelock import FileLock
 
 from speechbias.stimuli.manifest import ManifestError, load_manifest, validate_manifest, write_manifest
 
@@ -65,10 +66,18 @@ class BiasTest:
             raise ManifestError(
                 f"bias test {self.name}: manifest {self.manifest} does not exist and no builder is configured"
             )
-        log.info("building stimuli for bias test %s", self.name)
-        df = self.builder()
-        df = validate_manifest(df, source=f"builder of {self.name}", root=self.root)
         if self.manifest is None:
-            return df
-        # read back what was written, so a fresh build and a cached one are the same table
-        return load_manifest(write_manifest(df, self.manifest), root=self.root)
+            return self._build()
+        # parallel jobs of a sweep that need the same test build its manifest once: the first holds the
+        # lock and builds, the others wait and read what it wrote
+        Path(self.manifest).parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(f"{self.manifest}.lock"):
+            if Path(self.manifest).is_file():
+                return load_manifest(self.manifest, root=self.root)
+            df = self._build()
+            # read back what was written, so a fresh build and a cached one are the same table
+            return load_manifest(write_manifest(df, self.manifest), root=self.root)
+
+    def _build(self) -> pd.DataFrame:
+        log.info("building stimuli for bias test %s", self.name)
+        return validate_manifest(self.builder(), source=f"builder of {self.name}", root=self.root)

@@ -7,10 +7,18 @@ replaces the target in one rename, so concurrent writers never share a temporary
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+
+from speechbias.user_errors import StorageError
+
+# write failures that are the storage's, not the program's: the user frees space or points the run elsewhere
+# below this many free bytes a failed write is taken for a full disk
+MIN_FREE_BYTES = 1 << 16
+STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST}
 
 
 def temporary_name(path: Path) -> Path:
@@ -23,15 +31,54 @@ def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
     """``write(tmp)`` writes a temporary file beside ``path`` (parents are created), which then
     replaces ``path`` in one ``os.replace``; the temporary file is removed if ``write`` fails."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_name(path)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         write(tmp)
         os.replace(tmp, path)
+    except Exception as exc:
+        error = storage_error(path, exc)
+        if error is exc:
+            raise
+        raise error from exc
     finally:
         if tmp.exists():
             tmp.unlink()
     return path
+
+
+def storage_problem(folder: Path) -> str | None:
+    """``No space left on device`` / ``Read-only file system`` when the file system of ``folder`` (or of
+    its nearest existing parent) is full or read-only now, else None."""
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    try:
+        fs = os.statvfs(folder)
+    except OSError:
+        return None
+    if fs.f_flag & os.ST_RDONLY:
+        return os.strerror(errno.EROFS)
+    if fs.f_bavail * fs.f_frsize < MIN_FREE_BYTES:
+        return os.strerror(errno.ENOSPC)
+    return None
+
+
+def storage_error(path: Path, exc: BaseException) -> BaseException:
+    """A :class:`~speechbias.user_errors.StorageError` (one line naming ``path`` and the fix) for a write
+    that failed on full, read-only or missing storage; ``exc`` itself for any other failure. Writers that
+    wrap the OS error in their own type (safetensors' SafetensorError) are recognised by the state of the
+    file system after the failure."""
+    if isinstance(exc, StorageError):
+        return exc
+    if isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS:
+        problem = os.strerror(exc.errno)
+    else:
+        problem = storage_problem(path.parent)
+    if problem is None:
+        return exc
+    return StorageError(
+        f"{path}: cannot write it ({problem}); free space there or point the run at another folder "
+        "(paths.cache_dir=... or SPEECHBIAS_CACHE for the feature cache, paths.output_root=... for results)")
 
 
 def atomic_folder(path: str | Path, write: Callable[[Path], object]) -> Path:

@@ -18,6 +18,7 @@ import traceback
 # exception classes (module.Class) whose message names the bad input and the fix
 USER_ERROR_CLASSES = frozenset({
     "speechbias.user_errors.ConfigError",
+    "speechbias.user_errors.StorageError",
     "speechbias.stimuli.manifest.ManifestError",
     "speechbias.audio.AudioError",
     "speechbias.asr.corpora.CorpusError",
@@ -43,6 +44,11 @@ log = logging.getLogger("speechbias")
 class ConfigError(ValueError):
     """A config value that cannot be used (a command-line override, a path, a task argument); the
     message names the key, the value and the fix."""
+
+
+class StorageError(OSError):
+    """A folder the run must write to cannot take the file (disk full, read-only, not a folder); the
+    message names the path and where to point the run instead."""
 
 
 def _qualified_names(exc: BaseException) -> set[str]:

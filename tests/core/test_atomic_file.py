@@ -100,3 +100,30 @@ def test_parallel_jobs_build_one_corpus_tests_manifest_once(tmp_path):
         sizes = pool.map(_load_test, [(str(manifest), str(log_file), str(clip))] * 4)
     assert sizes == [8] * 4
     assert log_file.read_text().splitlines() == ["built"]
+
+
+def test_a_full_disk_is_one_user_error_naming_the_file(tmp_path):
+    import errno
+
+    from speechbias.user_errors import error_line
+
+    def full(tmp):
+        Path(tmp).write_text("part")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    target = tmp_path / "cache" / "ab" / "entry.safetensors"
+    try:
+        atomic_write(target, full)
+        raise AssertionError("the write should fail")
+    except OSError as exc:
+        line = error_line(exc)
+    assert line.startswith(f"error: {target}: cannot write it (No space left on device)")
+    assert "paths.cache_dir" in line and "\n" not in line
+    assert list(target.parent.iterdir()) == []  # the partial temporary file is gone
+
+
+def test_a_bug_inside_the_writer_keeps_its_own_exception(tmp_path):
+    import pytest
+
+    with pytest.raises(FileNotFoundError):
+        atomic_write(tmp_path / "x.csv", lambda tmp: open(tmp_path / "missing" / "y", "r"))

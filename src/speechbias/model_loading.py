@@ -80,7 +80,7 @@ def missing_weights_message(model_id: str, what: str, cause: BaseException, revi
     reason = str(cause).strip().splitlines()[0][:200] if str(cause).strip() else type(cause).__name__
     return (
         f"cannot load the {what} of model '{model_id}'{at} {where}: download it once while online "
-        f"(`huggingface-cli download {model_id}`), or point HF_HOME at a Hugging Face cache that holds it, "
+        f"(`hf download {model_id}`), or point HF_HOME at a Hugging Face cache that holds it, "
         f"or pass a local directory with config.json and the weights as model_id. [{reason}]"
     )
 
@@ -89,7 +89,7 @@ def _cache_first(loader: Callable, model_id: str, **kwargs):
     """``loader(model_id, local_files_only=..., **kwargs)``: the local cache first (no network), then
     the hub only if a quick probe reaches it. huggingface_hub otherwise retries an unreachable hub for
     ~25 s per file; offline mode never leaves the cache. A cached copy of a branch is used as is:
-    ``huggingface-cli download <id>`` refreshes it."""
+    ``hf download <id>`` refreshes it."""
     try:
         return loader(model_id, local_files_only=True, **kwargs)
     except OSError:

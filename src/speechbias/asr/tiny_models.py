@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from speechbias.atomic_file import atomic_folder
+from speechbias.model_loading import quiet_transformers_progress
 
 WHISPER_SPECIALS = ("<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|transcribe|>", "<|translate|>",
                     "<|startoflm|>", "<|startofprev|>", "<|nocaptions|>", "<|notimestamps|>")
@@ -41,7 +42,8 @@ def _save_folder(folder: Path, write) -> Path:
         write(tmp)
         (tmp / ".complete").write_text("ok\n")
 
-    atomic_folder(folder, write_complete)
+    with quiet_transformers_progress():
+        atomic_folder(folder, write_complete)
     if not _done(folder):
         raise OSError(f"{folder}: exists but holds no complete model; remove it to rebuild")
     return folder

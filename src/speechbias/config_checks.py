@@ -37,6 +37,8 @@ MAX_LISTED = 3
 # SpEAT's effect size needs a standard deviation within each role (targets X, Y; attributes A, B)
 MIN_CLIPS_PER_ROLE = 2
 CORPUS_LAYOUT = "experiments/speat_2023/README.md"
+# folder of the cache that records manifests whose clips all decoded (check_manifest_clips)
+CLIP_CHECKS = "clip_checks"
 # command-line flags after which the config comes from elsewhere (the option check leaves those to Hydra)
 OTHER_CONFIG_FLAGS = ("--config-dir", "-cd", "--config-path", "-cp", "--config-name", "-cn")
 
@@ -52,7 +54,7 @@ def check_config(cfg: DictConfig) -> None:
         return
     check_writable_folder(OmegaConf.select(cfg, "paths.cache_dir", default=None), "paths.cache_dir")
     if task == "speat" and OmegaConf.select(cfg, "bias_test", default=None) is not None:
-        check_bias_test(cfg.bias_test, "bias_test")
+        check_bias_test(cfg.bias_test, "bias_test", OmegaConf.select(cfg, "paths.cache_dir", default=None))
     elif task == "wer_disparity":
         for group in ("asr", "corpus"):
             if OmegaConf.select(cfg, group, default=None) is None:
@@ -141,7 +143,7 @@ def check_report_arguments(cfg: DictConfig) -> None:
                           "or leave paper_results out")
 
 
-def check_bias_test(node: DictConfig, key: str) -> None:
+def check_bias_test(node: DictConfig, key: str, cache_dir=None) -> None:
     """The bias test's manifest exists and every clip it lists exists and decodes, with at least
     :data:`MIN_CLIPS_PER_ROLE` clips per role; or a builder will write it from corpus folders that exist."""
     manifest = OmegaConf.select(node, "manifest", default=None)
@@ -159,7 +161,7 @@ def check_bias_test(node: DictConfig, key: str) -> None:
     root = Path(str(root)) if root else path.parent
     check_manifest_files(path, root, f"{key}.manifest")
     check_role_sizes(path, f"{key}.manifest")
-    check_manifest_clips(path, root, f"{key}.manifest")
+    check_manifest_clips(path, root, f"{key}.manifest", Path(str(cache_dir)) / CLIP_CHECKS if cache_dir else None)
 
 
 def _manifest_rows(path: Path, key: str) -> list[dict]:
@@ -217,13 +219,35 @@ def _short(problem: str, limit: int = 110) -> str:
     return problem[:cut] if cut > 20 else problem[:limit] + "..."
 
 
-def check_manifest_clips(path: Path, root: Path, key: str = "manifest") -> None:
+def _clips_checked_marker(clips: list[Path], verdict_dir: Path) -> Path:
+    """The file that records that these clips, with these sizes and mtimes, all passed the check."""
+    import hashlib
+    import json
+
+    stats = []
+    for clip in clips:
+        try:
+            st = clip.stat()
+            stats.append([str(clip), st.st_size, st.st_mtime_ns])
+        except OSError:
+            stats.append([str(clip), None, None])
+    return verdict_dir / (hashlib.sha256(json.dumps(stats).encode()).hexdigest() + ".ok")
+
+
+def check_manifest_clips(path: Path, root: Path, key: str = "manifest", verdict_dir: Path | None = None) -> None:
     """Every clip of the manifest decodes as a stimulus (readable, not truncated, not empty, silent or
     NaN; :func:`speechbias.audio.load_audio`'s checks), so bad files are found before any model loads,
-    all in one error: their count and the first few with their reasons."""
+    all in one error: their count and the first few with their reasons.
+
+    ``verdict_dir`` (the cache's ``clip_checks/``): a manifest whose clips all passed with the same sizes
+    and mtimes is not decoded again, so the jobs of a sweep over one test decode its clips once.
+    """
     from concurrent.futures import ThreadPoolExecutor
 
     clips = [root / (row.get("path") or "").strip() for row in _manifest_rows(path, key)]
+    marker = _clips_checked_marker(clips, verdict_dir) if verdict_dir is not None else None
+    if marker is not None and marker.is_file():
+        return
     with ThreadPoolExecutor(max_workers=4) as pool:  # decoding releases the GIL
         problems = [(clip, problem) for clip, problem in zip(clips, pool.map(_clip_problem, clips)) if problem]
     if problems:
@@ -231,6 +255,13 @@ def check_manifest_clips(path: Path, root: Path, key: str = "manifest") -> None:
         more = f"; ... ({len(problems) - MAX_LISTED} more)" if len(problems) > MAX_LISTED else ""
         raise ConfigError(f"{key}={path}: {len(problems)} of {len(clips)} clips cannot be used: {shown}{more}; "
                           "fix or replace those files, or drop their rows")
+    if marker is not None:
+        from speechbias.atomic_file import atomic_write
+
+        try:
+            atomic_write(marker, lambda tmp: tmp.write_text(str(path)))
+        except OSError:  # only a shortcut for the next run
+            pass
 
 
 def check_corpus_folders(node: DictConfig, key: str) -> None:
@@ -351,7 +382,8 @@ def check_propagation_tests(cfg: DictConfig) -> None:
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
         scoped = OmegaConf.merge({"paths": cfg.paths, "seed": cfg.get("seed", 0)}, {"bias_test": node})
-        check_bias_test(scoped.bias_test, f"bias_tests[{entry}]")
+        check_bias_test(scoped.bias_test, f"bias_tests[{entry}]",
+                        OmegaConf.select(cfg, "paths.cache_dir", default=None))
 
 
 class ConfigCheckCallback(Callback):

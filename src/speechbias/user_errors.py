@@ -72,6 +72,10 @@ def message_line(exc: BaseException) -> str:
     ``full_key: ...`` lines OmegaConf appends."""
     text = str(exc.args[0]) if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if lines and lines[0].startswith("Caught ") and any(ln.startswith("Original Traceback") for ln in lines):
+        # re-raised by a torch DataLoader worker: the original message is the traceback's last line
+        name, _, message = lines[-1].partition(": ")
+        lines = [message if message and name.split(".")[-1] == type(exc).__name__ else lines[-1]]
     key = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("full_key:")), None)
     lines = [ln for ln in lines if not ln.startswith(("full_key:", "object_type=", "reference_type="))]
     message = "; ".join(lines) or type(exc).__name__

@@ -153,3 +153,33 @@ def test_corpus_folders_honour_corpus_dirs_overrides(tmp_path):
         check_corpus_folders(node, "bias_test")
     node.builder.corpus_dirs = {"saa": "saa", "mess": str(tmp_path / "saa")}  # an absolute folder is taken as is
     check_corpus_folders(node, "bias_test")
+
+
+def test_clips_that_passed_are_not_decoded_again_until_they_change(tmp_path, monkeypatch):
+    import numpy as np
+    import soundfile as sf
+
+    from speechbias import config_checks
+
+    for name in ("a.wav", "b.wav"):
+        sf.write(tmp_path / name, np.sin(np.arange(1600) / 5).astype(np.float32) * 0.5, 16000)
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("clip_id,path,role\na,a.wav,X\nb,b.wav,Y\n")
+    decoded = []
+    real = config_checks._clip_problem
+    monkeypatch.setattr(config_checks, "_clip_problem", lambda p: decoded.append(p.name) or real(p))
+    verdicts = tmp_path / "cache" / "clip_checks"
+    config_checks.check_manifest_clips(manifest, tmp_path, "m", verdicts)
+    config_checks.check_manifest_clips(manifest, tmp_path, "m", verdicts)
+    assert sorted(decoded) == ["a.wav", "b.wav"]  # the second check read the record of the first
+    (tmp_path / "b.wav").write_bytes(b"")  # changed: checked again, and now it fails
+    with pytest.raises(ConfigError, match=r"1 of 2 clips cannot be used: .*b.wav"):
+        config_checks.check_manifest_clips(manifest, tmp_path, "m", verdicts)
+
+
+def test_an_error_re_raised_by_a_dataloader_worker_keeps_its_own_line():
+    from speechbias.user_errors import StorageError, error_message
+
+    exc = StorageError("Caught StorageError in DataLoader worker process 0.\nOriginal Traceback (most recent call "
+                       "last):\n  File \"x.py\", line 1, in f\nspeechbias.user_errors.StorageError: /c/x: cannot write it")
+    assert error_message(exc) == "/c/x: cannot write it"

@@ -357,7 +357,13 @@ def check_manifest_files(path: Path, root: Path, key: str = "manifest") -> None:
 
 
 def check_valence_source(cfg: DictConfig) -> None:
-    """A valence set read from one ratings CSV: that file exists."""
+    """A valence set read from a corpus folder (``ser_data.source.root``, e.g. MESS under ``paths.data_root``):
+    that folder exists; one read from one ratings CSV: that file exists."""
+    root = OmegaConf.select(cfg, "ser_data.source.root", default=None)
+    if root and not Path(str(root)).expanduser().is_dir():
+        raise ConfigError(f"ser_data.source.root={root}: no such folder; set paths.data_root=... (or SPEECHBIAS_DATA) "
+                          f"to the folder that holds the {OmegaConf.select(cfg, 'ser_data.name', default='valence')} "
+                          f"corpus (layout: {CORPUS_LAYOUT})")
     ratings = OmegaConf.select(cfg, "ser_data.source.ratings", default=None)
     if ratings and not Path(str(ratings)).expanduser().is_file():
         raise ConfigError(f"ser_data.source.ratings={ratings}: no such file; give the valence ratings CSV "

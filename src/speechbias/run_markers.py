@@ -97,8 +97,9 @@ def _hub_commit(model_id: str, revision: str | None, cache_dir: str | None) -> s
 
 
 def model_identity(values: dict[str, str]) -> dict[str, object]:
-    """Cheap identity of the models the config names (``<group>.model_id`` keys): the weight files
-    (names, sizes, mtimes) of a local folder, else the cached hub commit of its revision."""
+    """Cheap identity of the models the config names (``<group>.model_id`` keys): ``<group>.weights``, the
+    weight files (names, sizes, mtimes) of a local folder, else ``<group>.commit``, the commit its revision
+    points at in the local Hugging Face cache (None before the first download)."""
     from speechbias.model_loading import local_weights_digest
 
     identity: dict[str, object] = {}
@@ -112,13 +113,13 @@ def model_identity(values: dict[str, str]) -> dict[str, object]:
         folder = Path(model_id).expanduser()
         try:
             if folder.is_dir():
-                identity[key] = local_weights_digest(folder)
+                identity[f"{group}.weights"] = local_weights_digest(folder)
             else:
                 revision = json.loads(values.get(f"{group}.revision", "null"))
                 cache = json.loads(values.get(f"{group}.cache_dir", "null"))
-                identity[key] = _hub_commit(model_id, revision, cache)
+                identity[f"{group}.commit"] = _hub_commit(model_id, revision, cache)
         except (OSError, ValueError) as exc:  # an unreadable folder or an id the hub cannot hold
-            identity[key] = f"unknown ({type(exc).__name__})"
+            identity[f"{group}.commit"] = f"unknown ({type(exc).__name__})"
     return identity
 
 

@@ -91,7 +91,7 @@ def test_local_model_weights_are_part_of_the_digest(tmp_path):
     (model / "model.safetensors").write_bytes(b"1234")
     cfg = _cfg(tmp_path, upstream={"model_id": str(model)})
     run = _finish(tmp_path, cfg)
-    assert json.loads((run / RUN_DIGEST_FILE).read_text())["extra"]["upstream.model_id"].startswith('[["model.safetensors", 4')
+    assert json.loads((run / RUN_DIGEST_FILE).read_text())["extra"]["upstream.weights"].startswith('[["model.safetensors", 4')
     (model / "model.safetensors").write_bytes(b"123456")
     assert finished_results(cfg, run) is None
 
@@ -100,3 +100,25 @@ def test_force_and_the_report_task_never_skip(tmp_path):
     run = _finish(tmp_path, _cfg(tmp_path))
     assert finished_results(_cfg(tmp_path, force=True), run) is None
     assert finished_results(_cfg(tmp_path, task={"name": "report"}), run) is None
+
+
+def _hf_cache(root, model_id: str, commit: str):
+    """The Hugging Face cache layout, by hand: refs/main names the snapshot folder of the commit."""
+    repo = root / f"models--{model_id.replace('/', '--')}"
+    (repo / "refs").mkdir(parents=True, exist_ok=True)
+    (repo / "refs" / "main").write_text(commit)
+    (repo / "snapshots" / commit).mkdir(parents=True, exist_ok=True)
+    (repo / "snapshots" / commit / "config.json").write_text("{}")
+
+
+def test_a_new_hub_commit_of_the_model_changes_the_digest(tmp_path, caplog):
+    hub = tmp_path / "hub"
+    _hf_cache(hub, "org/model", "a" * 40)
+    cfg = _cfg(tmp_path, upstream={"model_id": "org/model", "revision": "main", "cache_dir": str(hub)})
+    run = _finish(tmp_path, cfg)
+    assert json.loads((run / RUN_DIGEST_FILE).read_text())["extra"]["upstream.commit"] == json.dumps("a" * 40)
+    assert finished_results(cfg, run) is not None
+    _hf_cache(hub, "org/model", "b" * 40)  # `hf download org/model` fetched a new commit of main
+    with caplog.at_level(logging.WARNING, logger="speechbias"):
+        assert finished_results(cfg, run) is None
+    assert f"upstream.commit: {'a' * 40} -> {'b' * 40}" in caplog.text

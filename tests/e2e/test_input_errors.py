@@ -162,3 +162,15 @@ def test_a_full_disk_while_caching_is_one_line_naming_the_file(tmp_path):
     line = _one_error(tmp_path, f"paths.cache_dir={cache}", f"hydra.run.dir={tmp_path / 'run'}", *FAST, prefix=prefix)
     assert line.startswith(f"error: {cache}/") and "cannot write it (No space left on device)" in line
     assert "paths.cache_dir" in line
+
+
+def test_train_names_a_missing_valence_corpus_before_the_model_is_loaded(tmp_path):
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    proc = subprocess.run([sys.executable, str(REPO / "train.py"), "upstream=hubert_xl", "ser_data=mess",
+                           "paths.data_root=/nonexistent", f"paths.output_root={tmp_path / 'outputs'}"],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
+    assert proc.returncode == 1 and len(lines) == 1, lines
+    assert lines[0].startswith("error: ser_data.source.root=/nonexistent/morgan_emotional_speech_set: no such folder")

@@ -332,7 +332,8 @@ def check_spoken_stereoset_data(cfg: DictConfig) -> None:
                           "see experiments/spoken_stereoset_2024/README.md")
     version = OmegaConf.select(cfg, "task.version", default="v1.0")
     domains = OmegaConf.select(cfg, "task.domains", default=None) or []
-    missing = [f"metadata/{d}_{version}.csv" for d in domains if not (folder / "metadata" / f"{d}_{version}.csv").is_file()]
+    missing = [f"metadata/{d}_{version}.csv" for d in domains
+               if not (folder / "metadata" / f"{d}_{version}.csv").is_file()]
     if missing:
         raise ConfigError(f"task.data_dir={data_dir}: {', '.join(missing)} not found; expected the layout {layout} "
                           "(or choose task.domains=... / task.version=...)")

@@ -181,5 +181,6 @@ def test_an_error_re_raised_by_a_dataloader_worker_keeps_its_own_line():
     from speechbias.user_errors import StorageError, error_message
 
     exc = StorageError("Caught StorageError in DataLoader worker process 0.\nOriginal Traceback (most recent call "
-                       "last):\n  File \"x.py\", line 1, in f\nspeechbias.user_errors.StorageError: /c/x: cannot write it")
+                       "last):\n  File \"x.py\", line 1, in f\n"
+                       "speechbias.user_errors.StorageError: /c/x: cannot write it")
     assert error_message(exc) == "/c/x: cannot write it"

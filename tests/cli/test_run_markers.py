@@ -13,7 +13,8 @@ from speechbias.run_markers import (RUN_DIGEST_FILE, config_values, finished_mar
 
 def _cfg(tmp_path, **over):
     base = {
-        "task": {"name": "speat", "run": {"aggregation": "${aggregation}", "writer": {"output_dir": "${paths.output_dir}"}}},
+        "task": {"name": "speat",
+                 "run": {"aggregation": "${aggregation}", "writer": {"output_dir": "${paths.output_dir}"}}},
         "aggregation": {"temporal": "mean", "layer": "sum"},
         "speat": {"n_permutations": 1000},
         "paths": {"output_dir": str(tmp_path / "run"), "data_root": "/data", "cache_dir": str(tmp_path / "c")},
@@ -91,7 +92,8 @@ def test_local_model_weights_are_part_of_the_digest(tmp_path):
     (model / "model.safetensors").write_bytes(b"1234")
     cfg = _cfg(tmp_path, upstream={"model_id": str(model)})
     run = _finish(tmp_path, cfg)
-    assert json.loads((run / RUN_DIGEST_FILE).read_text())["extra"]["upstream.weights"].startswith('[["model.safetensors", 4')
+    weights = json.loads((run / RUN_DIGEST_FILE).read_text())["extra"]["upstream.weights"]
+    assert weights.startswith('[["model.safetensors", 4')
     (model / "model.safetensors").write_bytes(b"123456")
     assert finished_results(cfg, run) is None
 

@@ -115,7 +115,8 @@ def build_tiny_ctc(folder: str | Path, family: str = "wav2vec2", seed: int = 0) 
         tok = Wav2Vec2CTCTokenizer(str(tmp / "vocab.json"), word_delimiter_token="|")
         kwargs = dict(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                       # 320x downsampling (50 frames/s) like the real models: a 5 s clip is 250 frames, not 4,000
-                      intermediate_size=32, conv_dim=(16, 16, 16, 16), conv_stride=(5, 4, 4, 4), conv_kernel=(10, 8, 4, 4),
+                      intermediate_size=32, conv_dim=(16, 16, 16, 16), conv_stride=(5, 4, 4, 4),
+                      conv_kernel=(10, 8, 4, 4),
                       num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2, feat_extract_norm="layer",
                       do_stable_layer_norm=True, pad_token_id=0, ctc_loss_reduction="mean")
         torch.manual_seed(seed)

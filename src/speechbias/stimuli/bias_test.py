@@ -50,7 +50,7 @@ class BiasTest:
     resampling: str = "iid"
     x_label: str | None = None
     y_label: str | None = None
-    a_label: str = "pleasant"
+    a_label: str | None = "pleasant"
     b_label: str | None = "unpleasant"
     description: str = ""
     demo_manifest: str | None = None

@@ -26,12 +26,14 @@ def _run(tmp_path: Path, script: str, *overrides: str) -> str:
     return proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_wer_disparity_demo_prints_no_transformers_bars_and_the_caveat_once(tmp_path):
     out = _run(tmp_path, "evaluate.py", "task=wer_disparity")
     assert "Writing model shards" not in out and "Loading weights" not in out
     assert out.count(DEMO_CAVEAT) == 1
 
 
+@pytest.mark.slow
 def test_speat_demo_prints_the_caveat_once(tmp_path):
     out = _run(tmp_path, "evaluate.py", "speat.n_permutations=1000", "speat.per_layer=false")
     assert out.count(DEMO_CAVEAT) == 1

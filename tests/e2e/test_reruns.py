@@ -45,6 +45,7 @@ def test_a_rerun_with_another_aggregation_recomputes_and_says_what_changed(tmp_p
     assert json.loads((run / "job_status.json").read_text())["status"] == "skipped"
 
 
+@pytest.mark.slow
 def test_two_runs_started_at_once_get_their_own_folders(tmp_path):
     outputs = tmp_path / "outputs"
     command = [sys.executable, str(REPO / "evaluate.py"), *FAST, f"paths.output_root={outputs}"]

@@ -13,6 +13,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
+from speechbias.config_checks import check_command_line
 from speechbias.entry import register_project_root, run_entry
 
 # paths.root_dir defaults to this folder, whatever the working directory (PROJECT_ROOT or
@@ -26,4 +27,6 @@ def main(cfg: DictConfig) -> dict | None:
 
 
 if __name__ == "__main__":
+    # an unknown option (upstream=..., bias_test=..., aggregation=...): one line naming the close matches
+    check_command_line(Path(__file__).resolve().parent / "conf")
     main()

@@ -24,7 +24,7 @@ from speechbias.aggregation_configs import register_aggregation_configs
 from speechbias.config_checks import check_config
 from speechbias.project_paths import user_path
 from speechbias.run_context import register_choice_resolver
-from speechbias.run_markers import finished_results
+from speechbias.run_markers import finished_results, record_run_digest
 from speechbias.slurm.job_environment import SlurmTasks, process_rank, slurm_tasks
 from speechbias.sweep_status import JobStatus, current_sweep_id, job_error, read_status
 from speechbias.user_errors import (FULL_ERROR_HINT, ConfigError, error_line, find_user_error,
@@ -225,7 +225,9 @@ def run_task(cfg: DictConfig) -> dict:
     task = hydra.utils.instantiate(cfg.task.run)
     if not callable(getattr(task, "run", None)):
         raise TypeError(f"task.run._target_ must build a task object with a run(config) method, got {task!r}")
-    return task.run(config=resolved_config(cfg)) or {}
+    summary = task.run(config=resolved_config(cfg)) or {}
+    record_run_digest(cfg, output_dir)  # the folder now holds this config's results
+    return summary
 
 
 def resolved_config(cfg: DictConfig) -> dict:

@@ -17,7 +17,8 @@ import hashlib
 import json
 import os
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -80,18 +81,38 @@ def missing_weights_message(model_id: str, what: str, cause: BaseException, revi
     reason = str(cause).strip().splitlines()[0][:200] if str(cause).strip() else type(cause).__name__
     return (
         f"cannot load the {what} of model '{model_id}'{at} {where}: download it once while online "
-        f"(`huggingface-cli download {model_id}`), or point HF_HOME at a Hugging Face cache that holds it, "
+        f"(`hf download {model_id}`), or point HF_HOME at a Hugging Face cache that holds it, "
         f"or pass a local directory with config.json and the weights as model_id. [{reason}]"
     )
+
+
+@contextmanager
+def quiet_transformers_progress() -> Iterator[None]:
+    """transformers' own tqdm bars off for the block ("Loading weights" of a model read from the local
+    cache, "Writing model shards" of a saved one: a fraction of a second each, noise on the console);
+    restored after. Downloads from the hub run outside it and keep their bars."""
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:
+        yield
+        return
+    was_on = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            transformers_logging.enable_progress_bar()
 
 
 def _cache_first(loader: Callable, model_id: str, **kwargs):
     """``loader(model_id, local_files_only=..., **kwargs)``: the local cache first (no network), then
     the hub only if a quick probe reaches it. huggingface_hub otherwise retries an unreachable hub for
     ~25 s per file; offline mode never leaves the cache. A cached copy of a branch is used as is:
-    ``huggingface-cli download <id>`` refreshes it."""
+    ``hf download <id>`` refreshes it."""
     try:
-        return loader(model_id, local_files_only=True, **kwargs)
+        with quiet_transformers_progress():
+            return loader(model_id, local_files_only=True, **kwargs)
     except OSError:
         if hub_offline() or Path(model_id).expanduser().is_dir():
             raise

@@ -4,14 +4,19 @@
 points call before composing) is the option chosen for a config group, e.g. ``hubert_xl`` for
 ``upstream``: task configs pass it to their task as the run's readable name.
 ``${speechbias.config_dir:}`` is the run's primary config folder (where train.py's bias tests are named).
+``${speechbias.process_id:}`` is this process's id: with the sub-second time it makes the run folders of
+two runs started at once on one machine distinct (conf/evaluate.yaml, conf/train.yaml ``hydra.run.dir``).
 """
 
 from __future__ import annotations
+
+import os
 
 from omegaconf import DictConfig, OmegaConf
 
 CHOICE_RESOLVER = "speechbias.choice"
 CONFIG_DIR_RESOLVER = "speechbias.config_dir"
+PROCESS_ID_RESOLVER = "speechbias.process_id"
 
 
 def config_choice(cfg: DictConfig | None, group: str, fallback: str = "") -> str:
@@ -49,11 +54,13 @@ def primary_config_dir(cfg: DictConfig | None = None) -> str | None:
 
 
 def register_choice_resolver() -> None:
-    """Register ``${speechbias.choice:<group>}`` and ``${speechbias.config_dir:}`` (idempotent)."""
+    """Register ``${speechbias.choice:<group>}``, ``${speechbias.config_dir:}`` and
+    ``${speechbias.process_id:}`` (idempotent)."""
     OmegaConf.register_new_resolver(CHOICE_RESOLVER, lambda group, *, _root_: config_choice(_root_, group),
                                     replace=True)
     OmegaConf.register_new_resolver(CONFIG_DIR_RESOLVER, lambda *, _root_: primary_config_dir(_root_),
                                     replace=True)
+    OmegaConf.register_new_resolver(PROCESS_ID_RESOLVER, lambda: str(os.getpid()), replace=True)
 
 
 def upstream_info(upstream, name: str | None = None) -> dict:

@@ -1,16 +1,28 @@
-"""Whether a run folder already holds a finished run: the one skip-if-finished check of every task.
+"""Whether a run folder already holds this run's results: the one skip-if-finished check of every task.
 
-Every task writes its marker files last, so their presence means the run completed; sweeps rerun
-into the same folders and skip finished jobs this way. Light on purpose (no pandas, torch): the entry
-points call it before anything heavy is imported, so a resumed sweep skips in milliseconds.
+A run folder is finished when its task's marker files exist (every task writes them last) and the
+run's digest (``run_digest.json``, written when a run completes) is there. The digest is what determines
+the results: the resolved config without presentation keys (:data:`PRESENTATION_KEYS`: where outputs go,
+the logger, progress bars, ``force``, ...), the package version, and where it is cheap the upstream's
+identity (the hub commit of a cached hub id, the weight files of a local folder) and the sha256 of the
+bias test's manifest. A finished folder is reused only when its digest matches the new run's; otherwise
+one line names the keys that changed and the run is recomputed into the folder.
+
+Light on purpose (no pandas, torch): the entry points call :func:`finished_results` before anything heavy
+is imported, so a resumed sweep skips in milliseconds.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from speechbias import __version__
+from speechbias.atomic_file import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -18,21 +30,187 @@ log = logging.getLogger(__name__)
 FINISHED_MARKERS = {"spoken_stereoset": ("summary.json", "results.csv")}
 # tasks that always run (the sweep report is rewritten from whatever the sweep holds now)
 NEVER_SKIPPED = {"report"}
+RUN_DIGEST_FILE = "run_digest.json"
+# config keys (and everything below them) that do not change a run's results: output locations, the
+# logger, progress display, rerun switches, parallelism and batching (the upstream contract makes states
+# batch-invariant); conf/sweep/folders.yaml leaves the same settings out of job folder names, except
+# paths.data_root, which decides the stimuli and so stays in the digest
+PRESENTATION_KEYS = (
+    "hydra", "logger", "force", "sweep", "task.run_dir", "task.progress", "torch_threads", "fit_threads",
+    "paths.root_dir", "paths.output_dir", "paths.output_root", "paths.multirun_root", "paths.cache_dir",
+    "paths.demo_dir", "extraction.batch_size", "extraction.num_workers", "trainer",
+    # the task object's arguments that only say where to write and what to show
+    "task.run.writer", "task.run.tracker", "task.run.cache", "task.run.trainer", "task.run.progress",
+    "task.run.extraction.batch_size", "task.run.extraction.num_workers", "task.run.torch_threads",
+    "task.run.fit_threads", "task.run.force", "task.run.demo_dir",
+)
+MAX_NAMED_KEYS = 4
+
+
+def _presentation(key: str) -> bool:
+    return any(key == p or key.startswith(p + ".") or key.startswith(p + "[") for p in PRESENTATION_KEYS)
+
+
+def config_values(cfg: DictConfig) -> dict[str, str]:
+    """The resolved config as ``{dotted key: JSON of the value}``, presentation keys left out. A value
+    that cannot be resolved here (an interpolation only a running app can fill) is kept as written."""
+    flat: dict[str, str] = {}
+
+    def walk(node, prefix: str) -> None:
+        items = ([(f"[{i}]", i) for i in range(len(node))] if isinstance(node, ListConfig)
+                 else [(str(k), k) for k in node.keys()])
+        if not items:
+            flat[prefix] = "[]" if isinstance(node, ListConfig) else "{}"
+        for name, key in items:
+            full = f"{prefix}{name}" if name.startswith("[") else (f"{prefix}.{name}" if prefix else name)
+            if _presentation(full):
+                continue
+            try:
+                child = node[key]
+            except Exception:  # noqa: BLE001 - any resolution error: keep the value as written
+                raw = node._get_node(key)
+                flat[full] = json.dumps(str(raw._value() if raw is not None else None))
+                continue
+            if isinstance(child, (DictConfig, ListConfig)):
+                walk(child, full)
+            else:
+                flat[full] = json.dumps(child, sort_keys=True, default=str)
+
+    walk(cfg, "")
+    return flat
+
+
+def _file_sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _hub_commit(model_id: str, revision: str | None, cache_dir: str | None) -> str | None:
+    """The commit a hub id's ``revision`` points at in the local Hugging Face cache (a file read)."""
+    import huggingface_hub
+
+    found = huggingface_hub.try_to_load_from_cache(model_id, "config.json", cache_dir=cache_dir,
+                                                   revision=revision or None)
+    return Path(found).parent.name if isinstance(found, str) else None
+
+
+def model_identity(values: dict[str, str]) -> dict[str, object]:
+    """Cheap identity of the models the config names (``<group>.model_id`` keys): ``<group>.weights``, the
+    weight files (names, sizes, mtimes) of a local folder, else ``<group>.commit``, the commit its revision
+    points at in the local Hugging Face cache (None before the first download)."""
+    from speechbias.model_loading import local_weights_digest
+
+    identity: dict[str, object] = {}
+    for key, raw in values.items():
+        if not key.endswith(".model_id") or key.startswith("task.run.") or key.count(".") != 1:
+            continue
+        model_id = json.loads(raw)
+        if not isinstance(model_id, str) or not model_id:
+            continue
+        group = key.rsplit(".", 1)[0]
+        folder = Path(model_id).expanduser()
+        try:
+            if folder.is_dir():
+                identity[f"{group}.weights"] = local_weights_digest(folder)
+            else:
+                revision = json.loads(values.get(f"{group}.revision", "null"))
+                cache = json.loads(values.get(f"{group}.cache_dir", "null"))
+                identity[f"{group}.commit"] = _hub_commit(model_id, revision, cache)
+        except (OSError, ValueError) as exc:  # an unreadable folder or an id the hub cannot hold
+            identity[f"{group}.commit"] = f"unknown ({type(exc).__name__})"
+    return identity
+
+
+def run_identity(cfg: DictConfig) -> dict:
+    """What determines a run's results: its config values, the package version, and the identity of
+    its models and of its bias test's manifest (see the module docstring)."""
+    values = config_values(cfg)
+    extra: dict[str, object] = {"speechbias.version": __version__, **model_identity(values)}
+    for key in ("bias_test.manifest",):
+        if key in values and isinstance(json.loads(values[key]), str):
+            extra[f"{key}.sha256"] = _file_sha256(Path(json.loads(values[key])).expanduser())
+    return {"values": values, "extra": {k: json.dumps(v, sort_keys=True, default=str) for k, v in extra.items()}}
+
+
+def identity_digest(identity: dict) -> str:
+    """sha256 hex of an identity's canonical JSON."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
+def record_run_digest(cfg: DictConfig, output_dir: str | Path) -> Path:
+    """Write ``run_digest.json`` (digest + what it was computed from) into a completed run's folder."""
+    identity = run_identity(cfg)
+    record = {"digest": identity_digest(identity), **identity}
+    text = json.dumps(record, indent=1, sort_keys=True)
+    return atomic_write(Path(output_dir) / RUN_DIGEST_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def changed_keys(old: dict, new: dict) -> list[str]:
+    """Keys whose value differs between two identities (config keys first; the task object's own copies
+    of config values, ``task.run.*``, only when nothing else changed)."""
+    keys = []
+    for part in ("values", "extra"):
+        a, b = old.get(part, {}), new.get(part, {})
+        keys += sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    outer = [k for k in keys if not k.startswith("task.run.")]
+    return outer or keys
+
+
+def _shown(value: str | None) -> str:
+    if value is None:
+        return "unset"
+    text = str(json.loads(value)) if value.startswith('"') else value
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def describe_change(old: dict, new: dict) -> str:
+    """``aggregation.layer: sum -> q3, speat.n_permutations: 1000 -> 2000 (+2 more)``."""
+    keys = changed_keys(old, new)
+    merged_old = {**old.get("values", {}), **old.get("extra", {})}
+    merged_new = {**new.get("values", {}), **new.get("extra", {})}
+    named = [f"{k}: {_shown(merged_old.get(k))} -> {_shown(merged_new.get(k))}" for k in keys[:MAX_NAMED_KEYS]]
+    more = f" (+{len(keys) - MAX_NAMED_KEYS} more)" if len(keys) > MAX_NAMED_KEYS else ""
+    return ", ".join(named) + more
 
 
 def finished_marker(task: str, output_dir: str | Path, force: bool = False) -> Path | None:
-    """The first marker file of a finished ``task`` run in ``output_dir`` when all its markers exist
-    and ``force`` is off, else None (the check a task object makes with its own name and folder)."""
+    """The first marker file of a finished ``task`` run in ``output_dir`` when all its markers and the
+    run digest exist and ``force`` is off, else None (the check a task object makes with its own name
+    and folder; whether the digest matches this run's config is :func:`finished_results`' question)."""
     if task in NEVER_SKIPPED or force:
         return None
     markers = [Path(output_dir) / m for m in FINISHED_MARKERS.get(task, ("results.json",))]
-    if not all(m.is_file() for m in markers):
+    if not all(m.is_file() for m in markers) or not (Path(output_dir) / RUN_DIGEST_FILE).is_file():
         return None
-    log.info("results already exist in %s; skipping (force=true reruns)", output_dir)
     return markers[0]
 
 
-def finished_results(cfg: DictConfig, output_dir: Path) -> Path | None:
-    """:func:`finished_marker` of the task named in ``cfg`` (``task.name``, ``force``)."""
-    return finished_marker(str(OmegaConf.select(cfg, "task.name", default="")), output_dir,
-                           bool(cfg.get("force", False)))
+def finished_results(cfg: DictConfig, output_dir: str | Path) -> Path | None:
+    """The marker of ``output_dir`` when it holds this run's finished results (:func:`finished_marker`
+    of the task named in ``cfg`` and a digest equal to ``cfg``'s). Finished results of another config
+    (or without a digest) get one line saying what changed; their digest is removed so the tasks
+    recompute, and a run stopped before completing is never taken for finished."""
+    task = str(OmegaConf.select(cfg, "task.name", default=""))
+    force = bool(cfg.get("force", False))
+    markers = [Path(output_dir) / m for m in FINISHED_MARKERS.get(task, ("results.json",))]
+    if task in NEVER_SKIPPED or force or not all(m.is_file() for m in markers):
+        return None
+    digest_file = Path(output_dir) / RUN_DIGEST_FILE
+    try:
+        old = json.loads(digest_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        old = None
+    new = run_identity(cfg)
+    if old is not None and old.get("digest") == identity_digest(new):
+        log.info("results already exist in %s for this config; skipping (force=true reruns)", output_dir)
+        return markers[0]
+    if old is None:
+        log.warning("results in %s have no run digest (an older version or an unfinished run wrote them); "
+                    "recomputing", output_dir)
+    else:
+        log.warning("results in %s were computed with another config (%s); recomputing", output_dir,
+                    describe_change(old, new) or "version or models")
+        digest_file.unlink(missing_ok=True)
+    return None

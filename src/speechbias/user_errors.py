@@ -18,6 +18,7 @@ import traceback
 # exception classes (module.Class) whose message names the bad input and the fix
 USER_ERROR_CLASSES = frozenset({
     "speechbias.user_errors.ConfigError",
+    "speechbias.user_errors.StorageError",
     "speechbias.stimuli.manifest.ManifestError",
     "speechbias.audio.AudioError",
     "speechbias.asr.corpora.CorpusError",
@@ -46,6 +47,11 @@ class ConfigError(ValueError):
     message names the key, the value and the fix."""
 
 
+class StorageError(OSError):
+    """A folder the run must write to cannot take the file (disk full, read-only, not a folder); the
+    message names the path and where to point the run instead."""
+
+
 def _qualified_names(exc: BaseException) -> set[str]:
     return {f"{c.__module__}.{c.__qualname__}" for c in type(exc).__mro__}
 
@@ -67,6 +73,10 @@ def message_line(exc: BaseException) -> str:
     ``full_key: ...`` lines OmegaConf appends."""
     text = str(exc.args[0]) if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if lines and lines[0].startswith("Caught ") and any(ln.startswith("Original Traceback") for ln in lines):
+        # re-raised by a torch DataLoader worker: the original message is the traceback's last line
+        name, _, message = lines[-1].partition(": ")
+        lines = [message if message and name.split(".")[-1] == type(exc).__name__ else lines[-1]]
     key = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("full_key:")), None)
     lines = [ln for ln in lines if not ln.startswith(("full_key:", "object_type=", "reference_type="))]
     message = "; ".join(lines) or type(exc).__name__

@@ -95,3 +95,92 @@ def test_a_relative_sweep_dir_is_found_in_the_cwd_first_then_in_the_project(tmp_
     cfg.sweep_dir = "multirun/none"
     with pytest.raises(ConfigError, match="multirun/none: no such folder"):
         check_report_arguments(cfg)
+
+
+def test_unknown_group_options_name_close_matches_and_plain_values_pass(conf_dir):
+    from speechbias.config_checks import check_group_options
+
+    check_group_options(["upstream=hubert_base", "lr=1e-4", "bias_test.manifest=/x.csv", "upstream=glob(*)",
+                         "bias_test=demo_voice,demo_accent", "~sllm", "hydra/launcher=parallel"], conf_dir)
+    with pytest.raises(ConfigError, match=r"^upstream=wavlm_larg: no such option of config group upstream; "
+                                          r"did you mean wavlm_large"):
+        check_group_options(["upstream=wavlm_larg"], conf_dir)
+    with pytest.raises(ConfigError, match="hydra/launcher=slurmm: .*did you mean slurm"):
+        check_group_options(["-m", "hydra/launcher=slurmm"][1:], conf_dir)
+
+
+def test_command_line_overrides_drop_hydra_flags():
+    from speechbias.config_checks import command_line_overrides
+
+    assert command_line_overrides(["-m", "a=1", "--cfg", "job", "~sllm", "+selection=paper"]) == \
+        ["a=1", "~sllm", "+selection=paper"]
+
+
+def _roles_manifest(tmp_path, counts):
+    lines = ["clip_id,path,role"] + [f"{r}{i},c.wav,{r}" for r, n in counts.items() for i in range(n)]
+    path = tmp_path / "roles.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_each_role_needs_two_clips(tmp_path):
+    from speechbias.config_checks import check_role_sizes
+
+    check_role_sizes(_roles_manifest(tmp_path, {"X": 2, "Y": 2, "A": 3, "B": 2}))
+    with pytest.raises(ConfigError, match=r"roles.csv: too few clips per role \(Y: 1, B: 0\)"):
+        check_role_sizes(_roles_manifest(tmp_path, {"X": 2, "Y": 1, "A": 3}))
+
+
+def test_spoken_stereoset_needs_the_metadata_of_each_domain(tmp_path):
+    from speechbias.config_checks import check_spoken_stereoset_data
+
+    (tmp_path / "metadata").mkdir()
+    (tmp_path / "metadata" / "gender_v1.0.csv").write_text("x\n")
+    cfg = OmegaConf.create({"task": {"data_dir": str(tmp_path), "version": "v1.0", "domains": ["gender", "age"]}})
+    with pytest.raises(ConfigError, match=r"metadata/age_v1.0.csv not found"):
+        check_spoken_stereoset_data(cfg)
+    cfg.task.domains = ["gender"]
+    check_spoken_stereoset_data(cfg)
+
+
+def test_corpus_folders_honour_corpus_dirs_overrides(tmp_path):
+    from speechbias.config_checks import check_corpus_folders
+
+    (tmp_path / "saa").mkdir()
+    node = OmegaConf.create({"builder": {"test": "female_male", "data_root": str(tmp_path), "selection": "ours",
+                                         "corpus_dirs": {"saa": "saa"}}})
+    with pytest.raises(ConfigError, match=r"corpus folder\(s\) not found: .*morgan_emotional_speech_set \(mess\); "):
+        check_corpus_folders(node, "bias_test")
+    node.builder.corpus_dirs = {"saa": "saa", "mess": str(tmp_path / "saa")}  # an absolute folder is taken as is
+    check_corpus_folders(node, "bias_test")
+
+
+def test_clips_that_passed_are_not_decoded_again_until_they_change(tmp_path, monkeypatch):
+    import numpy as np
+    import soundfile as sf
+
+    from speechbias import config_checks
+
+    for name in ("a.wav", "b.wav"):
+        sf.write(tmp_path / name, np.sin(np.arange(1600) / 5).astype(np.float32) * 0.5, 16000)
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("clip_id,path,role\na,a.wav,X\nb,b.wav,Y\n")
+    decoded = []
+    real = config_checks._clip_problem
+    monkeypatch.setattr(config_checks, "_clip_problem", lambda p: decoded.append(p.name) or real(p))
+    verdicts = tmp_path / "cache" / "clip_checks"
+    config_checks.check_manifest_clips(manifest, tmp_path, "m", verdicts)
+    config_checks.check_manifest_clips(manifest, tmp_path, "m", verdicts)
+    assert sorted(decoded) == ["a.wav", "b.wav"]  # the second check read the record of the first
+    (tmp_path / "b.wav").write_bytes(b"")  # changed: checked again, and now it fails
+    with pytest.raises(ConfigError, match=r"1 of 2 clips cannot be used: .*b.wav"):
+        config_checks.check_manifest_clips(manifest, tmp_path, "m", verdicts)
+
+
+def test_an_error_re_raised_by_a_dataloader_worker_keeps_its_own_line():
+    from speechbias.user_errors import StorageError, error_message
+
+    exc = StorageError("Caught StorageError in DataLoader worker process 0.\nOriginal Traceback (most recent call "
+                       "last):\n  File \"x.py\", line 1, in f\n"
+                       "speechbias.user_errors.StorageError: /c/x: cannot write it")
+    assert error_message(exc) == "/c/x: cannot write it"

@@ -50,7 +50,9 @@ def _report_in_process(conf_dir: Path, sweep: Path) -> Path:
 
 
 def _results_mtimes(sweep: Path) -> dict[str, int]:
-    return {p.parent.name: p.stat().st_mtime_ns for p in sweep.glob("*/results.json") if p.parent.name != "report"}
+    """results.json of the finished jobs: those whose run digest (written when a job completes) is there."""
+    return {p.parent.name: p.stat().st_mtime_ns for p in sweep.glob("*/results.json")
+            if p.parent.name != "report" and (p.parent / "run_digest.json").is_file()}
 
 
 def _check_report(report: Path, n_runs: int, layer_profiles: bool = True) -> pd.DataFrame:
@@ -99,7 +101,7 @@ def test_killed_and_resumed_sweep_gives_the_same_report(repo_root, tmp_path):
     proc = subprocess.Popen(_sweep_command(repo_root, resumed, upstreams), cwd=repo_root, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 600
-    while len(list(resumed.glob("*/results.json"))) < 2 and time.time() < deadline and proc.poll() is None:
+    while len(list(resumed.glob("*/run_digest.json"))) < 2 and time.time() < deadline and proc.poll() is None:
         time.sleep(0.5)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()

@@ -72,7 +72,7 @@ def test_missing_weights_fail_fast_with_one_clear_line(offline, tmp_path, random
     assert elapsed < 5.0, f"took {elapsed:.1f} s"
     assert "\n" not in message
     assert "'facebook/wav2vec2-base'" in message
-    assert "huggingface-cli download facebook/wav2vec2-base" in message
+    assert "`hf download facebook/wav2vec2-base`" in message
     assert "HF_HOME" in message and "local directory" in message
     assert "offline (HF_HUB_OFFLINE=1)" in message
 
@@ -143,3 +143,17 @@ def test_the_fingerprint_type_wraps_the_fields_and_their_digest():
 def test_a_local_directory_transformers_cannot_read_is_a_missing_weights_error(tmp_path):
     with pytest.raises(MissingWeightsError, match=r"cannot load the config of model '.*'.*\[Unrecognized model"):
         HFUpstream(model_id=str(tmp_path))  # an empty directory: transformers raises ValueError
+
+
+def test_the_download_command_the_message_names_exists():
+    """The message says `hf download <id>`: the installed huggingface-hub's CLI has that command (it has no
+    huggingface-cli any more)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    hf = Path(sys.executable).parent / "hf"
+    if not hf.exists():
+        pytest.skip("huggingface-hub's hf CLI is not installed beside this Python")
+    proc = subprocess.run([str(hf), "download", "--help"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "repo_id" in proc.stdout.lower().replace("-", "_")

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
+
+from speechbias.atomic_file import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +42,6 @@ class HypothesisCache:
             return None
 
     def put(self, audio_sha256: str, hypothesis: str) -> Path:
-        p = self.path(audio_sha256)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"hypothesis": hypothesis, "audio_sha256": audio_sha256,
-                                   "model": self.model_fields}, default=str), encoding="utf-8")
-        tmp.replace(p)
-        return p
+        text = json.dumps({"hypothesis": hypothesis, "audio_sha256": audio_sha256, "model": self.model_fields},
+                          default=str)
+        return atomic_write(self.path(audio_sha256), lambda tmp: tmp.write_text(text, encoding="utf-8"))

@@ -8,8 +8,10 @@ merges plus Whisper's special and timestamp tokens; a character vocabulary for C
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
+
+from speechbias.atomic_file import atomic_folder
+from speechbias.model_loading import quiet_transformers_progress
 
 WHISPER_SPECIALS = ("<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|transcribe|>", "<|translate|>",
                     "<|startoflm|>", "<|startofprev|>", "<|nocaptions|>", "<|notimestamps|>")
@@ -33,13 +35,17 @@ def _done(folder: Path) -> bool:
     return (folder / "model.safetensors").is_file() and (folder / ".complete").is_file()
 
 
-def _finish(folder: Path, tmp: Path) -> Path:
-    (tmp / ".complete").write_text("ok\n")
-    try:
-        tmp.replace(folder)
-    except OSError:  # another process finished first
-        if not _done(folder):
-            raise
+def _save_folder(folder: Path, write) -> Path:
+    """``write(tmp)`` saves a model into a temporary folder, marked complete and renamed to ``folder``
+    (:func:`~speechbias.atomic_file.atomic_folder`; when another process finished first, its folder is kept)."""
+    def write_complete(tmp: Path) -> None:
+        write(tmp)
+        (tmp / ".complete").write_text("ok\n")
+
+    with quiet_transformers_progress():
+        atomic_folder(folder, write_complete)
+    if not _done(folder):
+        raise OSError(f"{folder}: exists but holds no complete model; remove it to rebuild")
     return folder
 
 
@@ -52,8 +58,6 @@ def build_tiny_whisper(folder: str | Path, seed: int = 0) -> Path:
     folder = Path(folder)
     if _done(folder):
         return folder
-    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
-    tmp.mkdir(parents=True, exist_ok=True)
     vocab = {ch: i for i, ch in enumerate(_bytes_to_unicode().values())}
     specials = list(WHISPER_SPECIALS) + [f"<|{0.02 * k:.2f}|>" for k in range(1501)]
     tok = WhisperTokenizer(vocab=vocab, merges=[], unk_token="<|endoftext|>", bos_token="<|endoftext|>",
@@ -80,9 +84,12 @@ def build_tiny_whisper(folder: str | Path, seed: int = 0) -> Path:
         is_multilingual=True, max_initial_timestamp_index=50, suppress_tokens=[], begin_suppress_tokens=[],
     )
     model.generation_config = gen
-    model.save_pretrained(tmp)
-    WhisperProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=80), tokenizer=tok).save_pretrained(tmp)
-    return _finish(folder, tmp)
+
+    def save(tmp: Path) -> None:
+        model.save_pretrained(tmp)
+        WhisperProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=80), tokenizer=tok).save_pretrained(tmp)
+
+    return _save_folder(folder, save)
 
 
 CTC_LAYOUT = "v2"  # bump when the architecture below changes: it names the saved folder
@@ -100,26 +107,28 @@ def build_tiny_ctc(folder: str | Path, family: str = "wav2vec2", seed: int = 0) 
     folder = Path(folder)
     if _done(folder):
         return folder
-    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
-    tmp.mkdir(parents=True, exist_ok=True)
-    vocab = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3, "|": 4}
-    vocab.update({c: 5 + i for i, c in enumerate(CTC_CHARS)})
-    (tmp / "vocab.json").write_text(json.dumps(vocab))
-    tok = Wav2Vec2CTCTokenizer(str(tmp / "vocab.json"), word_delimiter_token="|")
-    kwargs = dict(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                  # 320x downsampling (50 frames/s) like the real models: a 5 s clip is 250 frames, not 4,000
-                  intermediate_size=32, conv_dim=(16, 16, 16, 16), conv_stride=(5, 4, 4, 4), conv_kernel=(10, 8, 4, 4),
-                  num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2, feat_extract_norm="layer",
-                  do_stable_layer_norm=True, pad_token_id=0, ctc_loss_reduction="mean")
-    torch.manual_seed(seed)
-    if family == "wav2vec2":
-        model = Wav2Vec2ForCTC(Wav2Vec2Config(**kwargs))
-    elif family == "hubert":
-        model = HubertForCTC(HubertConfig(**kwargs))
-    else:
-        raise ValueError(f"family must be wav2vec2 or hubert, got {family!r}")
-    model.eval().save_pretrained(tmp)
-    fe = Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=SAMPLE_RATE, padding_value=0.0, do_normalize=True,
-                                  return_attention_mask=True)
-    Wav2Vec2Processor(feature_extractor=fe, tokenizer=tok).save_pretrained(tmp)
-    return _finish(folder, tmp)
+
+    def save(tmp: Path) -> None:
+        vocab = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3, "|": 4}
+        vocab.update({c: 5 + i for i, c in enumerate(CTC_CHARS)})
+        (tmp / "vocab.json").write_text(json.dumps(vocab))
+        tok = Wav2Vec2CTCTokenizer(str(tmp / "vocab.json"), word_delimiter_token="|")
+        kwargs = dict(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                      # 320x downsampling (50 frames/s) like the real models: a 5 s clip is 250 frames, not 4,000
+                      intermediate_size=32, conv_dim=(16, 16, 16, 16), conv_stride=(5, 4, 4, 4),
+                      conv_kernel=(10, 8, 4, 4),
+                      num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2, feat_extract_norm="layer",
+                      do_stable_layer_norm=True, pad_token_id=0, ctc_loss_reduction="mean")
+        torch.manual_seed(seed)
+        if family == "wav2vec2":
+            model = Wav2Vec2ForCTC(Wav2Vec2Config(**kwargs))
+        elif family == "hubert":
+            model = HubertForCTC(HubertConfig(**kwargs))
+        else:
+            raise ValueError(f"family must be wav2vec2 or hubert, got {family!r}")
+        model.eval().save_pretrained(tmp)
+        fe = Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=SAMPLE_RATE, padding_value=0.0, do_normalize=True,
+                                      return_attention_mask=True)
+        Wav2Vec2Processor(feature_extractor=fe, tokenizer=tok).save_pretrained(tmp)
+
+    return _save_folder(folder, save)

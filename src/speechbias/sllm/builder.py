@@ -16,7 +16,6 @@ Command line: ``python -m speechbias.sllm.builder items.csv out_dir [--voices-pe
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -25,6 +24,7 @@ import pandas as pd
 import soundfile as sf
 import soxr
 
+from speechbias.atomic_file import atomic_write
 from speechbias.audio import SAMPLE_RATE
 from speechbias.sllm import CONTINUATION_KINDS
 from speechbias.sllm.data import GROUP_COLUMNS, audio_path, metadata_path, parse_labels
@@ -77,17 +77,11 @@ def _write_wav(path: Path, wav: np.ndarray, sample_rate: int) -> None:
     peak = float(np.max(np.abs(wav)))
     if peak > 1.0:
         wav = wav / peak
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.wav")
-    sf.write(str(tmp), wav.astype(np.float32), SAMPLE_RATE, subtype="PCM_16")
-    tmp.replace(path)
+    atomic_write(path, lambda tmp: sf.write(str(tmp), wav.astype(np.float32), SAMPLE_RATE, subtype="PCM_16"))
 
 
 def _write_csv(path: Path, df: pd.DataFrame) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    df.to_csv(tmp, index=False)
-    tmp.replace(path)
+    atomic_write(path, lambda tmp: df.to_csv(tmp, index=False))
 
 
 def build_dataset(

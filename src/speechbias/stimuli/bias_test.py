@@ -5,16 +5,24 @@ returns a manifest DataFrame, e.g. a selection procedure over a corpus), whose r
 once to ``manifest`` and reused. Any user-supplied manifest makes a valid bias test. Labels of X and
 Y not given are the manifest's own group names (the paper tests' come from their entry in
 :mod:`speechbias.stimuli.registry`).
+
+A user's manifest given to a shipped demo test (``python evaluate.py bias_test.manifest=my.csv``, the
+README's way) is the user's test, not the demo's: the demo config names its own clips in
+``demo_manifest``, and a test whose ``manifest`` is another file is named after that file (unless
+``bias_test.name=...`` says otherwise), labelled from its group column, resampled as its pair ids allow,
+and carries no demo caveat, espeak label or human IAT value of the demo.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+from filelock import FileLock
 
 from speechbias.stimuli.manifest import ManifestError, load_manifest, validate_manifest, write_manifest
 
@@ -28,7 +36,10 @@ class BiasTest:
     """One SpEAT test. ``human_iat_d`` is the human IAT effect size (None if unknown).
 
     ``x_label`` / ``y_label`` None: set by :meth:`load` to the one group name of the X / Y clips of
-    the manifest ("X" / "Y" when they have none or several).
+    the manifest ("X" / "Y" when they have none or several); ``a_label`` / ``b_label`` None likewise
+    ("pleasant" / "unpleasant" when they have none or several).
+    ``demo_manifest``: the shipped clips of a demo test; a ``manifest`` other than it makes the test the
+    user's (see the module docstring; ``user_manifest`` is then True and ``demo_manifest`` None).
     """
 
     name: str
@@ -39,23 +50,42 @@ class BiasTest:
     resampling: str = "iid"
     x_label: str | None = None
     y_label: str | None = None
-    a_label: str = "pleasant"
-    b_label: str = "unpleasant"
+    a_label: str | None = "pleasant"
+    b_label: str | None = "unpleasant"
     description: str = ""
+    demo_manifest: str | None = None
+    user_manifest: bool = False
 
     def __post_init__(self):
         if self.resampling not in RESAMPLING_DESIGNS:
             raise ValueError(f"bias test {self.name}: resampling must be one of {RESAMPLING_DESIGNS}, got {self.resampling!r}")
         if self.manifest is None and self.builder is None:
             raise ValueError(f"bias test {self.name}: needs a manifest path or a builder")
+        if self.demo_manifest is not None and self.manifest is not None and not _same_file(
+                self.manifest, self.demo_manifest):
+            self._become_user_test()
+
+    def _become_user_test(self) -> None:
+        """A demo config given another manifest: the user's test (see the module docstring)."""
+        if self.name == Path(self.demo_manifest).stem:  # the demo's own name, not a bias_test.name=...
+            self.name = Path(self.manifest).stem
+        self.x_label = self.y_label = self.a_label = self.b_label = None
+        self.human_iat_d = None
+        self.description = f"user manifest {self.manifest}"
+        self.demo_manifest = None
+        self.user_manifest = True
 
     def load(self) -> pd.DataFrame:
         """The validated manifest; built (and written to ``manifest``) on first use if needed."""
         df = self._read_or_build()
-        for role, attr in (("X", "x_label"), ("Y", "y_label")):
+        for role, attr, fallback in (("X", "x_label", "X"), ("Y", "y_label", "Y"), ("A", "a_label", "pleasant"),
+                                     ("B", "b_label", "unpleasant")):
             if getattr(self, attr) is None:
                 groups = set(df.loc[df["role"] == role, "group"]) - {""}
-                setattr(self, attr, groups.pop() if len(groups) == 1 else role)
+                setattr(self, attr, groups.pop() if len(groups) == 1 else fallback)
+        if self.user_manifest:
+            targets = df[df["role"].isin(["X", "Y"])]
+            self.resampling = "paired" if (targets["pair_id"] != "").all() else "iid"
         return df
 
     def _read_or_build(self) -> pd.DataFrame:
@@ -65,10 +95,23 @@ class BiasTest:
             raise ManifestError(
                 f"bias test {self.name}: manifest {self.manifest} does not exist and no builder is configured"
             )
-        log.info("building stimuli for bias test %s", self.name)
-        df = self.builder()
-        df = validate_manifest(df, source=f"builder of {self.name}", root=self.root)
         if self.manifest is None:
-            return df
-        # read back what was written, so a fresh build and a cached one are the same table
-        return load_manifest(write_manifest(df, self.manifest), root=self.root)
+            return self._build()
+        # parallel jobs of a sweep that need the same test build its manifest once: the first holds the
+        # lock and builds, the others wait and read what it wrote
+        Path(self.manifest).parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(f"{self.manifest}.lock"):
+            if Path(self.manifest).is_file():
+                return load_manifest(self.manifest, root=self.root)
+            df = self._build()
+            # read back what was written, so a fresh build and a cached one are the same table
+            return load_manifest(write_manifest(df, self.manifest), root=self.root)
+
+    def _build(self) -> pd.DataFrame:
+        log.info("building stimuli for bias test %s", self.name)
+        return validate_manifest(self.builder(), source=f"builder of {self.name}", root=self.root)
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two manifest paths name the same file (symlinks and ``..`` resolved)."""
+    return os.path.realpath(os.path.expanduser(str(a))) == os.path.realpath(os.path.expanduser(str(b)))

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from speechbias.atomic_file import atomic_write
 from speechbias.roles import ROLES
 
 MANIFEST_COLUMNS = ("clip_id", "path", "role", "group", "speaker", "pair_id", "stratum")
@@ -116,10 +117,5 @@ def load_manifest(
 
 def write_manifest(df: pd.DataFrame, path: str | Path) -> Path:
     """Write ``df`` as a manifest CSV (schema columns first), atomically."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
     cols = [c for c in MANIFEST_COLUMNS if c in df.columns] + [c for c in df.columns if c not in MANIFEST_COLUMNS]
-    tmp = p.with_name(p.name + ".tmp")
-    df[cols].to_csv(tmp, index=False)
-    tmp.replace(p)
-    return p
+    return atomic_write(path, lambda tmp: df[cols].to_csv(tmp, index=False))

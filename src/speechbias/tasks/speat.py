@@ -63,7 +63,8 @@ class SpeatTask:
         self.extraction = extraction or ExtractionSettings()
         self.seed = int(seed)
         self.force = bool(force)
-        if self.writer.caveat is None and is_demo_test(bias_test.name):
+        self.demo = is_demo_test(bias_test.name) and not bias_test.user_manifest  # a user's manifest is no demo
+        if self.writer.caveat is None and self.demo:
             self.writer.caveat = DEMO_CAVEAT
 
     def run(self, config: dict | None = None) -> dict:
@@ -89,7 +90,7 @@ class SpeatTask:
         if summary:
             log.info("SpEAT %s on %s (%s): d=%.3f p=%.4g", self.bias_test.name, info["upstream"],
                      self.aggregation.name, summary["d"], summary["p"])
-            if is_demo_test(self.bias_test.name):
+            if self.demo:
                 log.warning(DEMO_CAVEAT)
         return summary
 

@@ -135,9 +135,7 @@ class SpokenStereoSetTask:
             raise ValueError(f"{self.data_dir}: no instance with audio to evaluate")
         caveat = DEMO_CAVEAT if is_demo_run(self.demo_caveat, self.data_dir, self.demo_dir,
                                             self.model_targets) else None
-        w.caveat = caveat
-        if caveat:
-            log.warning(caveat)
+        w.caveat = caveat  # said on the console once, with the report line
         summaries, answers, model_label = [], None, None
         if self.adapter is not None:
             model_label = self.adapter.name + (" (text only)" if self.text_only else "")

@@ -163,10 +163,16 @@ class TrainSerTask:
                                  tags=[info["upstream"], info["family"], "ser", self.valence.name], config=config)
         summary["n_upstream_forwards"] = n_forward
         for key, value in summary.items():
-            log.info("%s = %s", key, value)
+            log.info("%s = %s", key, console_value(value))
         if demo:
             log.warning(DEMO_CAVEAT)
         return summary
+
+
+def console_value(value):
+    """A summary value as the console shows it: floats to 4 significant digits (``0.8552``), the rest as
+    they are; the files keep full precision."""
+    return f"{value:.4g}" if isinstance(value, float) else value
 
 
 def summary_from_results(output_dir) -> dict:

@@ -111,9 +111,7 @@ class WerDisparityTask:
             raise ValueError("task=wer_disparity needs an ASR model and a corpus, "
                              "e.g. asr=whisper_small corpus=fair_speech")
         # demo = shipped synthetic corpus or a tiny random model: plumbing, not findings
-        self.writer.caveat = DEMO_CAVEAT if self.demo else None
-        if self.demo:
-            log.warning(DEMO_CAVEAT)
+        self.writer.caveat = DEMO_CAVEAT if self.demo else None  # said on the console once, with the result
         transcriber = self.transcriber
         cache = self.hypothesis_cache(fingerprint=transcriber.fingerprint,
                                       model_fields=transcriber.fingerprint_fields())

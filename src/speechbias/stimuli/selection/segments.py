@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import soundfile as sf
 
+from speechbias.atomic_file import atomic_write
 from speechbias.audio import AudioError
 
 
@@ -46,9 +47,7 @@ def cut_segments(clips: pd.DataFrame, out_dir: str | Path) -> pd.DataFrame:
                 raise
             except Exception as exc:
                 raise AudioError(src, f"cannot read segment {start:.3f}-{end:.3f} s ({exc})") from exc
-            tmp = target.with_name(target.name + ".tmp.wav")
-            sf.write(str(tmp), data, sr, subtype="PCM_16")
-            tmp.replace(target)
+            atomic_write(target, lambda tmp: sf.write(str(tmp), data, sr, subtype="PCM_16"))
         out.at[i, "source_path"] = str(src)
         out.at[i, "path"] = str(target)
     return out

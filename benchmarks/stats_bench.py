@@ -91,6 +91,8 @@ def paper_test_data(seed, n=60, n_attr=60, dim=1024):
 
 def one_paper_test(args):
     """speat + SE curve for one synthetic test; returns (speat s, bootstrap s, d, p) in CPU seconds."""
+    from speechbias.stats import bootstrap_se, speat  # from the worker's src (use_src)
+
     seed, n_permutations, n_resamples = args
     X, Y, A, B = paper_test_data(seed)
     t0 = time.process_time()
@@ -99,7 +101,9 @@ def one_paper_test(args):
     curve = bootstrap_se(s_x=result.s_x, s_y=result.s_y, sizes=np.arange(2, 61), n_resamples=n_resamples, seed=seed)
     t2 = time.process_time()
     assert curve.se.shape == (59,)
-    return t1 - t0, t2 - t1, result.d, result.p
+    import speechbias
+
+    return t1 - t0, t2 - t1, result.d, result.p, speechbias.__file__
 
 
 def argpartition_count(centred, k, t_obs, n_perm, rng, chunk=4096):
@@ -208,36 +212,60 @@ def section_kernels(quick: bool) -> None:
           f"Generator.integers {t_np:.3f} s ({t_np / t_table:.1f}x)")
 
 
-def section_paper_workload(quick: bool, workers: int) -> None:
+def use_src(src: str) -> None:
+    """Worker initializer: import speechbias from ``src`` (spawn copies the parent's sys.path, and the
+    bench module imported speechbias before the initializer runs)."""
+    import sys
+
+    sys.path.insert(0, src)
+    for name in [m for m in sys.modules if m == "speechbias" or m.startswith("speechbias.")]:
+        del sys.modules[name]
+
+
+def run_paper_workload(jobs, workers: int, src: str | None) -> tuple[float, float, list]:
+    """(wall s, worker start-up s, rows) of the jobs in ``workers`` spawned processes that import
+    speechbias from ``src`` (None: as this process does)."""
+    # One BLAS thread per worker process (set before the spawned interpreters import numpy).
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    os.environ["OMP_NUM_THREADS"] = "1"
+    start = time.perf_counter()
+    with mp.get_context("spawn").Pool(workers, initializer=use_src if src else None,
+                                      initargs=(src,) if src else ()) as pool:
+        pool.map(abs, range(workers), chunksize=1)  # wait for the workers to start (imports included)
+        startup = time.perf_counter() - start
+        rows = pool.map(one_paper_test, jobs, chunksize=1)
+    return time.perf_counter() - start, startup, rows
+
+
+def section_paper_workload(quick: bool, workers: int, reference_src: str | None = None) -> None:
     n_tests, n_perm, n_res = (8, 100_000, 1_000) if quick else (96, 1_000_000, 10_000)
     print(f"\n== 3. paper workload: {n_tests} tests x (speat, {n_perm:,} permutations; SE curve n=2..60, "
           f"{n_res:,} resamples/size), {workers} worker process(es) ==")
     print("goal (issue 23): <= 10 s wall on 2 cores, <= 20 CPU-s (0.2 CPU-s per test) for the full workload")
-    print("before:", load())
     jobs = [(seed, n_perm, n_res) for seed in range(n_tests)]
-    start = time.perf_counter()
-    startup = 0.0
-    if workers == 1:
-        rows = [one_paper_test(job) for job in jobs]
-    else:
-        # One BLAS thread per worker process (set before the spawned interpreters import numpy).
-        os.environ["OPENBLAS_NUM_THREADS"] = "1"
-        os.environ["OMP_NUM_THREADS"] = "1"
-        with mp.get_context("spawn").Pool(workers) as pool:
-            pool.map(abs, range(workers), chunksize=1)  # wait for the workers to start (imports included)
-            startup = time.perf_counter() - start
-            rows = pool.map(one_paper_test, jobs, chunksize=1)
-    wall = time.perf_counter() - start
-    speat_cpu = sum(r[0] for r in rows)
-    boot_cpu = sum(r[1] for r in rows)
-    print("after: ", load())
-    cpu_per_test = (speat_cpu + boot_cpu) / n_tests
-    print(f"wall time {wall:.1f} s for {n_tests} tests, of which {startup:.1f} s starting worker processes; "
-          f"CPU {speat_cpu + boot_cpu:.1f} s = per test: speat {speat_cpu / n_tests:.3f} s + SE curve "
-          f"{boot_cpu / n_tests:.3f} s")
-    print(f"the aggregation appendix (33 aggregations x 96 tests = 3,168 tests): {3168 * cpu_per_test / 60:.1f} CPU-minutes")
-    ps = np.array([r[3] for r in rows])
-    print(f"sanity: d range [{min(r[2] for r in rows):.2f}, {max(r[2] for r in rows):.2f}], p range [{ps.min():.4f}, {ps.max():.4f}]")
+    runs = [("reference " + reference_src, reference_src)] if reference_src else []
+    runs.append(("this checkout", None))
+    cpu = {}
+    for label, src in runs:
+        print(f"{label}: before: {load()}")
+        wall, startup, rows = run_paper_workload(jobs, workers, src)
+        speat_cpu = sum(r[0] for r in rows)
+        boot_cpu = sum(r[1] for r in rows)
+        cpu[label] = (wall, speat_cpu + boot_cpu)
+        print(f"{label}: after:  {load()}")
+        cpu_per_test = (speat_cpu + boot_cpu) / n_tests
+        print(f"{label}: wall time {wall:.1f} s for {n_tests} tests, of which {startup:.1f} s starting worker "
+              f"processes; CPU {speat_cpu + boot_cpu:.1f} s = per test: speat {speat_cpu / n_tests:.3f} s + SE curve "
+              f"{boot_cpu / n_tests:.3f} s")
+        print(f"{label}: the aggregation appendix (33 aggregations x 96 tests = 3,168 tests): "
+              f"{3168 * cpu_per_test / 60:.1f} CPU-minutes")
+        ps = np.array([r[3] for r in rows])
+        print(f"{label}: speechbias from {rows[0][4]}")
+        print(f"{label}: sanity: d range [{min(r[2] for r in rows):.2f}, {max(r[2] for r in rows):.2f}], "
+              f"p range [{ps.min():.4f}, {ps.max():.4f}]")
+    if reference_src:
+        (w_ref, c_ref), (w_new, c_new) = cpu.values()
+        print(f"ratio reference / this checkout: wall {w_ref / w_new:.2f}x, CPU {c_ref / c_new:.2f}x")
 
     # Reference in the same run: the naive numpy loops on test 0, on a sample of the work, per unit.
     X, Y, A, B = paper_test_data(0)
@@ -256,6 +284,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller sizes (about a minute or less)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes for the paper workload")
     parser.add_argument("--only", choices=["loop", "kernels", "paper"], help="run one section")
+    parser.add_argument("--reference-src", help="also run the paper workload with speechbias from this src folder "
+                        "(e.g. /work/main/src), side by side")
     args = parser.parse_args()
     print(f"speechbias.stats benchmark ({'quick' if args.quick else 'full'}), {os.cpu_count()} CPU cores, {load()}")
     if args.only in (None, "loop"):
@@ -263,7 +293,7 @@ def main() -> None:
     if args.only in (None, "kernels"):
         section_kernels(args.quick)
     if args.only in (None, "paper"):
-        section_paper_workload(args.quick, args.workers)
+        section_paper_workload(args.quick, args.workers, args.reference_src)
 
 
 if __name__ == "__main__":

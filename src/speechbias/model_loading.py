@@ -3,6 +3,7 @@
 * :func:`load_pretrained`: any ``from_pretrained``-style loader, the local Hugging Face cache first,
   the hub only when a quick probe reaches it; :class:`MissingWeightsError` (one line naming the model
   id and the three ways to make its files available) when neither has them.
+* :func:`check_weights_available`: the same error before any weights are read (lazy upstreams).
 * :func:`hub_offline`: HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE, read at call time.
 * :func:`local_dir`: a model id that is a local directory.
 * :class:`ModelFingerprint`: the identity fields of a model (id, revision, layer convention or decoding,

@@ -46,6 +46,7 @@ def main() -> None:
     ap.add_argument("--reference", type=Path, default=Path("/work/main/src"), help="src folder of the reference checkout")
     ap.add_argument("--upstream", default="random_wav2vec2_base")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--only", choices=["demo", "upstream"], help="one of the two commands")
     args = ap.parse_args()
     ours = REPO / "src"
     print(f"{os.cpu_count()} cores; before: {load()}")
@@ -61,6 +62,8 @@ def main() -> None:
                 "speat.per_layer=false", *common],
         }
         floor = [sys.executable, "-c", "import torch, pytorch_lightning, transformers"]
+        if args.only:
+            commands = dict([list(commands.items())[0 if args.only == "demo" else 1]])
         for name, cmd in commands.items():
             run([*cmd, f"hydra.run.dir={tmp / 'fill'}"], ours, tmp)  # fill the cache (both checkouts share it)
             results = {"reference": [], "this checkout": [], "import-only floor": []}
@@ -70,6 +73,8 @@ def main() -> None:
                                                "force=true"], src, tmp))
                 results["import-only floor"].append(run(floor, ours, tmp))
             print(f"\n{name} (warm, every clip cached), best of {args.repeats}:")
+            for label, values in results.items():
+                print(f"  every run, {label}: " + ", ".join(f"{w:.2f} s / {m:.0f} MiB" for w, m in values))
             best = {k: (min(w for w, _ in v), max(m for _, m in v)) for k, v in results.items()}
             for label, (wall, peak) in best.items():
                 print(f"  {label:18s} {wall:6.2f} s   peak RSS {peak:7.0f} MiB")

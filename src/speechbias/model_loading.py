@@ -3,6 +3,7 @@
 * :func:`load_pretrained`: any ``from_pretrained``-style loader, the local Hugging Face cache first,
   the hub only when a quick probe reaches it; :class:`MissingWeightsError` (one line naming the model
   id and the three ways to make its files available) when neither has them.
+* :func:`check_weights_available`: the same error before any weights are read (lazy upstreams).
 * :func:`hub_offline`: HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE, read at call time.
 * :func:`local_dir`: a model id that is a local directory.
 * :class:`ModelFingerprint`: the identity fields of a model (id, revision, layer convention or decoding,
@@ -135,6 +136,38 @@ def load_pretrained(loader: Callable, model_id: str, revision: str | None = None
         return _cache_first(loader, model_id, revision=revision, **kwargs)
     except (OSError, ValueError) as err:
         raise MissingWeightsError(missing_weights_message(model_id, what, err, revision)) from err
+
+
+#: the files transformers' ``from_pretrained`` reads the weights from (one of them, or an index)
+HF_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+
+
+def check_weights_available(model_id: str, revision: str | None = None, cache_dir: str | None = None) -> None:
+    """Fail now, without reading any weights, when the weights of ``model_id`` cannot be had later.
+
+    For a model whose weights are loaded only at its first forward (a lazy upstream): a local
+    directory must hold one of :data:`HF_WEIGHT_FILES`; a hub id must have one in the local cache,
+    or the hub must be usable (not offline, reachable). Raises :class:`MissingWeightsError`
+    with the same one line as :func:`load_pretrained`.
+    """
+    folder = local_dir(model_id)
+    if folder is not None:
+        if not any((folder / name).is_file() for name in HF_WEIGHT_FILES):
+            cause = FileNotFoundError(f"no weights file ({' / '.join(HF_WEIGHT_FILES[::2])}) in {folder}")
+            raise MissingWeightsError(missing_weights_message(model_id, "weights", cause, revision))
+        return
+    for name in HF_WEIGHT_FILES:
+        found = huggingface_hub.try_to_load_from_cache(model_id, name, cache_dir=cache_dir, revision=revision)
+        if isinstance(found, str):
+            return
+    if hub_offline():
+        cause = FileNotFoundError("no weights file in the local cache")
+    elif not hub_reachable():
+        host = urlparse(huggingface_hub.constants.ENDPOINT).hostname
+        cause = OSError(f"not in the local cache and the hub ({host}:443) is unreachable")
+    else:
+        return  # downloaded at the first forward
+    raise MissingWeightsError(missing_weights_message(model_id, "weights", cause, revision))
 
 
 # --- what was loaded ---------------------------------------------------------------------------------

@@ -75,6 +75,16 @@ def test_iid_se_matches_loop_bootstrap(scores, n):
     assert result.se[0] == pytest.approx(expected, rel=0.10)
 
 
+@pytest.mark.parametrize("m_x, m_y, n", [(70, 66, 5), (70, 66, 12), (64, 9, 7)])
+def test_iid_se_matches_loop_bootstrap_with_and_without_pair_tables(m_x, m_y, n):
+    # m > 64: single draws (no pair table); m = 64: the largest pair table; odd n: one single draw.
+    rng = np.random.default_rng(m_x + n)
+    sx, sy = rng.normal(0.3, 1.0, m_x), rng.normal(0.0, 1.3, m_y)
+    result = bootstrap_se(s_x=sx, s_y=sy, sizes=[n], n_resamples=10_000, seed=4)
+    expected = loop_se(iid_draw(sx.tolist(), sy.tolist(), n), LOOP_RESAMPLES, seed=n)
+    assert result.se[0] == pytest.approx(expected, rel=0.10)
+
+
 @pytest.mark.parametrize("n", [3, 12])
 def test_paired_se_matches_loop_bootstrap(n):
     rng = np.random.default_rng(1)

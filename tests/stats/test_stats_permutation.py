@@ -11,7 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from speechbias.stats import permutation_test
-from speechbias.stats.permutation import _count_sampled_at_least, exact_null_sums
+from speechbias.stats.permutation import (
+    _count_by_rejection,
+    _count_by_selection_sampling,
+    _count_sampled_at_least,
+    byte_sum_tables,
+    exact_null_sums,
+    rejection_words_per_subset,
+)
+
+KERNELS = [_count_by_selection_sampling, _count_by_rejection]
 
 
 def brute_force_p(s_x, s_y):
@@ -74,7 +83,8 @@ def test_sampled_p_is_within_monte_carlo_error_of_exact(n_x, n_y, seed):
     assert abs(sampled.p - exact.p) < 5 * sigma
 
 
-def test_sampled_partitions_are_uniform_over_all_subsets():
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_sampled_partitions_are_uniform_over_all_subsets(kernel):
     # With s = powers of two every 4-subset of 9 items has its own sum, so the counts of sums
     # >= each threshold give the whole sampled distribution; compare with exact tail shares.
     s = 2.0 ** np.arange(9)
@@ -84,21 +94,69 @@ def test_sampled_partitions_are_uniform_over_all_subsets():
     centred = s - s.mean()
     shift = 4 * s.mean()
     for threshold in sums[::7]:
-        count = _count_sampled_at_least(centred, 4, threshold - shift, n_perm, rng)
+        count = kernel(centred, 4, threshold - shift, n_perm, rng)
         share = np.mean(sums >= threshold)
         sigma = math.sqrt(share * (1 - share) / n_perm) + 1e-9
         assert abs(count / n_perm - share) < 5 * sigma, threshold
 
 
-def test_each_item_is_included_with_probability_k_over_n():
+@pytest.mark.parametrize("kernel, n, k", [(_count_by_selection_sampling, 30, 9), (_count_by_rejection, 130, 60)])
+def test_each_item_is_included_with_probability_k_over_n(kernel, n, k):
     # Indicator weights: the count of sampled subsets containing item i (sum >= 1 with weight 1 on i).
-    n, k, n_perm = 30, 9, 30_000
-    for item in (0, 14, 29):
+    # n = 130 spans three 64-bit words and a partial last byte.
+    n_perm = 30_000
+    for item in (0, 14, n - 1):
         weights = np.zeros(n)
         weights[item] = 1.0
-        count = _count_sampled_at_least(weights, k, 0.5, n_perm, np.random.default_rng(item))
+        count = kernel(weights, k, 0.5, n_perm, np.random.default_rng(item))
         share = k / n
         assert abs(count / n_perm - share) < 5 * math.sqrt(share * (1 - share) / n_perm)
+
+
+def test_rejection_kernel_pairs_are_uniform_on_a_multi_word_mask():
+    # Two items in different 64-bit words (and bytes): P(both in the subset) = k (k-1) / (n (n-1)).
+    n, k, n_perm = 100, 50, 40_000
+    weights = np.zeros(n)
+    weights[[3, 97]] = 1.0
+    count = _count_by_rejection(weights, k, 1.5, n_perm, np.random.default_rng(7))
+    share = k * (k - 1) / (n * (n - 1))
+    assert abs(count / n_perm - share) < 5 * math.sqrt(share * (1 - share) / n_perm)
+
+
+def test_byte_sum_tables_against_a_loop():
+    values = np.random.default_rng(3).normal(size=13)
+    tables = byte_sum_tables(values)
+    assert tables.shape == (2, 256)
+    for b in range(2):
+        for v in (0, 1, 5, 128, 255):
+            expected = sum(values[8 * b + i] for i in range(8) if v >> i & 1 and 8 * b + i < 13)
+            assert tables[b, v] == pytest.approx(expected, abs=1e-15)
+
+
+def test_kernel_choice_depends_on_the_group_sizes_only():
+    assert rejection_words_per_subset(120, 60) <= 60  # 60 + 60: rejection
+    assert rejection_words_per_subset(120, 20) > 60  # 20 + 100: selection sampling
+    rng = np.random.default_rng(5)
+    s_x, s_y = rng.normal(0.2, 1, 60), rng.normal(0, 1, 60)
+    pooled = np.concatenate([s_x, s_y])
+    centred = pooled - pooled.mean()
+    direct = _count_by_rejection(centred, 60, float(centred[:60].sum()), 3_000, np.random.default_rng(9))
+    via_test = permutation_test(s_x, s_y, n_permutations=3_000, seed=9)
+    assert via_test.p == (1 + direct) / 3_001
+
+
+@pytest.mark.parametrize("n_x, n_y", [(30, 30), (12, 48)])
+def test_paper_size_p_within_monte_carlo_error_of_a_naive_shuffle(n_x, n_y):
+    # Independent naive reference: numpy shuffles of the pooled values, X = the first n_x.
+    rng = np.random.default_rng(n_x)
+    s_x, s_y = rng.normal(0.15, 1, n_x), rng.normal(0, 1, n_y)
+    pooled = np.concatenate([s_x, s_y])
+    ref_rng, n_ref = np.random.default_rng(1), 20_000
+    hits = sum(ref_rng.permutation(pooled)[:n_x].sum() >= s_x.sum() - 1e-12 for _ in range(n_ref))
+    p_ref = (1 + hits) / (1 + n_ref)
+    result = permutation_test(s_x, s_y, n_permutations=200_000, seed=3)
+    sigma = math.sqrt(p_ref * (1 - p_ref) * (1 / n_ref + 1 / 200_000))
+    assert abs(result.p - p_ref) < 5 * sigma
 
 
 @settings(max_examples=30, deadline=None)

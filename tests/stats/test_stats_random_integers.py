@@ -64,3 +64,28 @@ def test_seeded_draws_are_reproducible_and_reuse_is_safe():
 def test_bad_range_raises(high):
     with pytest.raises(ValueError, match="high: every range must be >= 1"):
         uniform_integers(np.random.default_rng(0), high, (2,))
+
+
+@pytest.mark.parametrize("high", [1, 3, 60, 2500, 3600, 1 << 16])
+def test_table_integers_map_every_value_the_same_number_of_times(high):
+    from speechbias.stats.random_integers import TableIntegers
+
+    drawer = TableIntegers(high)
+    # The accepted 16-bit values, counted by what they map to: each result from exactly 2**16 // high.
+    mapped = drawer._table[: drawer.limit]
+    assert np.array_equal(np.bincount(mapped, minlength=high), np.full(high, (1 << 16) // high))
+    values = drawer.draw(np.random.default_rng(high), (max(200_000, 50 * high),))
+    assert values.max() < high
+    if 1 < high <= 3600:
+        assert stats.chisquare(np.bincount(values, minlength=high)).pvalue > 1e-4
+
+
+def test_table_integers_redraw_the_rejected_values():
+    # 2**16 = 26 * 2500 + 536: without the redraw the results 0..20 would come 1/26 more often (536 / 26 = 20.6).
+    from speechbias.stats.random_integers import TableIntegers
+
+    high, n = 2500, 3_000_000
+    values = TableIntegers(high).draw(np.random.default_rng(3), (n,))
+    assert stats.chisquare(np.bincount(values, minlength=high)).pvalue > 1e-4
+    first = TableIntegers(high).draw(np.random.default_rng(4), (1000,))
+    assert np.array_equal(first, TableIntegers(high).draw(np.random.default_rng(4), (1000,)))

@@ -43,7 +43,7 @@ def distinct_continuations(table: pd.DataFrame) -> pd.DataFrame:
     return long.drop_duplicates(["domain", "text"]).reset_index(drop=True)
 
 
-def continuation_rouge_l(table: pd.DataFrame, method: str = "numpy") -> pd.DataFrame:
+def continuation_rouge_l(table: pd.DataFrame, method: str = "rapidfuzz") -> pd.DataFrame:
     """Distinct continuations with ``mean_rouge_l``: mean ROUGE-L F1 against all others of the domain."""
     parts = []
     for _, conts in distinct_continuations(table).groupby("domain", sort=False):

@@ -75,3 +75,33 @@ def _raw_uint16(rng: np.random.Generator, n: int) -> np.ndarray:
 def uniform_integers(rng: np.random.Generator, high, shape: tuple[int, ...]) -> np.ndarray:
     """One block of uniform integers in ``[0, high)``; see :meth:`UniformIntegers.draw`."""
     return UniformIntegers().draw(rng, high, shape)
+
+
+class TableIntegers:
+    """Exact uniform integers in ``[0, high)`` for one fixed ``high <= 2**16``: each raw 16-bit value v
+    below ``limit = (2**16 // high) * high`` maps to ``v // (2**16 // high)`` through a 128 KiB uint16
+    table (every result from exactly 2**16 // high values of v); values at or above ``limit``
+    (probability below high / 2**16) are redrawn. One table look-up per value instead of the
+    multiply-shift passes of :class:`UniformIntegers` (which serves one range per row); measured in
+    benchmarks/stats_bench.py. Consumes only ``rng``'s raw output, so a seed reproduces every draw.
+    """
+
+    def __init__(self, high: int):
+        high = int(high)
+        if not 1 <= high <= 1 << 16:
+            raise ValueError(f"high: must be in [1, 65536], got {high}")
+        repeats = (1 << 16) // high
+        self.high = high
+        self.limit = repeats * high
+        self._table = np.minimum(np.arange(1 << 16) // repeats, high - 1).astype(np.uint16)
+
+    def draw(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        """uint16 array of ``shape`` with independent uniform values in ``[0, high)``."""
+        n = int(np.prod(shape, dtype=np.int64))
+        raw = _raw_uint16(rng, n)
+        if self.limit < 1 << 16:
+            todo = np.flatnonzero(raw >= self.limit)
+            while todo.size:
+                raw[todo] = _raw_uint16(rng, todo.size)
+                todo = todo[raw[todo] >= self.limit]
+        return self._table.take(raw).reshape(shape)

@@ -84,7 +84,7 @@ class SpokenStereoSetTask:
         sampling / prompt: decoding settings and prompt templates.
         cer_threshold / min_word_recall: the answer-mapping rules' thresholds (:mod:`speechbias.sllm.answers`).
         statistics: also compute the dataset statistics (Table 2, Fig. 1) with ``rouge_method``
-            (numpy | rouge_score) and ``histogram_bins``.
+            (rapidfuzz | rouge_score) and ``histogram_bins``.
         seed: of the option orders and the sampling. force: rerun a finished run.
     """
 
@@ -95,7 +95,7 @@ class SpokenStereoSetTask:
                  orders: str = "shuffled", text_only: bool = False, batch_size: int = 8,
                  sampling: SamplingParams = SamplingParams(), prompt: PromptTemplate | None = None,
                  cer_threshold: float = 0.1, min_word_recall: float = 0.8, statistics: bool = True,
-                 rouge_method: str = "numpy", histogram_bins: int = 30, seed: int = 0, force: bool = False):
+                 rouge_method: str = "rapidfuzz", histogram_bins: int = 30, seed: int = 0, force: bool = False):
         self.adapter = adapter
         self.judge = judge
         self.writer = writer

@@ -2,7 +2,10 @@
 
 This module holds what every family shares: loading (:func:`speechbias.model_loading.load_pretrained`,
 real hub ids or a local directory, or a seeded random init), eval mode, the block recording, batch
-invariance and the fingerprint. What differs per family (input features, normalisation, valid
+invariance and the fingerprint. The upstream is lazy: construction reads the config (and checks that
+the weights can be had, reading none), which gives the shape and the fingerprint; the model is built
+and its weights loaded at the first forward (or the first access to ``model``), so a run whose
+clips are all cached builds no model. What differs per family (input features, normalisation, valid
 frames, which modules are the blocks, clip-length limits) is in its adapter under
 :mod:`speechbias.upstream.families`: ``wav2vec2_like`` (wav2vec2, HuBERT, WavLM) and
 ``whisper_encoder``.
@@ -24,7 +27,14 @@ import torch
 import transformers
 from transformers import PretrainedConfig
 
-from speechbias.model_loading import load_pretrained, local_dir, local_weights_digest, loaded_commit, sha256_json
+from speechbias.model_loading import (
+    check_weights_available,
+    load_pretrained,
+    local_dir,
+    local_weights_digest,
+    loaded_commit,
+    sha256_json,
+)
 from speechbias.upstream.base import Upstream
 from speechbias.upstream.batching import forward_batch_invariant, zero_padding
 from speechbias.upstream.block_states import LAYER_CONVENTION, BlockStateRecorder
@@ -167,30 +177,58 @@ class HFUpstream(Upstream):
             self.config_sha256 = sha256_json(hf_config.to_dict())
         self.family = _family_of(hf_config, family, source)
         self.resolved_commit = loaded_commit(hf_config)
-        adapter_cls = FAMILIES[self.family]
-        model_cls = adapter_cls.model_classes[self.family][1]
-
-        if self.randomize:
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(self.seed)
-                model = model_cls(hf_config)
-                init_parametrized_weights(model, model._init_weights)  # transformers' init misses weight-normed ones
-            model = model.to(self.torch_dtype)
-        else:
-            model = load_pretrained(model_cls.from_pretrained, model_id, what="weights", dtype=self.torch_dtype,
-                                    **load_kwargs)
+        if not self.randomize:
+            check_weights_available(model_id, revision=revision, cache_dir=cache_dir)
+        self._load_kwargs = load_kwargs
 
         self.config = hf_config
-        self.model = adapter_cls.encoder_of(model)
-        self.family_adapter = adapter_cls(hf_config, self.model, normalize, model_id=model_id, load_kwargs=load_kwargs)
+        self.family_adapter = FAMILIES[self.family](hf_config, normalize, model_id=model_id, load_kwargs=load_kwargs)
         for name in ("hidden_size", "frame_rate", "min_samples", "max_samples", "pad_invariant", "normalize",
                      "normalize_source"):
             setattr(self, name, getattr(self.family_adapter, name))
-        _bake_parametrizations(self.model)
-        self.model.eval()
-        self.model.requires_grad_(False)
-        self._recorder = BlockStateRecorder(self.family_adapter.blocks(self.model))
-        self.num_layers = self._recorder.num_blocks + 1
+        self.num_layers = self.family_adapter.num_blocks(hf_config) + 1
+        # Moves with .to()/.cuda(), so a model built later lands where the upstream was sent.
+        self.register_buffer("_device_probe", torch.empty(0), persistent=False)
+        self._recorder: BlockStateRecorder | None = None
+
+    # --- the model, built on first use -----------------------------------------------------------
+
+    @property
+    def is_built(self) -> bool:
+        """Whether the model has been built (weights loaded); False until the first forward."""
+        return "model" in self._modules
+
+    @property
+    def model(self) -> torch.nn.Module:
+        """The encoder, built (weights loaded, or seeded random init) on first access."""
+        if "model" not in self._modules:
+            self._build()
+        return self._modules["model"]
+
+    def _build(self) -> None:
+        adapter_cls = FAMILIES[self.family]
+        model_cls = adapter_cls.model_classes[self.family][1]
+        if self.randomize:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(self.seed)
+                model = model_cls(self.config)
+                init_parametrized_weights(model, model._init_weights)  # transformers' init misses weight-normed ones
+            model = model.to(self.torch_dtype)
+        else:
+            model = load_pretrained(model_cls.from_pretrained, self.model_id, what="weights", dtype=self.torch_dtype,
+                                    **self._load_kwargs)
+        encoder = adapter_cls.encoder_of(model)
+        self.family_adapter.check_encoder(encoder)
+        _bake_parametrizations(encoder)
+        encoder.eval()
+        encoder.requires_grad_(False)
+        recorder = BlockStateRecorder(self.family_adapter.blocks(encoder))
+        if recorder.num_blocks + 1 != self.num_layers:
+            raise RuntimeError(f"{self.name}: the built encoder has {recorder.num_blocks} blocks, its config "
+                               f"{self.num_layers - 1}")
+        # registered as add_module would (its name check reads the ``model`` property, which builds)
+        self._modules["model"] = encoder.to(self._device_probe.device)
+        self._recorder = recorder
 
     @classmethod
     def from_config_dict(
@@ -222,8 +260,9 @@ class HFUpstream(Upstream):
         clip's valid frames, as float32."""
         wavs = zero_padding(wavs[:, : int(lengths.max())].float(), lengths)
         inputs = self.family_adapter.encoder_inputs(wavs, lengths, self.torch_dtype)
+        model = self.model  # built here on the first forward
         with half_precision_cpu_guard(self.torch_dtype, wavs.device), self._recorder.recording() as states:
-            self.model(**inputs)
+            model(**inputs)
         frame_lengths = self.family_adapter.frame_lengths(lengths)
         kept = int(frame_lengths.max())
         return [state[:, :kept].float() for state in states], frame_lengths

@@ -21,10 +21,11 @@ from transformers import PretrainedConfig, PreTrainedModel
 class EncoderFamily(nn.Module, ABC):
     """One family of encoders (e.g. wav2vec2/HuBERT/WavLM, or Whisper).
 
-    Built with ``(config, encoder, normalize, model_id, load_kwargs)``: the model's config, the
-    module :meth:`encoder_of` returned, the ``normalize`` argument of HFUpstream (None = the
-    family's default), and where the model came from (None for a config-dict model) for families
-    that read a preprocessor config.
+    Built with ``(config, normalize, model_id, load_kwargs)``: the model's config, the ``normalize``
+    argument of HFUpstream (None = the family's default), and where the model came from (None for
+    a config-dict model) for families that read a preprocessor config. Everything it states is
+    read from the config, so an upstream knows its shape and fingerprint before (or without)
+    building its model; :meth:`check_encoder` checks that against the built encoder.
     """
 
     #: model_type -> (config class, model class) of every model type of the family
@@ -42,6 +43,14 @@ class EncoderFamily(nn.Module, ABC):
     @abstractmethod
     def encoder_of(model: PreTrainedModel) -> nn.Module:
         """The module HFUpstream runs: the loaded model, or its encoder part."""
+
+    @staticmethod
+    @abstractmethod
+    def num_blocks(config: PretrainedConfig) -> int:
+        """Transformer blocks of the encoder the config describes (len of :meth:`blocks`)."""
+
+    def check_encoder(self, encoder: nn.Module) -> None:
+        """Raise RuntimeError when the built encoder contradicts what was read from the config."""
 
     @abstractmethod
     def blocks(self, encoder: nn.Module) -> nn.ModuleList:

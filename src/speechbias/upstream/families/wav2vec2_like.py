@@ -85,7 +85,7 @@ class Wav2Vec2LikeFamily(EncoderFamily):
         "wavlm": (WavLMConfig, WavLMModel),
     }
 
-    def __init__(self, config: PretrainedConfig, encoder: nn.Module, normalize: bool | None = None,
+    def __init__(self, config: PretrainedConfig, normalize: bool | None = None,
                  model_id: str | None = None, load_kwargs: Mapping | None = None):
         super().__init__()
         self.conv_kernel = tuple(config.conv_kernel)
@@ -108,6 +108,10 @@ class Wav2Vec2LikeFamily(EncoderFamily):
     @staticmethod
     def encoder_of(model: nn.Module) -> nn.Module:
         return model
+
+    @staticmethod
+    def num_blocks(config: PretrainedConfig) -> int:
+        return int(config.num_hidden_layers)
 
     def blocks(self, encoder: nn.Module) -> nn.ModuleList:
         return encoder.encoder.layers

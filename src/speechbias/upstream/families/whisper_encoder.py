@@ -22,7 +22,10 @@ from speechbias.upstream.families.base import EncoderFamily
 class WhisperEncoderFamily(EncoderFamily):
     model_classes = {"whisper": (WhisperConfig, WhisperModel)}
 
-    def __init__(self, config: PretrainedConfig, encoder: nn.Module, normalize: bool | None = None,
+    #: strides of WhisperEncoder's conv1 and conv2 (fixed by the architecture, not in the config)
+    conv_strides = (1, 2)
+
+    def __init__(self, config: PretrainedConfig, normalize: bool | None = None,
                  model_id: str | None = None, load_kwargs=None):
         super().__init__()
         if normalize:
@@ -31,7 +34,7 @@ class WhisperEncoderFamily(EncoderFamily):
         self.hidden_size = int(config.d_model)
         extractor = whisper_frontend.feature_extractor_for(config)
         self.register_buffer("mel_filters", torch.from_numpy(extractor.mel_filters).float(), persistent=False)
-        samples_per_frame = whisper_frontend.HOP_LENGTH * encoder.conv1.stride[0] * encoder.conv2.stride[0]
+        samples_per_frame = whisper_frontend.HOP_LENGTH * self.conv_strides[0] * self.conv_strides[1]
         self.frame_rate = whisper_frontend.SAMPLE_RATE / samples_per_frame
         self.min_samples = 1
         self.max_samples = whisper_frontend.WINDOW_SAMPLES
@@ -40,6 +43,15 @@ class WhisperEncoderFamily(EncoderFamily):
     @staticmethod
     def encoder_of(model: nn.Module) -> nn.Module:
         return model.get_encoder()
+
+    @staticmethod
+    def num_blocks(config: PretrainedConfig) -> int:
+        return int(config.encoder_layers)
+
+    def check_encoder(self, encoder: nn.Module) -> None:
+        strides = (encoder.conv1.stride[0], encoder.conv2.stride[0])
+        if strides != self.conv_strides:
+            raise RuntimeError(f"Whisper encoder conv strides {strides}, expected {self.conv_strides}")
 
     def blocks(self, encoder: nn.Module) -> nn.ModuleList:
         return encoder.layers

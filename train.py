@@ -13,8 +13,8 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from speechbias.config_checks import check_command_line
-from speechbias.entry import register_project_root, run_entry
+from speechbias.launch.config_checks import check_command_line
+from speechbias.launch.entry import register_project_root, run_entry
 
 # paths.root_dir defaults to this folder, whatever the working directory (PROJECT_ROOT or
 # paths.root_dir=... override it)

@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def count_warm_reads(config: str, overrides: list[str], tmp: Path) -> tuple[Counter, int]:
     """(counts of the warm run, number of clips) for ``config`` (evaluate or train) with ``overrides``."""
-    from speechbias.entry import run_task
+    from speechbias.launch.entry import run_task
     from speechbias.features.cache import FeatureCache
 
     def run(out: str) -> None:

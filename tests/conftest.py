@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 
 # what the entry points register before @hydra.main composes, for tests that compose with hydra.compose:
 # the options of config group aggregation (Hydra's ConfigStore) and the ${speechbias.*} resolvers
-import speechbias.entry  # noqa: E402,F401
+import speechbias.launch.entry  # noqa: E402,F401
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = REPO_ROOT / "conf"

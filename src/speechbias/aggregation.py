@@ -13,7 +13,7 @@ partial sums; relative error below L x 1.1e-16), where a float32 sum over 33 lay
 are exact in any precision and are only cast.
 
 numpy is imported where vectors are computed, not at module import: the entry points import this
-module's names (speechbias.aggregation_configs) before ``@hydra.main`` composes, and a ``--cfg job``
+module's names (speechbias.launch.aggregation_configs) before ``@hydra.main`` composes, and a ``--cfg job``
 or a config error should not wait for numpy.
 """
 

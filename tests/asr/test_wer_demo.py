@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
-from speechbias.entry import register_project_root
+from speechbias.launch.entry import register_project_root
 from speechbias.report.caveat import DEMO_CAVEAT
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
-from speechbias.entry import run_task
+from speechbias.launch.entry import run_task
 from speechbias.report.caveat import DEMO_CAVEAT
 from tests.asr.fixtures import make_fair_speech_tree
 

@@ -1,4 +1,4 @@
-"""Config group ``aggregation``: 33 ConfigStore options (speechbias.aggregation_configs), as users type them."""
+"""Config group ``aggregation``: 33 ConfigStore options (speechbias.launch.aggregation_configs), as users type them."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import MissingConfigException
 
 from speechbias.aggregation import LAYER_CHOICES, TEMPORAL, Aggregation
-from speechbias.aggregation_configs import aggregation_nodes
+from speechbias.launch.aggregation_configs import aggregation_nodes
 
 NAMES = [f"{t}_{layer}" for t, layer in itertools.product(TEMPORAL, LAYER_CHOICES)]
 

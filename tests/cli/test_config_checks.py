@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from speechbias.config_checks import (check_config, check_manifest_files, check_report_arguments, learning_rates)
-from speechbias.user_errors import ConfigError
+from speechbias.launch.config_checks import (check_config, check_manifest_files, check_report_arguments, learning_rates)
+from speechbias.launch.user_errors import ConfigError
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -79,7 +79,7 @@ def test_the_speat_task_checks_its_bias_test_manifest(tmp_path):
 
 
 def test_a_relative_sweep_dir_is_found_in_the_cwd_first_then_in_the_project(tmp_path, monkeypatch):
-    from speechbias.project_paths import user_path
+    from speechbias.launch.project_paths import user_path
 
     project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
     (project / "multirun" / "s").mkdir(parents=True)
@@ -98,7 +98,7 @@ def test_a_relative_sweep_dir_is_found_in_the_cwd_first_then_in_the_project(tmp_
 
 
 def test_unknown_group_options_name_close_matches_and_plain_values_pass(conf_dir):
-    from speechbias.config_checks import check_group_options
+    from speechbias.launch.config_checks import check_group_options
 
     check_group_options(["upstream=hubert_base", "lr=1e-4", "bias_test.manifest=/x.csv", "upstream=glob(*)",
                          "bias_test=demo_voice,demo_accent", "~sllm", "hydra/launcher=parallel"], conf_dir)
@@ -110,7 +110,7 @@ def test_unknown_group_options_name_close_matches_and_plain_values_pass(conf_dir
 
 
 def test_command_line_overrides_drop_hydra_flags():
-    from speechbias.config_checks import command_line_overrides
+    from speechbias.launch.config_checks import command_line_overrides
 
     assert command_line_overrides(["-m", "a=1", "--cfg", "job", "~sllm", "+selection=paper"]) == \
         ["a=1", "~sllm", "+selection=paper"]
@@ -124,7 +124,7 @@ def _roles_manifest(tmp_path, counts):
 
 
 def test_each_role_needs_two_clips(tmp_path):
-    from speechbias.config_checks import check_role_sizes
+    from speechbias.launch.config_checks import check_role_sizes
 
     check_role_sizes(_roles_manifest(tmp_path, {"X": 2, "Y": 2, "A": 3, "B": 2}))
     with pytest.raises(ConfigError, match=r"roles.csv: too few clips per role \(Y: 1, B: 0\)"):
@@ -132,7 +132,7 @@ def test_each_role_needs_two_clips(tmp_path):
 
 
 def test_spoken_stereoset_needs_the_metadata_of_each_domain(tmp_path):
-    from speechbias.config_checks import check_spoken_stereoset_data
+    from speechbias.launch.config_checks import check_spoken_stereoset_data
 
     (tmp_path / "metadata").mkdir()
     (tmp_path / "metadata" / "gender_v1.0.csv").write_text("x\n")
@@ -144,7 +144,7 @@ def test_spoken_stereoset_needs_the_metadata_of_each_domain(tmp_path):
 
 
 def test_corpus_folders_honour_corpus_dirs_overrides(tmp_path):
-    from speechbias.config_checks import check_corpus_folders
+    from speechbias.launch.config_checks import check_corpus_folders
 
     (tmp_path / "saa").mkdir()
     node = OmegaConf.create({"builder": {"test": "female_male", "data_root": str(tmp_path), "selection": "ours",
@@ -159,7 +159,7 @@ def test_clips_that_passed_are_not_decoded_again_until_they_change(tmp_path, mon
     import numpy as np
     import soundfile as sf
 
-    from speechbias import config_checks
+    from speechbias.launch import config_checks
 
     for name in ("a.wav", "b.wav"):
         sf.write(tmp_path / name, np.sin(np.arange(1600) / 5).astype(np.float32) * 0.5, 16000)
@@ -178,9 +178,9 @@ def test_clips_that_passed_are_not_decoded_again_until_they_change(tmp_path, mon
 
 
 def test_an_error_re_raised_by_a_dataloader_worker_keeps_its_own_line():
-    from speechbias.user_errors import StorageError, error_message
+    from speechbias.launch.user_errors import StorageError, error_message
 
     exc = StorageError("Caught StorageError in DataLoader worker process 0.\nOriginal Traceback (most recent call "
                        "last):\n  File \"x.py\", line 1, in f\n"
-                       "speechbias.user_errors.StorageError: /c/x: cannot write it")
+                       "speechbias.launch.user_errors.StorageError: /c/x: cannot write it")
     assert error_message(exc) == "/c/x: cannot write it"

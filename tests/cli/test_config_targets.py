@@ -2,7 +2,7 @@
 need no weights or data are instantiated.
 
 Generic: the tests walk whatever conf/**/*.yaml and this project's ConfigStore nodes
-(speechbias.aggregation_configs) hold, so a new config file is checked the day it is added.
+(speechbias.launch.aggregation_configs) hold, so a new config file is checked the day it is added.
 
 Signature rule: each key of a node with ``_target_`` (except Hydra's ``_target_``, ``_partial_``,
 ``_convert_``, ``_recursive_``, ``_args_``) must be a keyword parameter of the target. ``**kwargs``
@@ -28,7 +28,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf, open_dict
 
-from speechbias.aggregation_configs import PROVIDER
+from speechbias.launch.aggregation_configs import PROVIDER
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 HYDRA_KEYS = {"_target_", "_partial_", "_convert_", "_recursive_", "_args_"}

@@ -153,7 +153,7 @@ def test_a_sweep_with_a_failed_job_exits_1_and_names_the_reason(failed_sweep):
 def test_the_report_of_a_sweep_with_a_failed_job_names_the_reason(failed_sweep, conf_dir):
     from hydra import compose, initialize_config_dir
 
-    from speechbias.entry import run_task
+    from speechbias.launch.entry import run_task
 
     _, sweep, bad = failed_sweep
     with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):

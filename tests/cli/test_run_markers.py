@@ -7,7 +7,7 @@ import logging
 
 from omegaconf import OmegaConf
 
-from speechbias.run_markers import (RUN_DIGEST_FILE, config_values, finished_marker, finished_results,
+from speechbias.launch.run_markers import (RUN_DIGEST_FILE, config_values, finished_marker, finished_results,
                                     record_run_digest)
 
 

@@ -6,7 +6,7 @@ import os
 
 from hydra import compose, initialize_config_dir
 
-from speechbias.entry import offline_wandb_runs, register_project_root, results_line
+from speechbias.launch.entry import offline_wandb_runs, register_project_root, results_line
 
 
 def _paths(conf_dir, overrides=()):

@@ -41,7 +41,7 @@ def write_manifest_tree(root: Path, n_per_role: int = 4, seed: int = 0) -> Path:
     return root / "manifest.csv"
 
 
-# --- truncated and header-edited copies (independent of speechbias.audio's parsers) ---------------
+# --- truncated and header-edited copies (independent of speechbias.fileio.audio's parsers) ---------------
 
 
 def write_cut(path: Path, keep: int | float, fmt: str, seconds: float = 2.0, sr: int = 16_000,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from speechbias.atomic_file import atomic_folder, atomic_write
+from speechbias.fileio.atomic_file import atomic_folder, atomic_write
 from speechbias.stimuli.bias_test import BiasTest
 from speechbias.stimuli.manifest import load_manifest, write_manifest
 
@@ -105,7 +105,7 @@ def test_parallel_jobs_build_one_corpus_tests_manifest_once(tmp_path):
 def test_a_full_disk_is_one_user_error_naming_the_file(tmp_path):
     import errno
 
-    from speechbias.user_errors import error_line
+    from speechbias.launch.user_errors import error_line
 
     def full(tmp):
         Path(tmp).write_text("part")

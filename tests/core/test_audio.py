@@ -19,7 +19,7 @@ from core.audio_fixtures import (
     write_cut,
     xing_frame_count,
 )
-from speechbias.audio import AudioError, audio_sha256, load_audio
+from speechbias.fileio.audio import AudioError, audio_sha256, load_audio
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 FORMATS = [(".wav", "WAV", None), (".flac", "FLAC", None), (".mp3", "MP3", None), (".ogg", "OGG", "VORBIS"),

@@ -12,7 +12,7 @@ import time
 import numpy as np
 from safetensors.numpy import save_file
 
-from speechbias.audio import load_audio
+from speechbias.fileio.audio import load_audio
 from speechbias.features.cache import ClipStatistics, FeatureCache
 
 # The concurrent-writer test's spawned processes import this module: Lightning, the toy upstream

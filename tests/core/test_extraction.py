@@ -10,7 +10,7 @@ import torch
 
 from core.audio_fixtures import write_manifest_tree
 from core.toy_upstream import ToyUpstream
-from speechbias.audio import load_audio
+from speechbias.fileio.audio import load_audio
 from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import extract_statistics
 from speechbias.stimuli import load_manifest

@@ -7,7 +7,7 @@ import warnings
 
 from omegaconf import OmegaConf
 
-from speechbias.lightning_trainer import build_trainer, quiet_third_party_console
+from speechbias.launch.lightning_trainer import build_trainer, quiet_third_party_console
 from conftest import CONF_DIR
 
 LEAFSPEC = ("`isinstance(treespec, LeafSpec)` is deprecated, use `isinstance(treespec, TreeSpec) and "
@@ -16,7 +16,7 @@ LEAFSPEC = ("`isinstance(treespec, LeafSpec)` is deprecated, use `isinstance(tre
 
 def test_every_trainer_config_uses_the_factory():
     for path in sorted((CONF_DIR / "trainer").glob("*.yaml")):
-        assert OmegaConf.load(path)["_target_"] == "speechbias.lightning_trainer.build_trainer", path.name
+        assert OmegaConf.load(path)["_target_"] == "speechbias.launch.lightning_trainer.build_trainer", path.name
 
 
 def test_no_tip_and_no_absent_accelerator_lines_but_other_lightning_info_stays(caplog):
@@ -49,4 +49,4 @@ def test_the_leafspec_deprecation_is_dropped_only_where_lightning_triggers_it():
     assert _emit(LEAFSPEC, FutureWarning, "speechbias.features.extraction") == [LEAFSPEC]
     assert _emit("something else is deprecated", FutureWarning, "pytorch_lightning.utilities._pytree") \
         == ["something else is deprecated"]
-    assert _emit("clip too short", UserWarning, "speechbias.audio") == ["clip too short"]
+    assert _emit("clip too short", UserWarning, "speechbias.fileio.audio") == ["clip too short"]

@@ -99,7 +99,7 @@ def test_every_strategy_returns_float64():
 
 
 def test_all_33_strategies_have_configs():
-    # config group aggregation: ConfigStore nodes (speechbias.aggregation_configs, registered by tests/conftest.py)
+    # config group aggregation: ConfigStore nodes (speechbias.launch.aggregation_configs, registered by tests/conftest.py)
     names = {n.removesuffix(".yaml") for n in ConfigStore.instance().list("aggregation")}
     assert names == {f"{t}_{l}" for t in ("mean", "min", "max") for l in LAYER_CHOICES}
 

@@ -16,7 +16,7 @@ import torch
 
 from ser.helpers import REPO_ROOT, compose_train
 from ser.test_training import DIM, HIGH, LAYERS, LOW, _data
-from speechbias.entry import run_task
+from speechbias.launch.entry import run_task
 from speechbias.ser.datamodule import LayerMeansDataModule
 from speechbias.ser.fit import fit_trainer, fit_valence_head
 from speechbias.ser.module import ValenceRegressor

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import pytorch_lightning as pl
 
-from speechbias.lightning_trainer import build_trainer
+from speechbias.launch.lightning_trainer import build_trainer
 from speechbias.ser.datamodule import LayerMeansDataModule
 from speechbias.ser.fit import StepBoundedProgressBar, epochs_for_steps, fit_trainer, fit_valence_head
 from speechbias.ser.module import ValenceRegressor

@@ -10,7 +10,7 @@ import pytest
 from hydra.errors import InstantiationException
 
 from ser.helpers import compose_train, write_valence_csv
-from speechbias.entry import run_task
+from speechbias.launch.entry import run_task
 from speechbias.report.caveat import DEMO_CAVEAT
 
 

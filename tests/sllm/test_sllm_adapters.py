@@ -43,7 +43,7 @@ def test_audio_placeholders_expand_to_encoder_frames(tiny, clips):
     text = tiny.processor.apply_chat_template(tiny.conversation(ChatInput(PROMPT, clips[0])),
                                               add_generation_prompt=True, tokenize=False)
     assert "<|audio_bos|><|AUDIO|><|audio_eos|>" in text and text.endswith("<|im_start|>assistant\n")
-    from speechbias.audio import load_audio
+    from speechbias.fileio.audio import load_audio
 
     batch = tiny.processor(text=[text], audio=[load_audio(clips[0])], sampling_rate=16_000, return_tensors="pt")
     frames = 1.3 * 100  # 10 ms hop

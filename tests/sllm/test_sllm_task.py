@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
-from speechbias.entry import run_task
+from speechbias.launch.entry import run_task
 from speechbias.report.caveat import DEMO_CAVEAT
 from speechbias.sllm.answers import METHODS, RULES
 from speechbias.sllm.data import load_spoken_stereoset

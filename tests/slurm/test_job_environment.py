@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
-from speechbias.entry import SLURM_ENVIRONMENT_NO_REQUEUE, job_trainer_config
-from speechbias.slurm.job_environment import SlurmTasks, process_rank, slurm_tasks
-from speechbias.user_errors import ConfigError
+from speechbias.launch.entry import SLURM_ENVIRONMENT_NO_REQUEUE, job_trainer_config
+from speechbias.launch.slurm.job_environment import SlurmTasks, process_rank, slurm_tasks
+from speechbias.launch.user_errors import ConfigError
 
-DDP_SIM = {"_target_": "speechbias.lightning_trainer.build_trainer", "_partial_": True, "accelerator": "cpu",
+DDP_SIM = {"_target_": "speechbias.launch.lightning_trainer.build_trainer", "_partial_": True, "accelerator": "cpu",
            "devices": 2, "strategy": "ddp_spawn"}
 DDP_GPU = {**DDP_SIM, "accelerator": "gpu", "devices": -1, "strategy": "ddp"}
-CPU = {"_target_": "speechbias.lightning_trainer.build_trainer", "_partial_": True, "accelerator": "cpu", "devices": 1}
+CPU = {"_target_": "speechbias.launch.lightning_trainer.build_trainer", "_partial_": True, "accelerator": "cpu", "devices": 1}
 
 
 def _tasks(ntasks, per_node=None, nodes=1):

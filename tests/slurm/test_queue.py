@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from speechbias.slurm.queue import PendingReporter, QueueEntry, failure_reason, parse_squeue
+from speechbias.launch.slurm.queue import PendingReporter, QueueEntry, failure_reason, parse_squeue
 
 
 def test_squeue_lines_by_job_id():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from speechbias.slurm.resources import parse_sinfo, resource_problem
+from speechbias.launch.slurm.resources import parse_sinfo, resource_problem
 
 # sinfo -h -o '%P|%c|%m|%G|%D|%a' of a cluster with a default CPU partition (two node types) and a GPU one
 SINFO = """cpu*|2|16000|(null)|1|up

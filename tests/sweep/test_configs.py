@@ -26,7 +26,7 @@ def _compose(conf_dir, overrides, config="evaluate"):
 
 def _options(conf_dir, group: str) -> list[str]:
     """The options of a config group as Hydra's sweeper globs them: conf/<group>/*.yaml and ConfigStore
-    nodes (group aggregation lives in the ConfigStore, speechbias.aggregation_configs)."""
+    nodes (group aggregation lives in the ConfigStore, speechbias.launch.aggregation_configs)."""
     with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
         return sorted(GlobalHydra.instance().config_loader().get_group_options(group))
 

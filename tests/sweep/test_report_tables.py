@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from speechbias.paper_results import load_paper_results
+from speechbias.results.paper_results import load_paper_results
 from speechbias.report import sweep_tables
 from speechbias.ser import sweep_propagation
 from speechbias.stats import sweep_analysis
 from speechbias.stats.sweep_analysis import compare_with_paper
-from speechbias.sweep_results import REPORT_MARKER, collect
+from speechbias.results.sweep_results import REPORT_MARKER, collect
 from sweep.fake_sweep import PAPER_MODELS, US_TESTS, write_propagation_sweep, write_speat_run, write_speat_sweep
 
 

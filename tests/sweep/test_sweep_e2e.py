@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
-from speechbias.entry import run_task
+from speechbias.launch.entry import run_task
 
 # a SpEAT-only sweep has no Figure 2 (SER propagation), one aggregation no appendix D heat map (one cell),
 # and one-layer upstreams only no layer profiles: the report says why instead of drawing them

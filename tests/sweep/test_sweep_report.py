@@ -16,7 +16,7 @@ from speechbias.report.caveat import DEMO_CAVEAT, markdown_caveat
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
 from speechbias.tasks.report import ReportTask
-from speechbias.user_errors import ConfigError
+from speechbias.launch.user_errors import ConfigError
 from sweep.fake_sweep import PAPER_MODELS, write_propagation_sweep, write_speat_sweep
 
 FIGURES = ["figure1_effect_sizes", "figure2_propagation", "figure3_se_curves", "appendix_d_positive",
@@ -103,7 +103,7 @@ def test_report_of_an_empty_sweep_draws_no_figure_says_why_and_fails(tmp_path):
 
 
 def test_report_names_the_reason_of_each_incomplete_job(tmp_path):
-    from speechbias.sweep_status import JobStatus
+    from speechbias.launch.sweep_status import JobStatus
 
     sweep = tmp_path / "s"
     write_speat_sweep(sweep, models=PAPER_MODELS[:2], tests={"female_male": 0.31})
@@ -163,7 +163,7 @@ def test_a_sweep_whose_jobs_all_failed_exits_1_with_one_line_after_writing_its_r
     import sys
     from pathlib import Path
 
-    from speechbias.sweep_status import JobStatus
+    from speechbias.launch.sweep_status import JobStatus
 
     sweep = tmp_path / "s"
     for k in range(3):

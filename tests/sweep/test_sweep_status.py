@@ -10,7 +10,7 @@ import os
 import pytest
 from omegaconf import OmegaConf
 
-from speechbias.sweep_status import (NO_END, STATUS_CSV, SWEEP_ID_ENV, JobStatus, SweepStatusCallback,
+from speechbias.launch.sweep_status import (NO_END, STATUS_CSV, SWEEP_ID_ENV, JobStatus, SweepStatusCallback,
                                      collect_statuses, count_line, incomplete_reason, print_status_table,
                                      write_status_csv)
 
@@ -101,7 +101,7 @@ def test_markup_in_an_error_is_shown_verbatim_and_the_sweep_exits_1(tmp_path, mo
 
 
 def test_a_table_that_cannot_be_shown_still_exits_1(sweep, monkeypatch):
-    import speechbias.sweep_status as sweep_status
+    import speechbias.launch.sweep_status as sweep_status
 
     def broken(*args, **kwargs):
         raise RuntimeError("terminal gone")
@@ -114,8 +114,8 @@ def test_a_table_that_cannot_be_shown_still_exits_1(sweep, monkeypatch):
 
 
 def test_a_jobs_error_is_its_type_and_the_last_line_of_its_message():
-    from speechbias.sweep_status import job_error
-    from speechbias.user_errors import ConfigError
+    from speechbias.launch.sweep_status import job_error
+    from speechbias.launch.user_errors import ConfigError
 
     worker = RuntimeError("\n\n-- Process 1 terminated with the following error:\nTraceback (most recent call last):\n"
                           '  File "/__w/pytorch/x.py", line 3, in f\n    raise ValueError("bad")\nValueError: bad\n')
@@ -125,7 +125,7 @@ def test_a_jobs_error_is_its_type_and_the_last_line_of_its_message():
 
 
 def test_record_failure_keeps_what_the_job_said(sweep):
-    from speechbias.sweep_status import read_status, record_failure
+    from speechbias.launch.sweep_status import read_status, record_failure
 
     running = sweep / "upstream=d,bias_test=t"
     assert record_failure(running, "SLURM job 3_1 cancelled (scancel or an administrator)")
@@ -139,7 +139,7 @@ def test_record_failure_keeps_what_the_job_said(sweep):
 
 
 def test_slurms_reason_goes_in_front_of_a_survivors_error(sweep):
-    from speechbias.sweep_status import read_status, record_failure
+    from speechbias.launch.sweep_status import read_status, record_failure
 
     job = sweep / "upstream=b,bias_test=t"
     assert record_failure(job, "SLURM job 9 exited with an error (task 1: Killed)", add_to_failed=True)

@@ -4,7 +4,7 @@ Differences from ``submitit_slurm`` (everything else, and every setting, is the 
 
 * before anything is submitted, a request no node of the partition can satisfy (GPUs on a partition
   without them, more CPUs or memory than its largest node, an unknown partition) stops the sweep
-  with one line naming the setting (:func:`speechbias.slurm.resources.resource_problem`), as does
+  with one line naming the setting (:func:`speechbias.launch.slurm.resources.resource_problem`), as does
   ``tasks_per_node > 1`` with a single-process trainer;
 * ``srun --kill-on-bad-exit=1``: a rank that fails ends its whole job at once;
 * the jobs are watched with ``squeue`` (submitit polls ``sacct``, which warns on every poll where
@@ -69,7 +69,7 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
         """One line saying what cannot run (resources, ranks vs. trainer), or None."""
         import shutil
 
-        from speechbias.slurm.resources import cluster_partitions, resource_problem
+        from speechbias.launch.slurm.resources import cluster_partitions, resource_problem
 
         if shutil.which("sbatch") is None:
             return ("hydra/launcher=slurm needs SLURM's sbatch on PATH (run on the cluster's login node); "
@@ -126,7 +126,7 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
     def wait(self, jobs: list, labels: dict[str, str]) -> dict[str, str | None]:
         """Wait until every job has its results or has ended; returns each job's last SLURM state
         (None where its results arrived). Prints the reason of jobs pending too long."""
-        from speechbias.slurm.queue import TERMINAL_STATES, PendingReporter, queue_states
+        from speechbias.launch.slurm.queue import TERMINAL_STATES, PendingReporter, queue_states
 
         reporter = PendingReporter(after_s=self.pending_report_s)
         open_jobs = {j.job_id: j for j in jobs}
@@ -163,8 +163,8 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
     def _job_return(self, job, overrides: list[str], idx: int, state: str | None) -> JobReturn:
         """The job's JobReturn; a job without results is recorded as failed in its folder (the sweep
         table then shows why), never raised: the sweep goes on to its table and exit status."""
-        from speechbias.slurm.queue import failure_reason
-        from speechbias.sweep_status import current_sweep_id, record_failure
+        from speechbias.launch.slurm.queue import failure_reason
+        from speechbias.launch.sweep_status import current_sweep_id, record_failure
 
         ret = JobReturn(overrides=overrides, status=JobStatus.COMPLETED, _return_value=None)
         error, ended_early = None, False

@@ -11,7 +11,7 @@ import json
 import logging
 from pathlib import Path
 
-from speechbias.atomic_file import atomic_write
+from speechbias.fileio.atomic_file import atomic_write
 
 log = logging.getLogger(__name__)
 

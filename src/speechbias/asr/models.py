@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from speechbias.audio import SAMPLE_RATE
+from speechbias.fileio.audio import SAMPLE_RATE
 from speechbias.model_loading import (MissingWeightsError, ModelFingerprint, load_pretrained, local_weights_digest,
                                       resolve_device)
 

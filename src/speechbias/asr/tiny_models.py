@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from speechbias.atomic_file import atomic_folder
+from speechbias.fileio.atomic_file import atomic_folder
 from speechbias.model_loading import quiet_transformers_progress
 
 WHISPER_SPECIALS = ("<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|transcribe|>", "<|translate|>",
@@ -37,7 +37,7 @@ def _done(folder: Path) -> bool:
 
 def _save_folder(folder: Path, write) -> Path:
     """``write(tmp)`` saves a model into a temporary folder, marked complete and renamed to ``folder``
-    (:func:`~speechbias.atomic_file.atomic_folder`; when another process finished first, its folder is kept)."""
+    (:func:`~speechbias.fileio.atomic_file.atomic_folder`; when another process finished first, its folder is kept)."""
     def write_complete(tmp: Path) -> None:
         write(tmp)
         (tmp / ".complete").write_text("ok\n")
@@ -102,7 +102,7 @@ def build_tiny_ctc(folder: str | Path, family: str = "wav2vec2", seed: int = 0) 
     from transformers import (HubertConfig, HubertForCTC, Wav2Vec2Config, Wav2Vec2CTCTokenizer,
                               Wav2Vec2FeatureExtractor, Wav2Vec2ForCTC, Wav2Vec2Processor)
 
-    from speechbias.audio import SAMPLE_RATE
+    from speechbias.fileio.audio import SAMPLE_RATE
 
     folder = Path(folder)
     if _done(folder):

@@ -1,6 +1,6 @@
 """Transcribe a corpus with a cache per (model fingerprint, decoded-audio sha256).
 
-Each utterance's audio is decoded (``speechbias.audio.load_audio``) and hashed; cached hypotheses
+Each utterance's audio is decoded (``speechbias.fileio.audio.load_audio``) and hashed; cached hypotheses
 are reused, the rest are transcribed in batches and written to the cache right after each batch,
 so nothing computed is lost and a re-analysis performs no transcription. Sharding
 (``shard_index`` of ``shard_count``) lets several processes or SLURM jobs transcribe disjoint
@@ -17,7 +17,7 @@ import pandas as pd
 
 from speechbias.asr.cache import HypothesisCache
 from speechbias.asr.models import Transcriber
-from speechbias.audio import AudioError, audio_sha256, load_audio
+from speechbias.fileio.audio import AudioError, audio_sha256, load_audio
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ import xxhash
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
-from speechbias.atomic_file import atomic_write
+from speechbias.fileio.atomic_file import atomic_write
 from speechbias.features.statistics import STAT_NAMES
 
 log = logging.getLogger(__name__)

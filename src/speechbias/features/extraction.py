@@ -35,10 +35,10 @@ from filelock import FileLock, Timeout
 from pytorch_lightning.callbacks import BasePredictionWriter
 from torch.utils.data import DataLoader, Dataset
 
-from speechbias.audio import SAMPLE_RATE, AudioError, audio_sha256, load_audio
+from speechbias.fileio.audio import SAMPLE_RATE, AudioError, audio_sha256, load_audio
 from speechbias.features.cache import ClipStatistics, FeatureCache
 from speechbias.features.statistics import temporal_statistics
-from speechbias.lightning_trainer import quiet_third_party_console
+from speechbias.launch.lightning_trainer import quiet_third_party_console
 from speechbias.upstream.base import Upstream
 
 log = logging.getLogger(__name__)

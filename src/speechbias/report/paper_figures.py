@@ -38,7 +38,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from speechbias.report import figures  # noqa: E402
-from speechbias.sweep_results import model_order  # noqa: E402
+from speechbias.results.sweep_results import model_order  # noqa: E402
 
 DPI = 200
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")

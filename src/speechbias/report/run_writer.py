@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from speechbias.atomic_file import atomic_write
+from speechbias.fileio.atomic_file import atomic_write
 from speechbias.report.caveat import markdown_caveat
 
 TRACKER_LOG = "tracker_log.jsonl"

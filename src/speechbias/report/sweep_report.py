@@ -34,7 +34,7 @@ import pandas as pd
 from speechbias.report import paper_figures, sweep_tables
 from speechbias.report.caveat import DEMO_CAVEAT, demo_tests_caveat, is_demo_test
 from speechbias.report.run_writer import RunWriter, markdown_table
-from speechbias.sweep_results import REPORT_MARKER, SweepResults
+from speechbias.results.sweep_results import REPORT_MARKER, SweepResults
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from speechbias.aggregation import LAYER_CHOICES, TEMPORAL
-from speechbias.sweep_results import model_order
+from speechbias.results.sweep_results import model_order
 
 LAYER_ROW_ORDER = ("sum", "mean", "min", "max", "first", "second", "q1", "q2", "q3", "penultimate", "last")
 

@@ -18,7 +18,7 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import ModelCheckpoint, RichProgressBar
 
-from speechbias.atomic_file import atomic_write
+from speechbias.fileio.atomic_file import atomic_write
 
 log = logging.getLogger(__name__)
 

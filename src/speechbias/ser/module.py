@@ -27,7 +27,7 @@ import pytorch_lightning as pl
 import torch
 from torch import nn
 
-from speechbias.lightning_trainer import quiet_third_party_console
+from speechbias.launch.lightning_trainer import quiet_third_party_console
 from speechbias.ser.head import ValenceHead, predict_with_heads
 from speechbias.ser.pooling import lr_label
 

@@ -3,7 +3,7 @@ pooled over heads, and how often the two signs agree (pure functions on tables, 
 
 Input: the SER runs' results rows (one per run and bias test: ``upstream``, ``test``, ``lr``,
 ``cohens_d``, ``speat_d``, ``family``) and their per-clip ``predictions.csv`` tables
-(:func:`speechbias.sweep_results.collect` reads both). Learning rates are labelled as the paper
+(:func:`speechbias.results.sweep_results.collect` reads both). Learning rates are labelled as the paper
 writes them (``1e-4``, :func:`speechbias.ser.pooling.lr_label`); ``pooled`` is all heads' predicted
 valence pooled per group (:func:`speechbias.ser.pooling.pooled_propagation`).
 """

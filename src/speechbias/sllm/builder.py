@@ -24,8 +24,8 @@ import pandas as pd
 import soundfile as sf
 import soxr
 
-from speechbias.atomic_file import atomic_write
-from speechbias.audio import SAMPLE_RATE
+from speechbias.fileio.atomic_file import atomic_write
+from speechbias.fileio.audio import SAMPLE_RATE
 from speechbias.sllm import CONTINUATION_KINDS
 from speechbias.sllm.data import GROUP_COLUMNS, audio_path, metadata_path, parse_labels
 from speechbias.sllm.tts import ESPEAK_VOICES, EspeakNgBackend, TTSBackend, Voice

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import soundfile as sf
 
-from speechbias.audio import AudioError
+from speechbias.fileio.audio import AudioError
 from speechbias.sllm import CONTINUATION_KINDS
 from speechbias.sllm.rouge import mean_rouge_l_vs_others
 

@@ -3,7 +3,7 @@
 Input: the sweep's SpEAT table, one row per (model, test, aggregation) run with at least ``upstream``,
 ``test``, ``aggregation``, ``d`` (effect size) and ``p`` (one-sided permutation p); ``temporal``,
 ``layer``, ``family``, ``human_iat_d`` and ``model_id`` where a function says so
-(:func:`speechbias.sweep_results.collect` reads it from the run folders).
+(:func:`speechbias.results.sweep_results.collect` reads it from the run folders).
 
 * :func:`add_significance`: Bonferroni / Holm (/ BH) corrected p-values within each aggregation;
 * :func:`main_table`: the runs of the paper's main aggregation;
@@ -165,7 +165,7 @@ def compare_with_paper(speat: pd.DataFrame, paper: pd.DataFrame,
     """The paper's d beside this sweep's d for every (model, test) both have.
 
     ``speat``: the sweep's SpEAT table (``model_id``, ``upstream``, ``test``, ``aggregation``, ``d``, ``p``);
-    ``paper``: :func:`speechbias.paper_results.load_paper_results`. The published table is temporal
+    ``paper``: :func:`speechbias.results.paper_results.load_paper_results`. The published table is temporal
     mean / layer mean; cosine similarity ignores the scale of a vector and the layer sum is L x the
     layer mean, so ``mean_sum`` gives exactly the same d. Only runs with an aggregation in
     ``equivalent_aggregations`` count; when a (model, test) has several, the first in that list is

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from speechbias.atomic_file import atomic_write
+from speechbias.fileio.atomic_file import atomic_write
 from speechbias.roles import ROLES
 
 MANIFEST_COLUMNS = ("clip_id", "path", "role", "group", "speaker", "pair_id", "stratum")

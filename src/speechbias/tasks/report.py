@@ -4,8 +4,8 @@
 ``<sweep_dir>/report/`` (results.csv/json/parquet, figures, report.md) and, with ``logger=wandb``, a
 W&B summary run in the sweep's group (plus a W&B report when online with an account).
 
-One way through: the run folders (:mod:`speechbias.sweep_results`) and the paper's table
-(:mod:`speechbias.paper_results`) -> the statistics (:mod:`speechbias.stats.sweep_analysis`, pooling
+One way through: the run folders (:mod:`speechbias.results.sweep_results`) and the paper's table
+(:mod:`speechbias.results.paper_results`) -> the statistics (:mod:`speechbias.stats.sweep_analysis`, pooling
 over SER heads in :mod:`speechbias.ser.sweep_propagation`) -> tables, figures and report.md through
 the run's writer (:mod:`speechbias.report.sweep_report`) -> the tracker.
 """
@@ -18,16 +18,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from speechbias.paper_results import load_paper_results
-from speechbias.project_paths import user_path
+from speechbias.results.paper_results import load_paper_results
+from speechbias.launch.project_paths import user_path
 from speechbias.report import wandb_report
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.sweep_report import ReportOptions, SweepReport, SweepTables, sweep_caveat, write_sweep_report
 from speechbias.report.tracker import Tracker
 from speechbias.ser.sweep_propagation import agreement_counts, propagation_table
 from speechbias.stats import sweep_analysis
-from speechbias.sweep_results import SweepResults, collect
-from speechbias.user_errors import ConfigError
+from speechbias.results.sweep_results import SweepResults, collect
+from speechbias.launch.user_errors import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from abc import ABC, abstractmethod
 import torch
 from torch import nn
 
-from speechbias.audio import SAMPLE_RATE
+from speechbias.fileio.audio import SAMPLE_RATE
 from speechbias.model_loading import ModelFingerprint
 
 

@@ -14,7 +14,7 @@ import scipy.fft
 import torch
 from transformers.audio_utils import mel_filter_bank
 
-from speechbias.audio import SAMPLE_RATE
+from speechbias.fileio.audio import SAMPLE_RATE
 from speechbias.upstream.base import Upstream
 from speechbias.upstream.batching import check_batch, mask_frames
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from speechbias.audio import SAMPLE_RATE
+from speechbias.fileio.audio import SAMPLE_RATE
 from speechbias.model_loading import local_weights_digest
 from speechbias.upstream.base import Upstream
 from speechbias.upstream.batching import forward_batch_invariant

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from transformers import WhisperConfig, WhisperFeatureExtractor
 
-from speechbias.audio import SAMPLE_RATE
+from speechbias.fileio.audio import SAMPLE_RATE
 
 WINDOW_SECONDS = 30
 HOP_LENGTH = 160  # samples per mel frame

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from hydra.utils import get_class
 
-from speechbias.audio import SAMPLE_RATE, load_audio
+from speechbias.fileio.audio import SAMPLE_RATE, load_audio
 from speechbias.model_loading import load_pretrained, loaded_commit, resolve_device
 from speechbias.sllm.adapters.base import ChatInput, SamplingParams, SpeechLLM, resolve_dtype
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from speechbias.audio import load_audio
+from speechbias.fileio.audio import load_audio
 from speechbias.model_loading import load_pretrained, loaded_commit, resolve_device
 from speechbias.sllm.adapters.base import ChatInput, SamplingParams, SpeechLLM, resolve_dtype
 

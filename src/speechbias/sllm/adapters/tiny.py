@@ -36,7 +36,7 @@ def build_tiny_qwen2_audio(seed: int = 0, chunk_length_s: int = 2, n_mels: int =
     from transformers import (Qwen2AudioConfig, Qwen2AudioForConditionalGeneration, Qwen2AudioProcessor,
                               WhisperFeatureExtractor)
 
-    from speechbias.audio import SAMPLE_RATE
+    from speechbias.fileio.audio import SAMPLE_RATE
 
     tokenizer = build_tiny_tokenizer()
     extractor = WhisperFeatureExtractor(feature_size=n_mels, sampling_rate=SAMPLE_RATE, chunk_length=chunk_length_s,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import soundfile as sf
 
-from speechbias.atomic_file import atomic_write
-from speechbias.audio import AudioError
+from speechbias.fileio.atomic_file import atomic_write
+from speechbias.fileio.audio import AudioError
 
 
 def _safe_name(clip_id: str) -> str:

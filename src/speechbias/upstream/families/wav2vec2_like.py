@@ -31,7 +31,7 @@ from transformers import (
     WavLMModel,
 )
 
-from speechbias.audio import SAMPLE_RATE
+from speechbias.fileio.audio import SAMPLE_RATE
 from speechbias.model_loading import MissingWeightsError, load_pretrained
 from speechbias.upstream.families.base import EncoderFamily
 

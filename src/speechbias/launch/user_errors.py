@@ -17,10 +17,10 @@ import traceback
 
 # exception classes (module.Class) whose message names the bad input and the fix
 USER_ERROR_CLASSES = frozenset({
-    "speechbias.user_errors.ConfigError",
-    "speechbias.user_errors.StorageError",
+    "speechbias.launch.user_errors.ConfigError",
+    "speechbias.launch.user_errors.StorageError",
     "speechbias.stimuli.manifest.ManifestError",
-    "speechbias.audio.AudioError",
+    "speechbias.fileio.audio.AudioError",
     "speechbias.asr.corpora.CorpusError",
     "speechbias.stimuli.corpora.layout.CorpusLayoutError",
     "speechbias.stimuli.paper_lists.PaperListError",

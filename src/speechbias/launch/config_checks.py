@@ -1,6 +1,6 @@
 """Check a run's config before anything heavy is imported or any model is touched.
 
-:func:`check_config` raises :class:`~speechbias.user_errors.ConfigError` (one line naming the key, the
+:func:`check_config` raises :class:`~speechbias.launch.user_errors.ConfigError` (one line naming the key, the
 value and the fix) for values a run cannot use: a required value not given (``???``), a learning rate
 that is not a number > 0, a task's missing arguments, folders and files that must exist (the report's
 sweep folders, a corpus-built test's corpus folders under ``paths.data_root``, Spoken StereoSet's
@@ -23,10 +23,10 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from speechbias.bias_test_configs import bias_test_config
-from speechbias.project_paths import user_path
-from speechbias.run_context import primary_config_dir
-from speechbias.user_errors import ConfigError, error_line, full_error_requested
+from speechbias.launch.bias_test_configs import bias_test_config
+from speechbias.launch.project_paths import user_path
+from speechbias.launch.run_context import primary_config_dir
+from speechbias.launch.user_errors import ConfigError, error_line, full_error_requested
 
 # a command line that sets a required key, shown in the error line
 REQUIRED_EXAMPLES = {
@@ -195,7 +195,7 @@ _CLIP_VERDICTS: dict[tuple[str, int, int], str | None] = {}
 
 def _clip_problem(path: Path) -> str | None:
     """Why the clip at ``path`` cannot be used (audio.load_audio's reason), or None."""
-    from speechbias.audio import AudioError, load_audio
+    from speechbias.fileio.audio import AudioError, load_audio
 
     try:
         stat = path.stat()
@@ -236,7 +236,7 @@ def _clips_checked_marker(clips: list[Path], verdict_dir: Path) -> Path:
 
 def check_manifest_clips(path: Path, root: Path, key: str = "manifest", verdict_dir: Path | None = None) -> None:
     """Every clip of the manifest decodes as a stimulus (readable, not truncated, not empty, silent or
-    NaN; :func:`speechbias.audio.load_audio`'s checks), so bad files are found before any model loads,
+    NaN; :func:`speechbias.fileio.audio.load_audio`'s checks), so bad files are found before any model loads,
     all in one error: their count and the first few with their reasons.
 
     ``verdict_dir`` (the cache's ``clip_checks/``): a manifest whose clips all passed with the same sizes
@@ -256,7 +256,7 @@ def check_manifest_clips(path: Path, root: Path, key: str = "manifest", verdict_
         raise ConfigError(f"{key}={path}: {len(problems)} of {len(clips)} clips cannot be used: {shown}{more}; "
                           "fix or replace those files, or drop their rows")
     if marker is not None:
-        from speechbias.atomic_file import atomic_write
+        from speechbias.fileio.atomic_file import atomic_write
 
         try:
             atomic_write(marker, lambda tmp: tmp.write_text(str(path)))

@@ -22,7 +22,7 @@ from pathlib import Path
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from speechbias import __version__
-from speechbias.atomic_file import atomic_write
+from speechbias.fileio.atomic_file import atomic_write
 
 log = logging.getLogger(__name__)
 

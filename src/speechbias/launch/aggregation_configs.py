@@ -4,7 +4,7 @@
 ``mean_sum``, ``max_q3``), each ``{_target_: speechbias.aggregation.Aggregation, temporal, layer}``, so
 ``aggregation=max_q3``, the default ``aggregation: mean_sum`` and sweeps like
 ``aggregation=glob(*,exclude=*_sum)`` see them as if they were files of ``conf/aggregation/``.
-It must run before Hydra composes: :mod:`speechbias.entry` calls it on import (the entry points import
+It must run before Hydra composes: :mod:`speechbias.launch.entry` calls it on import (the entry points import
 it before ``@hydra.main``), and tests/conftest.py does for tests that compose with Hydra's compose API.
 Import-light: no numpy or torch.
 """

@@ -29,8 +29,8 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from speechbias.atomic_file import atomic_write
-from speechbias.user_errors import find_user_error, message_line
+from speechbias.fileio.atomic_file import atomic_write
+from speechbias.launch.user_errors import find_user_error, message_line
 
 STATUS_FILE = "job_status.json"
 STATUS_CSV = "sweep_status.csv"
@@ -69,7 +69,7 @@ def read_status(job_dir: str | Path) -> JobStatus | None:
 
 
 def job_error(exc: BaseException) -> str:
-    """A failed job's one-line error: a user error's message (:mod:`speechbias.user_errors`), else
+    """A failed job's one-line error: a user error's message (:mod:`speechbias.launch.user_errors`), else
     ``<ExceptionType>: <last line of its message>`` (an error raised in a DDP worker carries the
     worker's whole traceback in its message; its last line is the worker's error)."""
     user = find_user_error(exc)

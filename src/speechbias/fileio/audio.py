@@ -21,7 +21,7 @@ import numpy as np
 import soundfile as sf
 import soxr
 
-from speechbias.audio_container import ContainerFinding, inspect_container, truncation
+from speechbias.fileio.audio_container import ContainerFinding, inspect_container, truncation
 
 SAMPLE_RATE = 16_000
 SUPPORTED_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".oga", ".opus")

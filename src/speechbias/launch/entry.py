@@ -2,7 +2,7 @@
 
 :func:`run_entry` is what ``evaluate.py`` and ``train.py`` run under ``@hydra.main``: it checks the
 config before anything heavy is imported, records the job's status in its folder
-(:mod:`speechbias.sweep_status`), prints a user input error as one line and exits 1 (inside a multirun
+(:mod:`speechbias.launch.sweep_status`), prints a user input error as one line and exits 1 (inside a multirun
 it records the failure and returns, so the other jobs run), and ends a single run with one line
 saying where the results are (and the ``wandb sync`` command of an offline W&B run).
 :func:`run_task` runs the task only (tests call it in-process).
@@ -20,14 +20,14 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from speechbias.aggregation_configs import register_aggregation_configs
-from speechbias.config_checks import check_config
-from speechbias.project_paths import user_path
-from speechbias.run_context import register_choice_resolver
-from speechbias.run_markers import finished_results, record_run_digest
-from speechbias.slurm.job_environment import SlurmTasks, process_rank, slurm_tasks
-from speechbias.sweep_status import JobStatus, current_sweep_id, job_error, read_status
-from speechbias.user_errors import (FULL_ERROR_HINT, ConfigError, error_line, find_user_error,
+from speechbias.launch.aggregation_configs import register_aggregation_configs
+from speechbias.launch.config_checks import check_config
+from speechbias.launch.project_paths import user_path
+from speechbias.launch.run_context import register_choice_resolver
+from speechbias.launch.run_markers import finished_results, record_run_digest
+from speechbias.launch.slurm.job_environment import SlurmTasks, process_rank, slurm_tasks
+from speechbias.launch.sweep_status import JobStatus, current_sweep_id, job_error, read_status
+from speechbias.launch.user_errors import (FULL_ERROR_HINT, ConfigError, error_line, find_user_error,
                                     full_error_requested, log_traceback_to_files)
 
 log = logging.getLogger("speechbias")

@@ -1,6 +1,6 @@
 """What an audio file's own bytes declare about its length, read without decoding.
 
-Used by :func:`speechbias.audio.load_audio` to tell a truncated file from a short one: the WAV/RF64
+Used by :func:`speechbias.fileio.audio.load_audio` to tell a truncated file from a short one: the WAV/RF64
 ``data`` chunk size, the FLAC STREAMINFO total, an MP3 Xing/Info/VBRI frame count (untagged MP3s: a
 walk over the MPEG frame headers), and for Ogg (Vorbis, Opus) a walk over the pages. Written by hand
 because neither soundfile nor libsndfile exposes these declared lengths (libsndfile decodes a cut file

@@ -26,7 +26,7 @@ from speechbias.project_paths import user_path
 from speechbias.run_context import register_choice_resolver
 from speechbias.run_markers import finished_results, record_run_digest
 from speechbias.slurm.job_environment import SlurmTasks, process_rank, slurm_tasks
-from speechbias.sweep_status import JobStatus, current_sweep_id, job_error, read_status
+from speechbias.sweep_status import JobStatus, current_sweep_id, job_error, read_status, reused_status
 from speechbias.user_errors import (FULL_ERROR_HINT, ConfigError, error_line, find_user_error,
                                     full_error_requested, log_traceback_to_files)
 
@@ -172,6 +172,7 @@ def run_entry(cfg: DictConfig) -> dict | None:
     tasks = slurm_tasks()
     several_ranks = tasks is not None and tasks.ntasks > 1
     status = JobStatus("running", overrides=job_overrides(), sweep_id=current_sweep_id(), started=started)
+    previous = read_status(output_dir) if rank == 0 else None  # the record of the run that left results here
     if rank == 0:
         status.write(output_dir)
     try:
@@ -200,8 +201,10 @@ def run_entry(cfg: DictConfig) -> dict | None:
             print(error_line(exc), file=sys.stderr)
             sys.exit(1)
         raise
-    status.status = "skipped" if skipped else "ok"
-    status.seconds = time.time() - started
+    if skipped:
+        reused_status(previous, status)
+    else:
+        status.status, status.seconds = "ok", time.time() - started
     if rank == 0:
         status.write(output_dir)
     if not multirun and rank == 0:

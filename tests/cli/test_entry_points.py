@@ -114,10 +114,16 @@ def test_a_two_job_sweep_from_another_folder_writes_its_status_table(repo_root, 
     assert {r["status"] for r in rows} == {"ok"} and all(float(r["seconds"]) > 0 for r in rows)
     assert all((sweep / r["job"] / "results.json").is_file() for r in rows)
     assert "2 ok of 2 job(s)" in proc.stdout
-    # the same sweep again into the same folder: both jobs find their results and skip
+    # the same sweep again into the same folder: both jobs find their results and skip; the table keeps
+    # the outcome and seconds of the run that computed them (it read "skipped, 0.0" before)
     again = _run(repo_root, tmp_path, "evaluate.py", "-m", f"hydra.sweep.dir={sweep}", *FAST_SPEAT,
                  "bias_test=demo_voice,demo_accent")
-    assert again.returncode == 0 and [r["status"] for r in _status_rows(sweep)] == ["skipped", "skipped"]
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    reran = _status_rows(sweep)
+    assert [(r["job"], r["status"], r["seconds"], r["error"]) for r in reran] == \
+        [(r["job"], "ok", r["seconds"], "") for r in rows]
+    assert [r["reused"] for r in reran] == ["yes", "yes"] and [r["reused"] for r in rows] == ["", ""]
+    assert "2 ok (2 reused) of 2 job(s)" in again.stdout
 
 
 @pytest.fixture(scope="module")

@@ -226,14 +226,21 @@ def count_line(rows: Sequence[StatusRow]) -> str:
 
 class SweepStatusCallback(Callback):
     """Hydra callback (``hydra.callbacks`` of the entry configs): tags the jobs of a multirun with one
-    sweep id, then prints their statuses, writes ``sweep_status.csv`` and exits 1 if a job failed."""
+    sweep id, then prints their statuses, writes ``sweep_status.csv`` and exits 1 if a job failed.
+
+    The sweep folder is the one resolved when the multirun starts (the folder the launcher makes and
+    the jobs write below), remembered for the end: the table never reads another folder."""
+
+    def __init__(self) -> None:
+        self.sweep_dir: Path | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         # inherited by joblib workers and (sbatch exports the environment) SLURM jobs
         os.environ[SWEEP_ID_ENV] = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        self.sweep_dir = Path(str(config.hydra.sweep.dir))
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
-        sweep_dir = Path(str(config.hydra.sweep.dir))
+        sweep_dir = self.sweep_dir or Path(str(config.hydra.sweep.dir))
         rows = collect_statuses(sweep_dir, current_sweep_id() or None)
         path = write_status_csv(rows, sweep_dir / STATUS_CSV)
         os.environ.pop(SWEEP_ID_ENV, None)

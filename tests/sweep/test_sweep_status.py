@@ -77,6 +77,23 @@ def test_the_callback_writes_the_csv_and_exits_1_when_a_job_failed(sweep, monkey
     assert [r["status"] for r in csv.DictReader((sweep / STATUS_CSV).open())] == ["ok"]
 
 
+def test_the_callback_reads_the_sweep_folder_resolved_when_the_multirun_started(sweep, monkeypatch, capsys):
+    """A sub-second sweep folder resolves to another name at the end (a fresh ${now:}); the table reads the
+    folder the sweep started with (it read an empty new folder: 0 job(s))."""
+    ticks = iter(range(100))
+    OmegaConf.register_new_resolver("test_tick", lambda: str(next(ticks)), replace=True)
+    (sweep.parent / "0").symlink_to(sweep)
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep.parent) + "/${test_tick:}"}}})
+    monkeypatch.delenv(SWEEP_ID_ENV, raising=False)
+    callback = SweepStatusCallback()
+    callback.on_multirun_start(config)
+    monkeypatch.setenv(SWEEP_ID_ENV, "earlier")
+    callback.on_multirun_end(config)
+    assert str(config.hydra.sweep.dir) != str(sweep.parent / "0")  # resolving again names another folder
+    assert [r["status"] for r in csv.DictReader((sweep / STATUS_CSV).open())] == ["ok"]
+    assert "1 ok of 1 job(s)" in capsys.readouterr().out
+
+
 def test_incomplete_reason_reads_the_status_then_the_log(sweep):
     assert incomplete_reason(sweep / "upstream=b,bias_test=t") == "failed: bias_test.manifest=/x.csv: no such file"
     assert incomplete_reason(sweep / "upstream=d,bias_test=t") == NO_END

@@ -5,6 +5,7 @@
   id and the three ways to make its files available) when neither has them.
 * :func:`hub_offline`: HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE, read at call time.
 * :func:`local_dir`: a model id that is a local directory.
+* :func:`check_weights_available`: the same one line, without loading anything (a sweep's pre-flight).
 * :class:`ModelFingerprint`: the identity fields of a model (id, revision, layer convention or decoding,
   dtype, library versions, local weight digest) and their digest, the namespace of every cache.
 
@@ -135,6 +136,27 @@ def load_pretrained(loader: Callable, model_id: str, revision: str | None = None
         return _cache_first(loader, model_id, revision=revision, **kwargs)
     except (OSError, ValueError) as err:
         raise MissingWeightsError(missing_weights_message(model_id, what, err, revision)) from err
+
+
+def check_weights_available(model_id: str, revision: str | None = None, cache_dir: str | None = None,
+                            what: str = "weights") -> None:
+    """Raise :class:`MissingWeightsError` (the one line of :func:`load_pretrained`) when the files of
+    ``model_id`` could not be loaded: neither a local directory, nor a Hugging Face cache snapshot holding
+    its config.json and a weights file, nor (not offline) a reachable hub. Loads nothing; for checks
+    before a sweep starts (:mod:`speechbias.sweep_preflight`)."""
+    if local_dir(model_id) is not None:
+        return
+    try:
+        config = huggingface_hub.try_to_load_from_cache(model_id, "config.json", cache_dir=cache_dir,
+                                                        revision=revision)
+    except (OSError, ValueError):  # a malformed id or revision: loading names it
+        config = None
+    if isinstance(config, str) and any(p.suffix in WEIGHT_SUFFIXES for p in Path(config).parent.iterdir()):
+        return
+    if not hub_offline() and hub_reachable():
+        return
+    cause = OSError("not in the local Hugging Face cache" + (" and the hub is unreachable" if not hub_offline() else ""))
+    raise MissingWeightsError(missing_weights_message(model_id, what, cause, revision))
 
 
 # --- what was loaded ---------------------------------------------------------------------------------

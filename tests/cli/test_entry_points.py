@@ -137,7 +137,7 @@ def failed_sweep(tmp_path_factory):
     root = tmp / "multirun"
     proc = _run(repo_root, tmp, "evaluate.py", "-m", "hydra/launcher=parallel", "hydra.launcher.n_jobs=2",
                 f"paths.multirun_root={root}", *FAST_SPEAT, "bias_test=demo_voice",
-                f"bias_test.manifest={good},{bad}")
+                f"bias_test.manifest={good},{bad}", "hydra.callbacks.preflight.enabled=false")  # launched anyway: one job fails
     return proc, _only_sweep(root), bad
 
 
@@ -151,6 +151,9 @@ def test_a_sweep_with_a_failed_job_exits_1_and_names_the_reason(failed_sweep):
     good = sweep / rows["good"]["job"]
     assert json.loads((good / "results.json").read_text())  # the other job's results are intact
     assert "Traceback" not in proc.stderr and "1 ok, 1 failed of 2 job(s)" in proc.stdout
+    # the error is printed twice: the job's line (stderr) and its table row (stdout), never a third time
+    assert proc.stderr.count("1 audio file(s) not found") == 1 and proc.stderr.count("job failed (") == 1
+    assert proc.stdout.count("not found") == 1 and "job failed (" not in proc.stdout
     # the failed job's log keeps the full traceback
     failed_job = sweep / rows["bad"]["job"]
     assert "Traceback" in (failed_job / "evaluate.log").read_text()

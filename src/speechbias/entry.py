@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from speechbias.aggregation_configs import register_aggregation_configs
 from speechbias.config_checks import check_config
+from speechbias.parent_watch import job_done, watch_sweep_parent
 from speechbias.project_paths import user_path
 from speechbias.run_context import register_choice_resolver
 from speechbias.run_markers import finished_results, record_run_digest
@@ -175,6 +176,8 @@ def run_entry(cfg: DictConfig) -> dict | None:
     previous = read_status(output_dir) if rank == 0 else None  # the record of the run that left results here
     if rank == 0:
         status.write(output_dir)
+    if multirun:
+        watch_sweep_parent(output_dir if rank == 0 else None)  # a loky worker ends when the sweep's process dies
     try:
         check_config(cfg)
         skipped = finished_results(cfg, output_dir) is not None
@@ -190,6 +193,7 @@ def run_entry(cfg: DictConfig) -> dict | None:
         earlier = read_status(output_dir) if several_ranks else None
         if not (earlier is not None and earlier.status == "failed" and earlier.started >= started - 600):
             status.write(output_dir)  # the first rank to fail says why
+        job_done()
         if multirun:
             job = " ".join(status.overrides) or str(output_dir)
             print(status.traceback if full_error_requested() else
@@ -207,6 +211,7 @@ def run_entry(cfg: DictConfig) -> dict | None:
         status.status, status.seconds = "ok", time.time() - started
     if rank == 0:
         status.write(output_dir)
+    job_done()
     if not multirun and rank == 0:
         print(results_line(output_dir, started))
     return summary

@@ -32,6 +32,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from speechbias.atomic_file import atomic_write
+from speechbias.parent_watch import SWEEP_PID_ENV
 from speechbias.user_errors import find_user_error, message_line
 
 STATUS_FILE = "job_status.json"
@@ -237,6 +238,7 @@ class SweepStatusCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         # inherited by joblib workers and (sbatch exports the environment) SLURM jobs
         os.environ[SWEEP_ID_ENV] = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        os.environ[SWEEP_PID_ENV] = str(os.getpid())  # local workers end when this process dies (parent_watch)
         self.sweep_dir = Path(str(config.hydra.sweep.dir))
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
@@ -244,6 +246,7 @@ class SweepStatusCallback(Callback):
         rows = collect_statuses(sweep_dir, current_sweep_id() or None)
         path = write_status_csv(rows, sweep_dir / STATUS_CSV)
         os.environ.pop(SWEEP_ID_ENV, None)
+        os.environ.pop(SWEEP_PID_ENV, None)
         try:
             print_status_table(rows, path)
         finally:  # a failed job makes the sweep exit 1 even if the table could not be shown

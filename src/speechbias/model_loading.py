@@ -6,6 +6,7 @@
 * :func:`check_weights_available`: the same error before any weights are read (lazy upstreams).
 * :func:`hub_offline`: HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE, read at call time.
 * :func:`local_dir`: a model id that is a local directory.
+* :func:`check_weights_available`: the same one line, without loading anything (a sweep's pre-flight).
 * :class:`ModelFingerprint`: the identity fields of a model (id, revision, layer convention or decoding,
   dtype, library versions, local weight digest) and their digest, the namespace of every cache.
 

@@ -114,10 +114,16 @@ def test_a_two_job_sweep_from_another_folder_writes_its_status_table(repo_root, 
     assert {r["status"] for r in rows} == {"ok"} and all(float(r["seconds"]) > 0 for r in rows)
     assert all((sweep / r["job"] / "results.json").is_file() for r in rows)
     assert "2 ok of 2 job(s)" in proc.stdout
-    # the same sweep again into the same folder: both jobs find their results and skip
+    # the same sweep again into the same folder: both jobs find their results and skip; the table keeps
+    # the outcome and seconds of the run that computed them (it read "skipped, 0.0" before)
     again = _run(repo_root, tmp_path, "evaluate.py", "-m", f"hydra.sweep.dir={sweep}", *FAST_SPEAT,
                  "bias_test=demo_voice,demo_accent")
-    assert again.returncode == 0 and [r["status"] for r in _status_rows(sweep)] == ["skipped", "skipped"]
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    reran = _status_rows(sweep)
+    assert [(r["job"], r["status"], r["seconds"], r["error"]) for r in reran] == \
+        [(r["job"], "ok", r["seconds"], "") for r in rows]
+    assert [r["reused"] for r in reran] == ["yes", "yes"] and [r["reused"] for r in rows] == ["", ""]
+    assert "2 ok (2 reused) of 2 job(s)" in again.stdout
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +137,7 @@ def failed_sweep(tmp_path_factory):
     root = tmp / "multirun"
     proc = _run(repo_root, tmp, "evaluate.py", "-m", "hydra/launcher=parallel", "hydra.launcher.n_jobs=2",
                 f"paths.multirun_root={root}", *FAST_SPEAT, "bias_test=demo_voice",
-                f"bias_test.manifest={good},{bad}")
+                f"bias_test.manifest={good},{bad}", "hydra.callbacks.preflight.enabled=false")  # launched anyway: one job fails
     return proc, _only_sweep(root), bad
 
 
@@ -145,6 +151,9 @@ def test_a_sweep_with_a_failed_job_exits_1_and_names_the_reason(failed_sweep):
     good = sweep / rows["good"]["job"]
     assert json.loads((good / "results.json").read_text())  # the other job's results are intact
     assert "Traceback" not in proc.stderr and "1 ok, 1 failed of 2 job(s)" in proc.stdout
+    # the error is printed twice: the job's line (stderr) and its table row (stdout), never a third time
+    assert proc.stderr.count("1 audio file(s) not found") == 1 and proc.stderr.count("job failed (") == 1
+    assert proc.stdout.count("not found") == 1 and "job failed (" not in proc.stdout
     # the failed job's log keeps the full traceback
     failed_job = sweep / rows["bad"]["job"]
     assert "Traceback" in (failed_job / "evaluate.log").read_text()

@@ -136,7 +136,8 @@ def test_a_sweep_whose_error_holds_markup_prints_its_table_and_exits_1(tmp_path)
     repo = Path(__file__).resolve().parents[2]
     sweep = tmp_path / "sweep"
     proc = subprocess.run([sys.executable, "evaluate.py", "-m", "upstream=fbank,mfcc", f"hydra.sweep.dir={sweep}",
-                           "logger=none", "bias_test.manifest='/tmp/[/x]/m.csv'"],
+                           "logger=none", "bias_test.manifest='/tmp/[/x]/m.csv'",
+                           "hydra.callbacks.preflight.enabled=false"],  # launched anyway: the jobs fail
                           cwd=repo, env=_env(tmp_path / "cache"), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     out = proc.stdout.replace("\n", "")
@@ -144,3 +145,27 @@ def test_a_sweep_whose_error_holds_markup_prints_its_table_and_exits_1(tmp_path)
     rows = pd.read_csv(sweep / "sweep_status.csv")
     assert list(rows["status"]) == ["failed", "failed"]
     assert all("/tmp/[/x]/m.csv" in e and "\n" not in e for e in rows["error"])
+
+
+@pytest.mark.slow
+def test_two_parallel_sweeps_started_at_once_get_their_own_folders_and_tables(repo_root, tmp_path):
+    """No hydra.sweep.dir: the default ``<time>-<microseconds>-<process id>`` folder. Each sweep's joblib
+    workers write below their own sweep's folder (the process id is the one of the process that composed
+    the config, not the worker's), so each table lists its two jobs (it was empty: 0 job(s))."""
+    root = tmp_path / "multirun"
+    cmd = [sys.executable, str(repo_root / "evaluate.py"), "-m", "hydra/launcher=parallel", "hydra.launcher.n_jobs=2",
+           f"paths.multirun_root={root}", "logger=none", "speat.n_permutations=300", "speat.per_layer=false",
+           "upstream=fbank,mfcc"]
+    env = _env(tmp_path / "cache")
+    procs = [subprocess.Popen(cmd, cwd=repo_root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs[0][-2000:] + outs[1][-2000:]
+    sweeps = sorted(p for p in root.glob("*/*") if p.is_dir())
+    assert len(sweeps) == 2, sweeps
+    for sweep, out in zip(sweeps, sorted(outs, key=lambda o: o.rsplit("of 2 job(s); ", 1)[-1])):
+        assert re.fullmatch(r"\d\d-\d\d-\d\d-\d{6}-\d+", sweep.name), sweep.name
+        rows = pd.read_csv(sweep / "sweep_status.csv")
+        assert sorted(rows["job"].str.rsplit("=", n=1).str[-1]) == ["fbank", "mfcc"]
+        assert list(rows["status"]) == ["ok", "ok"]
+        assert f"2 ok of 2 job(s); {sweep / 'sweep_status.csv'}" in out.replace("\n", "")

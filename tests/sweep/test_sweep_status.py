@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 
 from speechbias.launch.sweep_status import (NO_END, STATUS_CSV, SWEEP_ID_ENV, JobStatus, SweepStatusCallback,
                                      collect_statuses, count_line, incomplete_reason, print_status_table,
-                                     write_status_csv)
+                                     reused_status, write_status_csv)
 
 
 def _job(sweep, name, status, sweep_id="s1", **kw):
@@ -49,7 +49,7 @@ def test_statuses_of_one_sweep_are_collected_in_folder_order(sweep):
 def test_status_csv_has_one_row_per_job(sweep, tmp_path):
     path = write_status_csv(collect_statuses(sweep, "s1"), tmp_path / STATUS_CSV)
     rows = list(csv.DictReader(path.open()))
-    assert list(rows[0]) == ["job", "overrides", "status", "seconds", "error"]
+    assert list(rows[0]) == ["job", "overrides", "status", "seconds", "error", "reused"]
     assert [(r["status"], r["seconds"]) for r in rows] == [("ok", "12.0"), ("failed", "3.2"), ("skipped", "0.0"),
                                                            ("failed", "0.0")]
     assert rows[1]["overrides"] == "upstream=b bias_test=t"
@@ -75,6 +75,23 @@ def test_the_callback_writes_the_csv_and_exits_1_when_a_job_failed(sweep, monkey
     monkeypatch.setenv(SWEEP_ID_ENV, "earlier")
     callback.on_multirun_end(config)
     assert [r["status"] for r in csv.DictReader((sweep / STATUS_CSV).open())] == ["ok"]
+
+
+def test_the_callback_reads_the_sweep_folder_resolved_when_the_multirun_started(sweep, monkeypatch, capsys):
+    """A sub-second sweep folder resolves to another name at the end (a fresh ${now:}); the table reads the
+    folder the sweep started with (it read an empty new folder: 0 job(s))."""
+    ticks = iter(range(100))
+    OmegaConf.register_new_resolver("test_tick", lambda: str(next(ticks)), replace=True)
+    (sweep.parent / "0").symlink_to(sweep)
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep.parent) + "/${test_tick:}"}}})
+    monkeypatch.delenv(SWEEP_ID_ENV, raising=False)
+    callback = SweepStatusCallback()
+    callback.on_multirun_start(config)
+    monkeypatch.setenv(SWEEP_ID_ENV, "earlier")
+    callback.on_multirun_end(config)
+    assert str(config.hydra.sweep.dir) != str(sweep.parent / "0")  # resolving again names another folder
+    assert [r["status"] for r in csv.DictReader((sweep / STATUS_CSV).open())] == ["ok"]
+    assert "1 ok of 1 job(s)" in capsys.readouterr().out
 
 
 def test_incomplete_reason_reads_the_status_then_the_log(sweep):
@@ -146,3 +163,24 @@ def test_slurms_reason_goes_in_front_of_a_survivors_error(sweep):
     assert read_status(job).error == ("SLURM job 9 exited with an error (task 1: Killed); the job said: "
                                       "bias_test.manifest=/x.csv: no such file")
     assert not record_failure(job, "SLURM job 9 exited with an error (task 1: Killed)", add_to_failed=True)
+
+
+def test_a_job_that_reuses_results_keeps_the_outcome_that_computed_them(tmp_path):
+    """A rerun finding finished results: the row keeps ok and the original seconds and says reused; with no
+    earlier ok record (an older version's folder) it reads skipped."""
+    first = JobStatus("ok", overrides=["upstream=a"], seconds=12.34, started=1.0)
+    again = reused_status(first, JobStatus("running", overrides=["upstream=a"], sweep_id="s2", started=100.0))
+    assert (again.status, again.seconds, again.error, again.reused, again.sweep_id) == ("ok", 12.34, "", True, "s2")
+    third = reused_status(again, JobStatus("running", sweep_id="s3", started=200.0))
+    assert (third.status, third.seconds, third.reused) == ("ok", 12.34, True)
+    assert reused_status(None, JobStatus("running", started=0.0)).status == "skipped"
+    assert reused_status(JobStatus("running"), JobStatus("running", started=0.0)).status == "skipped"
+    for name, status in (("upstream=a", third), ("upstream=b", JobStatus("ok", seconds=2.0, sweep_id="s3"))):
+        status.write(tmp_path / name)
+    rows = collect_statuses(tmp_path, "s3")
+    assert count_line(rows) == "2 ok (1 reused) of 2 job(s)"
+    csv_rows = list(csv.DictReader(write_status_csv(rows, tmp_path / STATUS_CSV).open()))
+    assert [(r["status"], r["seconds"], r["reused"]) for r in csv_rows] == [("ok", "12.3", "yes"), ("ok", "2.0", "")]
+    out = io.StringIO()
+    print_status_table(rows, tmp_path / STATUS_CSV, file=out)
+    assert "ok, reused" in out.getvalue()

@@ -157,3 +157,24 @@ def test_the_download_command_the_message_names_exists():
         pytest.skip("huggingface-hub's hf CLI is not installed beside this Python")
     proc = subprocess.run([str(hf), "download", "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "repo_id" in proc.stdout.lower().replace("-", "_")
+
+
+def test_check_weights_available_reads_the_cache_only(tmp_path, monkeypatch):
+    """The sweep pre-flight's check: a cache snapshot with config.json and weights passes, config.json alone
+    or nothing raises the loader's one-line MissingWeightsError (offline: no hub probe), a local folder passes."""
+    from speechbias.model_loading import MissingWeightsError, check_weights_available
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cache = tmp_path / "hub"
+    snapshot = cache / "models--org--tiny" / "snapshots" / ("a" * 40)
+    snapshot.mkdir(parents=True)
+    (cache / "models--org--tiny" / "refs").mkdir()
+    (cache / "models--org--tiny" / "refs" / "main").write_text("a" * 40)
+    (snapshot / "config.json").write_text("{}")
+    with pytest.raises(MissingWeightsError, match=r"weights of model 'org/tiny' at revision 'main'.*hf download org/tiny"):
+        check_weights_available("org/tiny", "main", cache_dir=str(cache))  # config only, no weights
+    (snapshot / "model.safetensors").write_bytes(b"x")
+    check_weights_available("org/tiny", "main", cache_dir=str(cache))
+    with pytest.raises(MissingWeightsError, match="'org/other'"):
+        check_weights_available("org/other", "main", cache_dir=str(cache))
+    check_weights_available(str(snapshot))  # a local directory

@@ -22,11 +22,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from speechbias.launch.aggregation_configs import register_aggregation_configs
 from speechbias.launch.config_checks import check_config
+from speechbias.launch.parent_watch import job_done, watch_sweep_parent
 from speechbias.launch.project_paths import user_path
 from speechbias.launch.run_context import register_choice_resolver
 from speechbias.launch.run_markers import finished_results, record_run_digest
 from speechbias.launch.slurm.job_environment import SlurmTasks, process_rank, slurm_tasks
-from speechbias.launch.sweep_status import JobStatus, current_sweep_id, job_error, read_status
+from speechbias.launch.sweep_status import JobStatus, current_sweep_id, job_error, read_status, reused_status
 from speechbias.launch.user_errors import (FULL_ERROR_HINT, ConfigError, error_line, find_user_error,
                                     full_error_requested, log_traceback_to_files)
 
@@ -172,8 +173,11 @@ def run_entry(cfg: DictConfig) -> dict | None:
     tasks = slurm_tasks()
     several_ranks = tasks is not None and tasks.ntasks > 1
     status = JobStatus("running", overrides=job_overrides(), sweep_id=current_sweep_id(), started=started)
+    previous = read_status(output_dir) if rank == 0 else None  # the record of the run that left results here
     if rank == 0:
         status.write(output_dir)
+    if multirun:
+        watch_sweep_parent(output_dir if rank == 0 else None)  # a loky worker ends when the sweep's process dies
     try:
         check_config(cfg)
         skipped = finished_results(cfg, output_dir) is not None
@@ -189,6 +193,7 @@ def run_entry(cfg: DictConfig) -> dict | None:
         earlier = read_status(output_dir) if several_ranks else None
         if not (earlier is not None and earlier.status == "failed" and earlier.started >= started - 600):
             status.write(output_dir)  # the first rank to fail says why
+        job_done()
         if multirun:
             job = " ".join(status.overrides) or str(output_dir)
             print(status.traceback if full_error_requested() else
@@ -200,10 +205,13 @@ def run_entry(cfg: DictConfig) -> dict | None:
             print(error_line(exc), file=sys.stderr)
             sys.exit(1)
         raise
-    status.status = "skipped" if skipped else "ok"
-    status.seconds = time.time() - started
+    if skipped:
+        reused_status(previous, status)
+    else:
+        status.status, status.seconds = "ok", time.time() - started
     if rank == 0:
         status.write(output_dir)
+    job_done()
     if not multirun and rank == 0:
         print(results_line(output_dir, started))
     return summary

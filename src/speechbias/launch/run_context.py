@@ -4,8 +4,10 @@
 points call before composing) is the option chosen for a config group, e.g. ``hubert_xl`` for
 ``upstream``: task configs pass it to their task as the run's readable name.
 ``${speechbias.config_dir:}`` is the run's primary config folder (where train.py's bias tests are named).
-``${speechbias.process_id:}`` is this process's id: with the sub-second time it makes the run folders of
-two runs started at once on one machine distinct (conf/evaluate.yaml, conf/train.yaml ``hydra.run.dir``).
+``${speechbias.process_id:}`` is the id of the process that composed the config (cached in it, as Hydra's
+``${now:}`` is, so a sweep's workers resolve the same value): with the sub-second time it makes the run and
+sweep folders of two commands started at once on one machine distinct (conf/evaluate.yaml, conf/train.yaml
+``hydra.run.dir``, ``hydra.sweep.dir``).
 """
 
 from __future__ import annotations
@@ -60,7 +62,9 @@ def register_choice_resolver() -> None:
                                     replace=True)
     OmegaConf.register_new_resolver(CONFIG_DIR_RESOLVER, lambda *, _root_: primary_config_dir(_root_),
                                     replace=True)
-    OmegaConf.register_new_resolver(PROCESS_ID_RESOLVER, lambda: str(os.getpid()), replace=True)
+    # cached like Hydra's ${now:}: the id of the process that composed the config, also where a sweep's
+    # workers (joblib, SLURM) resolve hydra.sweep.dir again from its pickled copy
+    OmegaConf.register_new_resolver(PROCESS_ID_RESOLVER, lambda: str(os.getpid()), replace=True, use_cache=True)
 
 
 def upstream_info(upstream, name: str | None = None) -> dict:

@@ -2,7 +2,9 @@
 
 Each job (basic, joblib or submitit launcher alike) writes ``<job folder>/job_status.json`` when it
 starts (``running``) and when it ends (``ok``, ``skipped``: it found its finished results, or
-``failed``), with its overrides, seconds and the one-line error. Jobs of a multirun do not raise, so
+``failed``), with its overrides, seconds and the one-line error. A job that finds its finished results
+keeps the last real outcome of its folder (``ok`` with the seconds of the run that computed them) and
+says ``reused``; only a job with no earlier record reads ``skipped``. Jobs of a multirun do not raise, so
 every job runs and Hydra calls :class:`SweepStatusCallback` at the end, which reads the status files
 of this sweep's jobs, prints a table, writes ``<sweep_dir>/sweep_status.csv`` and exits 1 when a job
 failed. A job that never recorded its end (killed, out of memory, time limit) reads as ``failed``;
@@ -30,20 +32,22 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from speechbias.fileio.atomic_file import atomic_write
+from speechbias.launch.parent_watch import SWEEP_PID_ENV
 from speechbias.launch.user_errors import find_user_error, message_line
 
 STATUS_FILE = "job_status.json"
 STATUS_CSV = "sweep_status.csv"
 SWEEP_ID_ENV = "SPEECHBIAS_SWEEP_ID"
 STATUSES = ("ok", "skipped", "failed", "running")
-CSV_COLUMNS = ("job", "overrides", "status", "seconds", "error")
+CSV_COLUMNS = ("job", "overrides", "status", "seconds", "error", "reused")
 NO_END = "no end recorded (the job was killed, ran out of memory or time, or is still running)"
 
 
 @dataclass
 class JobStatus:
     """One job's record. ``status``: ok | skipped | failed | running; ``seconds``: wall time of the job;
-    ``error``: the one-line reason of a failure; ``sweep_id``: the multirun that started the job."""
+    ``error``: the one-line reason of a failure; ``sweep_id``: the multirun that started the job;
+    ``reused``: the job found the results of an earlier run (status and seconds are that run's)."""
 
     status: str
     overrides: list[str] = field(default_factory=list)
@@ -52,6 +56,7 @@ class JobStatus:
     traceback: str = ""
     sweep_id: str = ""
     started: float = 0.0
+    reused: bool = False
 
     def write(self, job_dir: str | Path) -> Path:
         text = json.dumps(asdict(self), indent=1)
@@ -66,6 +71,18 @@ def read_status(job_dir: str | Path) -> JobStatus | None:
         return JobStatus(**{k: v for k, v in data.items() if k in JobStatus.__dataclass_fields__})
     except (OSError, ValueError, TypeError):
         return None
+
+
+def reused_status(earlier: JobStatus | None, status: JobStatus) -> JobStatus:
+    """``status`` of a job that found its finished results: the outcome ``earlier`` (the folder's record
+    before this job started) says computed them (``ok`` and its seconds), marked ``reused``; ``skipped``
+    when there is no such record (an older version's folder, or a record of another outcome)."""
+    if earlier is not None and earlier.status == "ok":
+        status.status, status.seconds, status.error = "ok", earlier.seconds, ""
+    else:
+        status.status, status.seconds = "skipped", time.time() - status.started
+    status.reused = True
+    return status
 
 
 def job_error(exc: BaseException) -> str:
@@ -144,6 +161,7 @@ class StatusRow:
     status: str
     seconds: float
     error: str
+    reused: bool = False
 
 
 def _row(sweep_dir: Path, job_dir: Path, status: JobStatus) -> StatusRow:
@@ -151,7 +169,8 @@ def _row(sweep_dir: Path, job_dir: Path, status: JobStatus) -> StatusRow:
     if state == "running":
         state, error = "failed", NO_END
     return StatusRow(job=str(job_dir.relative_to(sweep_dir)), overrides=" ".join(status.overrides),
-                     status=state, seconds=round(float(status.seconds), 1), error=error)
+                     status=state, seconds=round(float(status.seconds), 1), error=error,
+                     reused=bool(status.reused))
 
 
 def collect_statuses(sweep_dir: str | Path, sweep_id: str | None = None) -> list[StatusRow]:
@@ -168,13 +187,14 @@ def collect_statuses(sweep_dir: str | Path, sweep_id: str | None = None) -> list
 
 
 def write_status_csv(rows: Sequence[StatusRow], path: str | Path) -> Path:
-    """``sweep_status.csv``: job, overrides, status, seconds, error (one row per job)."""
+    """``sweep_status.csv``: job, overrides, status, seconds, error, reused (one row per job; ``reused``:
+    ``yes`` where the job found the results of an earlier run, whose status and seconds the row keeps)."""
     def write(tmp: Path) -> None:
         with open(tmp, "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
             writer.writerow(CSV_COLUMNS)
             for r in rows:
-                writer.writerow([r.job, r.overrides, r.status, f"{r.seconds:.1f}", r.error])
+                writer.writerow([r.job, r.overrides, r.status, f"{r.seconds:.1f}", r.error, "yes" if r.reused else ""])
     return atomic_write(path, write)
 
 
@@ -190,30 +210,43 @@ def print_status_table(rows: Sequence[StatusRow], csv_path: Path, file=None) -> 
         table.add_column(name, style=style, overflow="fold", justify="right" if name == "seconds" else "left")
     colour = {"ok": "green", "skipped": "yellow", "failed": "bold red"}
     for r in rows:  # Text cells: brackets in overrides or errors (paths like /tmp/[/x]) are not markup
-        table.add_row(Text(r.job), Text(r.status, style=colour.get(r.status, "")), f"{r.seconds:.1f}",
+        state = f"{r.status}, reused" if r.reused and r.status == "ok" else r.status
+        table.add_row(Text(r.job), Text(state, style=colour.get(r.status, "")), f"{r.seconds:.1f}",
                       Text(r.error))
     console.print(table)
     console.print(Text(f"{count_line(rows)}; {csv_path}"), highlight=False, soft_wrap=True)
 
 
 def count_line(rows: Sequence[StatusRow]) -> str:
+    """``2 ok (1 reused), 1 failed of 3 job(s)``."""
     counts = {s: sum(r.status == s for r in rows) for s in ("ok", "skipped", "failed")}
-    return ", ".join(f"{n} {s}" for s, n in counts.items() if n) + f" of {len(rows)} job(s)"
+    reused = sum(r.reused and r.status == "ok" for r in rows)
+    parts = [f"{n} {s}" + (f" ({reused} reused)" if s == "ok" and reused else "") for s, n in counts.items() if n]
+    return ", ".join(parts) + f" of {len(rows)} job(s)"
 
 
 class SweepStatusCallback(Callback):
     """Hydra callback (``hydra.callbacks`` of the entry configs): tags the jobs of a multirun with one
-    sweep id, then prints their statuses, writes ``sweep_status.csv`` and exits 1 if a job failed."""
+    sweep id, then prints their statuses, writes ``sweep_status.csv`` and exits 1 if a job failed.
+
+    The sweep folder is the one resolved when the multirun starts (the folder the launcher makes and
+    the jobs write below), remembered for the end: the table never reads another folder."""
+
+    def __init__(self) -> None:
+        self.sweep_dir: Path | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         # inherited by joblib workers and (sbatch exports the environment) SLURM jobs
         os.environ[SWEEP_ID_ENV] = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        os.environ[SWEEP_PID_ENV] = str(os.getpid())  # local workers end when this process dies (parent_watch)
+        self.sweep_dir = Path(str(config.hydra.sweep.dir))
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
-        sweep_dir = Path(str(config.hydra.sweep.dir))
+        sweep_dir = self.sweep_dir or Path(str(config.hydra.sweep.dir))
         rows = collect_statuses(sweep_dir, current_sweep_id() or None)
         path = write_status_csv(rows, sweep_dir / STATUS_CSV)
         os.environ.pop(SWEEP_ID_ENV, None)
+        os.environ.pop(SWEEP_PID_ENV, None)
         try:
             print_status_table(rows, path)
         finally:  # a failed job makes the sweep exit 1 even if the table could not be shown

@@ -1,0 +1,120 @@
+"""A sweep's pre-flight: its inputs checked once, before any job is launched.
+
+:class:`SweepPreflightCallback` (``hydra.callbacks.preflight`` of the entry configs) runs when a
+multirun starts. It expands the sweep into its points as Hydra's basic sweeper does (command-line
+sweeps and ``hydra.sweeper.params``), drops the keys that name no input (:data:`NO_INPUT_KEYS`:
+aggregation, statistics settings, seeds, ...), composes each remaining distinct point as its job will
+get it, and checks it with the checks of a single run (:func:`speechbias.launch.config_checks.check_config`:
+corpus folders, manifests and their clips, writable folders) plus the weights of each distinct model
+(:func:`speechbias.model_loading.check_weights_available`, the cache only, nothing loaded). Each
+distinct cause prints one line (``error: ...``); then the command exits 1 and nothing is launched.
+``hydra.callbacks.preflight.enabled=false`` launches anyway (each job then fails with its own line).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterable
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from speechbias.launch.user_errors import find_user_error, message_line
+
+# sweep keys that name no input (no model, corpus or manifest): points differing only in them are composed once
+NO_INPUT_KEYS = ("aggregation", "seed", "speat", "lr", "force", "logger", "trainer", "extraction", "torch_threads")
+# config nodes that may name a pretrained model (model_id, revision, cache_dir)
+MODEL_NODES = ("upstream", "asr", "sllm")
+GO_ON = "hydra.callbacks.preflight.enabled=false"
+
+
+def _key(override: str) -> str:
+    return override.lstrip("+~").split("=", 1)[0].lstrip("+")
+
+
+def _names_input(override: str) -> bool:
+    key = _key(override)
+    return not any(key == k or key.startswith(k + ".") for k in NO_INPUT_KEYS)
+
+
+def sweep_points(config: DictConfig) -> list[list[str]]:
+    """The distinct points of the sweep (override lists), keys of :data:`NO_INPUT_KEYS` left out."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    loader = GlobalHydra.instance().config_loader() if GlobalHydra.instance().is_initialized() else None
+    arguments = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False) or [])
+    params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
+    arguments = [f"{k}={v}" for k, v in params.items()] + arguments
+    parsed = OverridesParser.create(config_loader=loader).parse_overrides(arguments)
+    points = [point for batch in BasicSweeper.split_arguments(parsed, None) for point in batch]
+    distinct = dict.fromkeys(tuple(o for o in point if _names_input(o)) for point in points)
+    return [list(p) for p in distinct]
+
+
+def _models(job: DictConfig) -> Iterable[tuple[str, str | None, str | None]]:
+    for node in MODEL_NODES:
+        model_id = OmegaConf.select(job, f"{node}.model_id", default=None)
+        if OmegaConf.select(job, f"{node}.randomize", default=False) is True:
+            continue  # a random control reads its config only, never the weights
+        if isinstance(model_id, str) and model_id:
+            yield (model_id, OmegaConf.select(job, f"{node}.revision", default=None),
+                   OmegaConf.select(job, f"{node}.cache_dir", default=None))
+
+
+def _problem(check, *args) -> str | None:
+    """The one-line message of the user error ``check(*args)`` raises (None when it passes)."""
+    try:
+        check(*args)
+    except Exception as exc:  # noqa: BLE001 - only user errors are a cause; anything else is the job's to report
+        user = find_user_error(exc)
+        if user is None:
+            return None
+        return message_line(user)
+    return None
+
+
+def preflight_problems(config: DictConfig) -> list[str]:
+    """One line per distinct cause that would make jobs of this sweep fail (empty: launch)."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    from speechbias.launch.config_checks import check_config
+    from speechbias.model_loading import check_weights_available
+
+    loader = GlobalHydra.instance().config_loader()
+    problems: dict[str, None] = {}
+    models_seen: set[tuple] = set()
+    for point in sweep_points(config):
+        job = loader.load_sweep_config(config, point)
+        problem = _problem(check_config, job)
+        if problem:
+            problems[problem] = None
+        for model in _models(job):
+            if model not in models_seen:
+                models_seen.add(model)
+                problem = _problem(check_weights_available, *model)
+                if problem:
+                    problems[problem] = None
+    return list(problems)
+
+
+class SweepPreflightCallback(Callback):
+    """See the module docstring. ``enabled``: false launches the sweep without the checks."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = bool(enabled)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        if not self.enabled:
+            return
+        started = time.monotonic()
+        problems = preflight_problems(config)
+        if not problems:
+            return
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        print(f"sweep not launched: {len(problems)} problem(s) found in {time.monotonic() - started:.1f} s before "
+              f"any job started; fix them, or launch anyway with {GO_ON}", file=sys.stderr)
+        sys.exit(1)

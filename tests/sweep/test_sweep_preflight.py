@@ -1,0 +1,82 @@
+"""A sweep's pre-flight (speechbias.launch.sweep_preflight): the command a user types, without model weights or
+corpora, stops within seconds with one line per distinct cause and launches nothing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from omegaconf import open_dict
+
+from speechbias.launch.sweep_preflight import GO_ON, sweep_points
+
+
+def _sweep(repo: Path, tmp: Path, *args: str) -> tuple[subprocess.CompletedProcess, float]:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp / "empty_hf_home"), WANDB_MODE="offline",
+               SPEECHBIAS_CACHE=str(tmp / "cache"), PYTHONWARNINGS="ignore")
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, str(repo / "evaluate.py"), "-m", *args,
+                           f"hydra.sweep.dir={tmp / 'sweep'}"], cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=300)
+    return proc, time.monotonic() - started
+
+
+def test_a_sweep_over_models_without_weights_stops_before_any_job(repo_root, tmp_path):
+    """The issue's command: 2 jobs each failed after ~18 s with 2 error lines per model (job line + table),
+    37 console lines in all; now one line per model within seconds, and no job folder."""
+    proc, seconds = _sweep(repo_root, tmp_path, "upstream=hubert_base,wavlm_base", "bias_test=demo_voice",
+                           "hydra/launcher=parallel")
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lines = (proc.stdout + proc.stderr).splitlines()
+    errors = [ln for ln in lines if ln.startswith("error: ")]
+    assert len(errors) == 2 and len(lines) == 3, lines
+    assert "'facebook/hubert-base-ls960'" in errors[0] and "'microsoft/wavlm-base'" in errors[1]
+    assert all("hf download" in e for e in errors)
+    assert lines[-1].startswith("sweep not launched: 2 problem(s)") and GO_ON in lines[-1]
+    assert not (tmp_path / "sweep").exists()  # nothing launched: no sweep or job folder
+    assert seconds < 30, seconds
+
+
+def test_one_missing_data_folder_is_one_line_for_every_job_it_stops(repo_root, tmp_path):
+    """4 sweep points (2 models x 2 aggregations) over one missing corpus: the corpus line once, then each model."""
+    proc, _ = _sweep(repo_root, tmp_path, "upstream=hubert_base,wavlm_base", "aggregation=mean_sum,max_q3",
+                     "bias_test=female_male", f"paths.data_root={tmp_path / 'nonexistent'}")
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
+    assert proc.returncode == 1 and len(errors) == 3, proc.stderr
+    assert errors[0].startswith(f"error: paths.data_root={tmp_path / 'nonexistent'}: no such folder")
+    assert not (tmp_path / "sweep").exists()
+
+
+def test_a_sweep_whose_inputs_are_there_is_launched(repo_root, tmp_path):
+    proc, _ = _sweep(repo_root, tmp_path, "upstream=fbank", "bias_test=demo_voice", "logger=none",
+                     "speat.n_permutations=100", "speat.per_layer=false")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "sweep not launched" not in proc.stderr and (tmp_path / "sweep" / "sweep_status.csv").is_file()
+
+
+def test_the_points_are_composed_once_per_distinct_input(conf_dir):
+    """Aggregations and statistics settings name no input: 2 models x 3 aggregations x 2 seeds = 2 points."""
+    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
+        cfg = compose("evaluate", return_hydra_config=True)
+        with open_dict(cfg):  # the command line of `python evaluate.py -m ...`
+            cfg.hydra.overrides.task = ["upstream=fbank,mfcc", "aggregation=mean_sum,max_q3,min_last", "seed=0,1",
+                                        "bias_test=demo_voice"]
+        points = sweep_points(cfg)
+    assert points == [["upstream=fbank", "bias_test=demo_voice"], ["upstream=mfcc", "bias_test=demo_voice"]]
+
+
+def test_a_random_control_is_not_asked_for_weights(conf_dir):
+    """upstream.randomize=true reads the model's config only: the pre-flight asks no weights of it, while the
+    same upstream with its pretrained weights is asked for them."""
+    from speechbias.launch.sweep_preflight import _models
+
+    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
+        random_control = compose("evaluate", overrides=["upstream=random_wav2vec2_base"])
+        pretrained = compose("evaluate", overrides=["upstream=wav2vec2_base"])
+    assert random_control.upstream.randomize is True
+    assert list(_models(random_control)) == []
+    assert [m[0] for m in _models(pretrained)] == [pretrained.upstream.model_id]

@@ -58,6 +58,17 @@ def test_another_config_is_recomputed_with_one_line_naming_the_changed_keys(tmp_
     assert not (run / RUN_DIGEST_FILE).exists() and finished_marker("speat", run) is None
 
 
+def test_trainer_precision_changes_the_digest_its_devices_do_not(tmp_path, caplog):
+    """The trainer is presentation (devices, strategy, progress bar) except its numeric precision."""
+    trainer = {"accelerator": "cpu", "devices": 1, "precision": "32-true", "enable_progress_bar": True}
+    run = _finish(tmp_path, _cfg(tmp_path, trainer=trainer))
+    two_devices = dict(trainer, devices=2, strategy="ddp", enable_progress_bar=False)
+    assert finished_results(_cfg(tmp_path, trainer=two_devices), run) == run / "results.json"
+    with caplog.at_level(logging.INFO, logger="speechbias"):
+        assert finished_results(_cfg(tmp_path, trainer=dict(trainer, precision="bf16-mixed")), run) is None
+    assert "trainer.precision: 32-true -> bf16-mixed" in caplog.text
+
+
 def test_data_root_alone_changes_the_digest(tmp_path, caplog):
     run = _finish(tmp_path, _cfg(tmp_path))
     with caplog.at_level(logging.WARNING, logger="speechbias"):

@@ -47,8 +47,17 @@ PRESENTATION_KEYS = (
 MAX_NAMED_KEYS = 4
 
 
+# keys below a presentation key that do change the results: the trainer's numeric precision (the SER
+# heads train in it; bf16 is not float32), unlike its devices, strategy and progress display
+RESULT_KEYS_UNDER_PRESENTATION = ("trainer.precision", "task.run.trainer.precision")
+
+
+def _under(key: str, prefixes) -> bool:
+    return any(key == p or key.startswith(p + ".") or key.startswith(p + "[") for p in prefixes)
+
+
 def _presentation(key: str) -> bool:
-    return any(key == p or key.startswith(p + ".") or key.startswith(p + "[") for p in PRESENTATION_KEYS)
+    return _under(key, PRESENTATION_KEYS) and not _under(key, RESULT_KEYS_UNDER_PRESENTATION)
 
 
 def config_values(cfg: DictConfig) -> dict[str, str]:
@@ -63,7 +72,7 @@ def config_values(cfg: DictConfig) -> dict[str, str]:
             flat[prefix] = "[]" if isinstance(node, ListConfig) else "{}"
         for name, key in items:
             full = f"{prefix}{name}" if name.startswith("[") else (f"{prefix}.{name}" if prefix else name)
-            if _presentation(full):
+            if _presentation(full) and not any(r.startswith(full + ".") for r in RESULT_KEYS_UNDER_PRESENTATION):
                 continue
             try:
                 child = node[key]

@@ -3,10 +3,10 @@
 * :func:`load_pretrained`: any ``from_pretrained``-style loader, the local Hugging Face cache first,
   the hub only when a quick probe reaches it; :class:`MissingWeightsError` (one line naming the model
   id and the three ways to make its files available) when neither has them.
-* :func:`check_weights_available`: the same error before any weights are read (lazy upstreams).
+* :func:`check_weights_available`: the same error before any weights are read (lazy upstreams, a sweep's
+  pre-flight): a local folder, the cache, or (online) a reachable hub; nothing loaded.
 * :func:`hub_offline`: HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE, read at call time.
 * :func:`local_dir`: a model id that is a local directory.
-* :func:`check_weights_available`: the same one line, without loading anything (a sweep's pre-flight).
 * :class:`ModelFingerprint`: the identity fields of a model (id, revision, layer convention or decoding,
   dtype, library versions, local weight digest) and their digest, the namespace of every cache.
 

@@ -72,7 +72,7 @@ def test_table_integers_map_every_value_the_same_number_of_times(high):
 
     drawer = TableIntegers(high)
     # The accepted 16-bit values, counted by what they map to: each result from exactly 2**16 // high.
-    mapped = drawer._table[: drawer.limit]
+    mapped = drawer.table[: drawer.limit]
     assert np.array_equal(np.bincount(mapped, minlength=high), np.full(high, (1 << 16) // high))
     values = drawer.draw(np.random.default_rng(high), (max(200_000, 50 * high),))
     assert values.max() < high

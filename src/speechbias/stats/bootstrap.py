@@ -27,6 +27,7 @@ import numpy as np
 
 from speechbias.roles import ROLES
 from speechbias.stats.association import attribute_direction, effect_size_from_associations, unit_rows
+from speechbias.stats.kernel_choice import use_compiled_kernels
 from speechbias.stats.random_integers import MAX_HIGH_16BIT, TableIntegers, UniformIntegers
 from speechbias.stats.validation import (
     StatsInputError,
@@ -117,6 +118,8 @@ class _GroupDraws:
         self.m = columns[0].size
         self.pair_draws = TableIntegers(self.m * self.m) if self.m * self.m <= MAX_HIGH_16BIT else None
         self.single_draws = TableIntegers(self.m) if self.m <= 1 << 16 else None
+        self.column_matrix = np.stack(columns)  # (C, m)
+        self.compiles = self.single_draws is not None  # the numba kernel serves this group
         if self.pair_draws is not None:
             first, second = np.divmod(np.arange(self.m * self.m), self.m)
             # (m * m, columns + 1): each ordered pair's total per column, then its sum of squares
@@ -125,10 +128,19 @@ class _GroupDraws:
                 [c[first] + c[second] for c in columns]
                 + [sum(c[first] * c[first] + c[second] * c[second] for c in columns)], axis=1)
 
-    def moments(self, rng, draws: UniformIntegers, r: int, n: int) -> list[_Moments]:
+    def moments(self, rng, draws: UniformIntegers, r: int, n: int, stream: np.ndarray | None = None) -> list[_Moments]:
         """One :class:`_Moments` per column for ``r`` resamples of ``n`` draws; the squares of all
-        columns are summed into the first (``_effect_sizes`` only uses their total)."""
+        columns are summed into the first (``_effect_sizes`` only uses their total). ``stream``: the
+        PCG64 state of ``rng`` held by the numba kernels (:mod:`speechbias.stats.compiled_kernels`),
+        which then compute the same sums, bit-identical, from the same random words."""
         n_pairs, n_single = divmod(n, 2) if self.pair_draws is not None else (0, n)
+        if stream is not None:
+            from speechbias.stats import compiled_kernels
+
+            pair_table = self.pair_table if n_pairs else np.zeros((1, len(self.columns) + 1))
+            sums = compiled_kernels.group_moments(stream, r, n_pairs, n_single, self.pair_draws, pair_table,
+                                                  self.single_draws, self.column_matrix)
+            return [_Moments(sums[:, i], sums[:, -1] if i == 0 else 0.0, n) for i in range(len(self.columns))]
         sums = np.zeros((r, len(self.columns) + 1))
         if n_pairs:
             idx = self.pair_draws.draw(rng, (n_pairs, r))
@@ -153,10 +165,11 @@ class _Iid:
     def __init__(self, cx: np.ndarray, cy: np.ndarray):
         self.x, self.y = _GroupDraws(cx), _GroupDraws(cy)
         self.max_size = min(cx.size, cy.size)
+        self.compiles = self.x.compiles and self.y.compiles
 
-    def draw(self, rng, draws: UniformIntegers, n: int | None, r: int) -> np.ndarray:
+    def draw(self, rng, draws: UniformIntegers, n: int | None, r: int, stream=None) -> np.ndarray:
         nx, ny = (self.x.m, self.y.m) if n is None else (n, n)
-        return _effect_sizes(self.x.moments(rng, draws, r, nx)[0], self.y.moments(rng, draws, r, ny)[0])
+        return _effect_sizes(self.x.moments(rng, draws, r, nx, stream)[0], self.y.moments(rng, draws, r, ny, stream)[0])
 
 
 class _Paired:
@@ -165,9 +178,10 @@ class _Paired:
     def __init__(self, px: np.ndarray, py: np.ndarray):
         self.pairs = _GroupDraws(px, py)
         self.max_size = px.size
+        self.compiles = self.pairs.compiles
 
-    def draw(self, rng, draws: UniformIntegers, n: int | None, r: int) -> np.ndarray:
-        return _effect_sizes(*self.pairs.moments(rng, draws, r, self.pairs.m if n is None else n))
+    def draw(self, rng, draws: UniformIntegers, n: int | None, r: int, stream=None) -> np.ndarray:
+        return _effect_sizes(*self.pairs.moments(rng, draws, r, self.pairs.m if n is None else n, stream))
 
 
 class _Stratified:
@@ -177,6 +191,7 @@ class _Stratified:
         self.members_x = self._split(cx, strata_x)
         self.members_y = self._split(cy, strata_y)
         self.max_size = min(cx.size, cy.size)
+        self.compiles = False
 
     @staticmethod
     def _split(values: np.ndarray, strata: np.ndarray) -> list[np.ndarray]:
@@ -208,8 +223,8 @@ class _Stratified:
             count = count + per_stratum
         return _Moments(total, squares, count)
 
-    def draw(self, rng, draws: UniformIntegers, n: int | None, r: int) -> np.ndarray:
-        moments = []
+    def draw(self, rng, draws: UniformIntegers, n: int | None, r: int, stream=None) -> np.ndarray:
+        moments = []  # numpy only (``stream`` is always None here)
         for members in (self.members_x, self.members_y):
             if n is None:  # full size: each stratum's own count
                 counts = [m.size for m in members]
@@ -334,12 +349,19 @@ def bootstrap_se(
 
     rng = np.random.default_rng(seed)
     draws = UniformIntegers()
+    # The numba kernels hold the generator's state while they draw (same words, bit-identical d).
+    stream = None
+    if sampler.compiles and use_compiled_kernels(n_resamples * (2 * int(grid.sum()) + n_x + n_y)):
+        from speechbias.stats.compiled_pcg64 import read_state
+
+        stream = read_state(rng)
 
     def resample_d(n: int | None) -> np.ndarray:
         width = n_x + n_y if n is None else 2 * n
         block = max(1, _BLOCK_ELEMENTS // width)
         return np.concatenate([
-            sampler.draw(rng, draws, n, min(block, n_resamples - start)) for start in range(0, n_resamples, block)
+            sampler.draw(rng, draws, n, min(block, n_resamples - start), stream)
+            for start in range(0, n_resamples, block)
         ])
 
     se = np.empty(grid.size)

@@ -92,8 +92,9 @@ class TableIntegers:
             raise ValueError(f"high: must be in [1, 65536], got {high}")
         repeats = (1 << 16) // high
         self.high = high
-        self.limit = repeats * high
-        self._table = np.minimum(np.arange(1 << 16) // repeats, high - 1).astype(np.uint16)
+        self.repeats = repeats  # raw values per result
+        self.limit = repeats * high  # raw 16-bit values at or above it are redrawn
+        self.table = np.minimum(np.arange(1 << 16) // repeats, high - 1).astype(np.uint16)
 
     def draw(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         """uint16 array of ``shape`` with independent uniform values in ``[0, high)``."""
@@ -104,4 +105,4 @@ class TableIntegers:
             while todo.size:
                 raw[todo] = _raw_uint16(rng, todo.size)
                 todo = todo[raw[todo] >= self.limit]
-        return self._table.take(raw).reshape(shape)
+        return self.table.take(raw).reshape(shape)

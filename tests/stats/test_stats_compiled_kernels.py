@@ -1,0 +1,134 @@
+"""The numba kernels against what they replace: numpy's own PCG64 words, integer division, and the
+numpy kernels' results, bit for bit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from speechbias.stats import bootstrap_se, permutation_test
+from speechbias.stats.compiled_kernels import count_by_rejection, division_magic
+from speechbias.stats.compiled_pcg64 import raw_words, read_state, write_state
+from speechbias.stats.kernel_choice import ENVIRONMENT_VARIABLE, MIN_COMPILED_DRAWS, use_compiled_kernels
+from speechbias.stats.permutation import _count_by_rejection, _tie_tolerance, byte_sum_tables
+from speechbias.stats.random_integers import TableIntegers
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2**63 + 12345])
+def test_compiled_pcg64_words_are_numpys_random_raw(seed):
+    ours, numpys = np.random.default_rng(seed), np.random.default_rng(seed)
+    numpys.bit_generator.random_raw(7)  # a generator that has already drawn
+    ours.bit_generator.random_raw(7)
+    state = read_state(ours)
+    assert np.array_equal(raw_words(state, 5_000), numpys.bit_generator.random_raw(5_000))
+    assert np.array_equal(raw_words(state, 3_001, True), numpys.bit_generator.random_raw(3_001))  # two at a time
+    write_state(ours, state)  # handing the state back continues numpy's stream
+    assert np.array_equal(ours.bit_generator.random_raw(100), numpys.bit_generator.random_raw(100))
+    assert ours.random() == numpys.random()
+
+
+def test_compiled_pcg64_refuses_other_bit_generators():
+    with pytest.raises(TypeError, match="PCG64 only, got 'SFC64'"):
+        read_state(np.random.Generator(np.random.SFC64(0)))
+
+
+def test_division_magic_equals_integer_division_for_every_16_bit_value():
+    values = np.arange(1 << 16, dtype=np.uint64)
+    # every divisor TableIntegers uses (65536 // high for high in 1..65536) and the extremes
+    divisors = sorted({(1 << 16) // high for high in range(1, (1 << 16) + 1)} | {2, 3, 7, 255, 256, 257, 65535})
+    for divisor in divisors:
+        quotient = (values * division_magic(divisor)) >> np.uint64(48)
+        assert np.array_equal(quotient, values // np.uint64(divisor)), divisor
+    for high in (1, 2, 3, 60, 3600, 4096, 65535):
+        drawer = TableIntegers(high)
+        mapped = (values[: drawer.limit] * division_magic(drawer.repeats)) >> np.uint64(48)
+        assert np.array_equal(mapped, drawer.table[: drawer.limit])
+    with pytest.raises(ValueError, match="divisor"):
+        division_magic((1 << 16) + 1)
+
+
+@pytest.mark.parametrize("n, k", [(120, 60), (130, 65), (64, 32), (128, 64), (16, 8), (9, 4), (100, 50)])
+def test_compiled_rejection_count_equals_the_numpy_kernel(n, k):
+    rng = np.random.default_rng(n)
+    centred = rng.normal(size=n)
+    centred -= centred.mean()
+    for t_obs in (float(centred[:k].sum()), 0.0, 0.4):
+        numpy_count = _count_by_rejection(centred, k, t_obs, 20_000, np.random.default_rng(k))
+        at_least = t_obs - _tie_tolerance(centred)
+        compiled = count_by_rejection(centred, k, byte_sum_tables(centred), at_least, 20_000, np.random.default_rng(k))
+        assert compiled == numpy_count
+
+
+def test_compiled_rejection_count_includes_tied_sums():
+    values = np.repeat([-1.0, 1.0], 30)  # every 30-subset's sum is a multiple of 2: many exact ties
+    at_least = 0.0 - _tie_tolerance(values)
+    count = count_by_rejection(values, 30, byte_sum_tables(values), at_least, 5_000, np.random.default_rng(3))
+    assert count == _count_by_rejection(values, 30, 0.0, 5_000, np.random.default_rng(3))
+    assert 0 < count < 5_000
+
+
+def _both_paths(monkeypatch, fn):
+    monkeypatch.setenv(ENVIRONMENT_VARIABLE, "numpy")
+    numpy_result = fn()
+    monkeypatch.setenv(ENVIRONMENT_VARIABLE, "compiled")
+    return numpy_result, fn()
+
+
+@pytest.mark.parametrize("n_x, n_y, seed", [(60, 60, 0), (33, 33, 1), (20, 25, 2)])
+def test_permutation_p_is_the_same_on_both_paths(monkeypatch, n_x, n_y, seed):
+    rng = np.random.default_rng(seed)
+    s_x, s_y = rng.normal(0.15, 1, n_x), rng.normal(0, 1, n_y)
+    numpy_result, compiled_result = _both_paths(
+        monkeypatch, lambda: permutation_test(s_x, s_y, n_permutations=50_000, seed=seed))
+    assert compiled_result == numpy_result
+
+
+@pytest.mark.parametrize("m_x, m_y, sizes", [
+    (60, 60, None),  # pair tables, even and odd sizes
+    (40, 70, [2, 3, 17, 40]),  # Y has 70 items: no pair table (single draws only)
+    (5, 9, [2, 3, 4, 5]),  # tiny groups
+])
+def test_iid_bootstrap_is_bit_identical_on_both_paths(monkeypatch, m_x, m_y, sizes):
+    rng = np.random.default_rng(m_x + m_y)
+    s_x, s_y = rng.normal(0.3, 1, m_x), rng.normal(0, 1, m_y)
+    numpy_result, compiled_result = _both_paths(
+        monkeypatch, lambda: bootstrap_se(s_x=s_x, s_y=s_y, sizes=sizes, n_resamples=3_000, seed=11))
+    for field in ("se", "n_valid", "sizes"):
+        assert np.array_equal(getattr(compiled_result, field), getattr(numpy_result, field)), field
+    assert (compiled_result.ci_low, compiled_result.ci_high) == (numpy_result.ci_low, numpy_result.ci_high)
+
+
+def test_paired_bootstrap_is_bit_identical_on_both_paths(monkeypatch):
+    rng = np.random.default_rng(5)
+    s_x, s_y = rng.normal(0.2, 1, 31), rng.normal(0, 1, 31)
+    ids = [f"p{i}" for i in range(31)]
+    numpy_result, compiled_result = _both_paths(monkeypatch, lambda: bootstrap_se(
+        s_x=s_x, s_y=s_y, design="paired", pair_ids_x=ids, pair_ids_y=ids[::-1], n_resamples=2_000, seed=4))
+    assert np.array_equal(compiled_result.se, numpy_result.se)
+    assert (compiled_result.ci_low, compiled_result.ci_high) == (numpy_result.ci_low, numpy_result.ci_high)
+
+
+def test_kernel_choice_follows_the_environment_and_the_amount_of_work(monkeypatch):
+    monkeypatch.delenv(ENVIRONMENT_VARIABLE, raising=False)
+    assert not use_compiled_kernels(MIN_COMPILED_DRAWS - 1)
+    assert use_compiled_kernels(MIN_COMPILED_DRAWS)
+    monkeypatch.setenv(ENVIRONMENT_VARIABLE, "numpy")
+    assert not use_compiled_kernels(10**12)
+    monkeypatch.setenv(ENVIRONMENT_VARIABLE, "Compiled")
+    assert use_compiled_kernels(1)
+    monkeypatch.setenv(ENVIRONMENT_VARIABLE, "gpu")
+    with pytest.raises(ValueError, match="SPEECHBIAS_STATS_KERNELS: must be one of"):
+        use_compiled_kernels(1)
+
+
+def test_small_statistics_do_not_import_numba():
+    code = ("import sys, numpy as np; from speechbias.stats import permutation_test, bootstrap_se; "
+            "r = np.random.default_rng(0); x, y = r.normal(size=20), r.normal(size=20); "
+            "permutation_test(x, y, n_permutations=10_000); bootstrap_se(s_x=x, s_y=y, n_resamples=1_000); "
+            "print('numba' in sys.modules)")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.strip() == "False"

@@ -132,3 +132,27 @@ def test_small_statistics_do_not_import_numba():
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.strip() == "False"
+
+
+def test_without_numba_large_statistics_warn_once_and_give_the_same_numbers():
+    code = ("import sys; sys.modules['numba'] = None\n"  # numba not importable
+            "import logging, numpy as np; logging.basicConfig(level=logging.WARNING, format='%(message)s')\n"
+            "from speechbias.stats import permutation_test, bootstrap_se\n"
+            "r = np.random.default_rng(0); x, y = r.normal(0.2, 1, 60), r.normal(size=60)\n"
+            "p = permutation_test(x, y, n_permutations=400_000, seed=3).p\n"
+            "se = bootstrap_se(s_x=x, s_y=y, n_resamples=3_000, seed=3).se\n"
+            "print(repr(p), repr(float(se.sum())))")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stderr.count("the compiled statistics kernels are unavailable (ModuleNotFoundError") == 1, out.stderr
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(0.2, 1, 60), rng.normal(size=60)
+    import os
+
+    os.environ[ENVIRONMENT_VARIABLE] = "compiled"
+    try:
+        p = permutation_test(x, y, n_permutations=400_000, seed=3).p
+        se = bootstrap_se(s_x=x, s_y=y, n_resamples=3_000, seed=3).se
+    finally:
+        del os.environ[ENVIRONMENT_VARIABLE]
+    assert out.stdout.split() == [repr(p), repr(float(se.sum()))]

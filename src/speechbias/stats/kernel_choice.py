@@ -3,8 +3,9 @@
 ``SPEECHBIAS_STATS_KERNELS`` (read at every call): ``auto`` (default) runs the compiled kernels for
 calls that draw at least :data:`MIN_COMPILED_DRAWS` random values, where they repay importing numba
 (~0.3 s in a fresh process), and the numpy kernels below that; ``numpy`` / ``compiled`` force one
-path (benchmarks and tests compare the two side by side). When numba cannot be imported, ``auto``
-warns once and stays on numpy; ``compiled`` raises.
+path (benchmarks and tests compare the two side by side). When the compiled kernels cannot be set up
+(numba missing, or no writable place for its cache), ``auto`` warns once and stays on numpy, whose
+results are the same; ``compiled`` raises.
 """
 
 from __future__ import annotations
@@ -34,11 +35,12 @@ def use_compiled_kernels(n_draws: int) -> bool:
     if choice == "compiled":
         return True
     if _numba_missing is None:
-        try:
-            import numba  # noqa: F401
-        except ImportError as error:
-            _numba_missing = str(error)
-            log.warning("numba is not importable (%s): the statistics run on the slower numpy kernels", error)
+        try:  # numba itself, and a place to cache the compiled code (numba refuses cache=True without one)
+            import speechbias.stats.compiled_kernels  # noqa: F401
+        except Exception as error:  # noqa: BLE001 - any failure to set up numba means: stay on numpy
+            _numba_missing = f"{type(error).__name__}: {error}"
+            log.warning("the compiled statistics kernels are unavailable (%s); the statistics run on the numpy "
+                        "kernels (same results, ~2x slower)", _numba_missing)
         else:
             _numba_missing = ""
     return not _numba_missing

@@ -12,7 +12,7 @@ import pytest
 from speechbias.stats import bootstrap_se, permutation_test
 from speechbias.stats.compiled_kernels import count_by_rejection, division_magic
 from speechbias.stats.compiled_pcg64 import raw_words, read_state, write_state
-from speechbias.stats.kernel_choice import ENVIRONMENT_VARIABLE, MIN_COMPILED_DRAWS, use_compiled_kernels
+from speechbias.stats.kernel_choice import BREAK_EVEN_DRAWS, ENVIRONMENT_VARIABLE, use_compiled_kernels
 from speechbias.stats.permutation import _count_by_rejection, _tie_tolerance, byte_sum_tables
 from speechbias.stats.random_integers import TableIntegers
 
@@ -111,10 +111,17 @@ def test_paired_bootstrap_is_bit_identical_on_both_paths(monkeypatch):
     assert (compiled_result.ci_low, compiled_result.ci_high) == (numpy_result.ci_low, numpy_result.ci_high)
 
 
-def test_kernel_choice_follows_the_environment_and_the_amount_of_work(monkeypatch):
+def test_kernel_choice_follows_the_environment_and_the_work_done_so_far(monkeypatch):
+    from speechbias.stats import kernel_choice
+
     monkeypatch.delenv(ENVIRONMENT_VARIABLE, raising=False)
-    assert not use_compiled_kernels(MIN_COMPILED_DRAWS - 1)
-    assert use_compiled_kernels(MIN_COMPILED_DRAWS)
+    monkeypatch.setattr(kernel_choice, "_numpy_draws", 0)
+    quarter = BREAK_EVEN_DRAWS // 4
+    # rent: numpy until the process's draws reach the break-even point, counting the current call
+    assert [use_compiled_kernels(quarter) for _ in range(4)] == [False, False, False, True]
+    assert use_compiled_kernels(1)  # then buy: compiled from then on
+    monkeypatch.setattr(kernel_choice, "_numpy_draws", 0)
+    assert use_compiled_kernels(BREAK_EVEN_DRAWS)  # one call that large buys at once
     monkeypatch.setenv(ENVIRONMENT_VARIABLE, "numpy")
     assert not use_compiled_kernels(10**12)
     monkeypatch.setenv(ENVIRONMENT_VARIABLE, "Compiled")
@@ -124,10 +131,12 @@ def test_kernel_choice_follows_the_environment_and_the_amount_of_work(monkeypatc
         use_compiled_kernels(1)
 
 
-def test_small_statistics_do_not_import_numba():
+def test_one_paper_sized_test_does_not_import_numba():
+    # one evaluate.py run: the 10^6-permutation test of 60 + 60, its SE curve, 25 per-layer tests
     code = ("import sys, numpy as np; from speechbias.stats import permutation_test, bootstrap_se; "
-            "r = np.random.default_rng(0); x, y = r.normal(size=20), r.normal(size=20); "
-            "permutation_test(x, y, n_permutations=10_000); bootstrap_se(s_x=x, s_y=y, n_resamples=1_000); "
+            "r = np.random.default_rng(0); x, y = r.normal(size=60), r.normal(size=60); "
+            "permutation_test(x, y, n_permutations=1_000_000); bootstrap_se(s_x=x, s_y=y, n_resamples=10_000); "
+            "[permutation_test(x, y, n_permutations=10_000) for _ in range(25)]; "
             "print('numba' in sys.modules)")
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
@@ -135,7 +144,9 @@ def test_small_statistics_do_not_import_numba():
 
 
 def test_without_numba_large_statistics_warn_once_and_give_the_same_numbers():
-    code = ("import sys; sys.modules['numba'] = None\n"  # numba not importable
+    code = ("import os, sys; sys.modules['numba'] = None\n"  # numba not importable
+            "os.environ['SPEECHBIAS_STATS_KERNELS'] = 'auto'\n"
+            "import speechbias.stats.kernel_choice as choice; choice.BREAK_EVEN_DRAWS = 1\n"
             "import logging, numpy as np; logging.basicConfig(level=logging.WARNING, format='%(message)s')\n"
             "from speechbias.stats import permutation_test, bootstrap_se\n"
             "r = np.random.default_rng(0); x, y = r.normal(0.2, 1, 60), r.normal(size=60)\n"

@@ -11,8 +11,9 @@ benchmarks/stats_bench.py measures both paths side by side.
 numba (a well-kept LLVM JIT for numpy code, BSD licence, wheels for every platform torch has) was
 chosen over a C extension: no compiler at install time, and the kernels read as the numpy code they
 mirror. Compiled code is cached on disk (``cache=True``): the first call on a machine compiles
-(a few seconds), later processes load it. Importing this module imports numba (~0.3 s), so the
-callers import it only for work large enough to repay that (:mod:`speechbias.stats.kernel_choice`).
+(a few seconds), later processes load it (~0.3-0.6 s). Importing this module imports numba
+(~0.3 s), so a process turns to it only after about a second of numpy work
+(:mod:`speechbias.stats.kernel_choice`).
 """
 
 from __future__ import annotations

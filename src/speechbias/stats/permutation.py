@@ -16,8 +16,8 @@ partition that swaps two targets with equal s) count as ties, i.e. as >= T_obs.
 
 Cost of the sampled test (benchmarks/stats_bench.py, one core): balanced groups (60 + 60) use
 rejection of random bit masks, ~0.15 s per 1,000,000 permutations in numpy and 2-2.6x less in the
-numba-compiled kernel that large tests run (:mod:`speechbias.stats.kernel_choice`; same random
-words, same count); unbalanced groups use selection sampling, O(n_permutations * (n_x + n_y)),
+numba-compiled kernel that a process with many tests turns to (:mod:`speechbias.stats.kernel_choice`;
+same random words, same count); unbalanced groups use selection sampling, O(n_permutations * (n_x + n_y)),
 ~0.45 s per 1,000,000 permutations of 120 targets.
 """
 

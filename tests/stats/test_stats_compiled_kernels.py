@@ -131,39 +131,36 @@ def test_kernel_choice_follows_the_environment_and_the_work_done_so_far(monkeypa
         use_compiled_kernels(1)
 
 
+def _python(code: str) -> subprocess.CompletedProcess:
+    """``code`` run by a fresh interpreter that finds speechbias as this one does."""
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+
+
 def test_one_paper_sized_test_does_not_import_numba():
     # one evaluate.py run: the 10^6-permutation test of 60 + 60, its SE curve, 25 per-layer tests
-    code = ("import sys, numpy as np; from speechbias.stats import permutation_test, bootstrap_se; "
-            "r = np.random.default_rng(0); x, y = r.normal(size=60), r.normal(size=60); "
-            "permutation_test(x, y, n_permutations=1_000_000); bootstrap_se(s_x=x, s_y=y, n_resamples=10_000); "
-            "[permutation_test(x, y, n_permutations=10_000) for _ in range(25)]; "
-            "print('numba' in sys.modules)")
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    out = _python("import sys, numpy as np; from speechbias.stats import permutation_test, bootstrap_se; "
+                  "r = np.random.default_rng(0); x, y = r.normal(size=60), r.normal(size=60); "
+                  "permutation_test(x, y, n_permutations=1_000_000); bootstrap_se(s_x=x, s_y=y, n_resamples=10_000); "
+                  "[permutation_test(x, y, n_permutations=10_000) for _ in range(25)]; "
+                  "print('numba' in sys.modules)")
     assert out.stdout.strip() == "False"
 
 
-def test_without_numba_large_statistics_warn_once_and_give_the_same_numbers():
-    code = ("import os, sys; sys.modules['numba'] = None\n"  # numba not importable
-            "os.environ['SPEECHBIAS_STATS_KERNELS'] = 'auto'\n"
-            "import speechbias.stats.kernel_choice as choice; choice.BREAK_EVEN_DRAWS = 1\n"
-            "import logging, numpy as np; logging.basicConfig(level=logging.WARNING, format='%(message)s')\n"
-            "from speechbias.stats import permutation_test, bootstrap_se\n"
-            "r = np.random.default_rng(0); x, y = r.normal(0.2, 1, 60), r.normal(size=60)\n"
-            "p = permutation_test(x, y, n_permutations=400_000, seed=3).p\n"
-            "se = bootstrap_se(s_x=x, s_y=y, n_resamples=3_000, seed=3).se\n"
-            "print(repr(p), repr(float(se.sum())))")
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+def test_without_numba_large_statistics_warn_once_and_give_the_same_numbers(monkeypatch):
+    out = _python("import os, sys; sys.modules['numba'] = None\n"  # numba not importable
+                  "os.environ['SPEECHBIAS_STATS_KERNELS'] = 'auto'\n"
+                  "import speechbias.stats.kernel_choice as choice; choice.BREAK_EVEN_DRAWS = 1\n"
+                  "import logging, numpy as np; logging.basicConfig(level=logging.WARNING, format='%(message)s')\n"
+                  "from speechbias.stats import permutation_test, bootstrap_se\n"
+                  "r = np.random.default_rng(0); x, y = r.normal(0.2, 1, 60), r.normal(size=60)\n"
+                  "p = permutation_test(x, y, n_permutations=400_000, seed=3).p\n"
+                  "se = bootstrap_se(s_x=x, s_y=y, n_resamples=3_000, seed=3).se\n"
+                  "print(repr(p), repr(float(se.sum())))")
     assert out.stderr.count("the compiled statistics kernels are unavailable (ModuleNotFoundError") == 1, out.stderr
     rng = np.random.default_rng(0)
     x, y = rng.normal(0.2, 1, 60), rng.normal(size=60)
-    import os
-
-    os.environ[ENVIRONMENT_VARIABLE] = "compiled"
-    try:
-        p = permutation_test(x, y, n_permutations=400_000, seed=3).p
-        se = bootstrap_se(s_x=x, s_y=y, n_resamples=3_000, seed=3).se
-    finally:
-        del os.environ[ENVIRONMENT_VARIABLE]
+    monkeypatch.setenv(ENVIRONMENT_VARIABLE, "compiled")
+    p = permutation_test(x, y, n_permutations=400_000, seed=3).p
+    se = bootstrap_se(s_x=x, s_y=y, n_resamples=3_000, seed=3).se
     assert out.stdout.split() == [repr(p), repr(float(se.sum()))]

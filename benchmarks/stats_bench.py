@@ -4,7 +4,7 @@
    association + d, permutation test, bootstrap SE curve.
 2. The hand-written kernels vs. the alternatives they replace: random partitions (rejection of
    random bit masks vs. selection sampling vs. argpartition of random keys; numpy vs. numba-compiled
-   rejection), bootstrap group moments (numpy vs. compiled) and small random integers (table
+   rejection), the bootstrap SE curve (numpy vs. compiled) and small random integers (table
    look-up vs. 16-bit Lemire draws vs. Generator.integers).
 3. Wall time of the full SpEAT paper workload: 96 tests (n = 60 targets per group, 60 + 60
    attribute vectors, D = 1024), each with 1,000,000 permutations and a bootstrap SE curve
@@ -213,26 +213,22 @@ def section_kernels(quick: bool) -> None:
     print(f"rejection of bit masks, {n_perm:,} partitions: numpy {t_num:.3f} s, compiled {t_cmp:.3f} s "
           f"-> {t_num / t_cmp:.2f}x   (same count: {c_num == c_cmp})")
 
-    from speechbias.stats.compiled_pcg64 import read_state
+    from speechbias.stats.kernel_choice import ENVIRONMENT_VARIABLE
 
-    from speechbias.stats.bootstrap import _GroupDraws
-    from speechbias.stats.random_integers import TableIntegers
-
-    group = _GroupDraws(centred[:60].copy())
-    r, reps_m = 2184, (50 if quick else 300)
-    draws = UniformIntegers()
-    gen_n, gen_c = np.random.default_rng(4), np.random.default_rng(4)
-    stream = read_state(gen_c)
-    group.moments(gen_c, draws, 10, 61, stream)  # compile
-    stream = read_state(gen_c)
+    sx, sy = centred[:60] + 0.2, centred[60:]
+    n_res = 2_000 if quick else 10_000
+    curves = {}
     for _ in range(2):
-        t_mn, m_num = timed(lambda: [group.moments(gen_n, draws, r, 60)[0].total for _ in range(reps_m)])
-        t_mc, m_cmp = timed(lambda: [group.moments(gen_c, draws, r, 60, stream)[0].total for _ in range(reps_m)])
-        gen_n, gen_c = np.random.default_rng(5), np.random.default_rng(5)
-        stream = read_state(gen_c)
-    same = all(np.array_equal(a, b) for a, b in zip(m_num, m_cmp))
-    print(f"bootstrap group moments, {reps_m} x {r} resamples of 60 draws: numpy {t_mn:.3f} s, compiled {t_mc:.3f} s "
-          f"-> {t_mn / t_mc:.2f}x   (bit-identical: {same})")
+        for path in ("numpy", "compiled"):
+            os.environ[ENVIRONMENT_VARIABLE] = path
+            curves[path] = timed(bootstrap_se, s_x=sx, s_y=sy, n_resamples=n_res, seed=0)
+    os.environ.pop(ENVIRONMENT_VARIABLE)
+    (t_bn, c_bn), (t_bc, c_bc) = curves["numpy"], curves["compiled"]
+    same = np.array_equal(c_bn.se, c_bc.se) and (c_bn.ci_low, c_bn.ci_high) == (c_bc.ci_low, c_bc.ci_high)
+    print(f"bootstrap SE curve n=2..60 + CI, {n_res:,} resamples/size: numpy {t_bn:.3f} s, compiled {t_bc:.3f} s "
+          f"-> {t_bn / t_bc:.2f}x   (bit-identical: {same})")
+
+    from speechbias.stats.random_integers import TableIntegers
 
     shape = (30, 4096)
     reps = 100 if quick else 500

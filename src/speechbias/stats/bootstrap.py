@@ -118,8 +118,8 @@ class _GroupDraws:
         self.m = columns[0].size
         self.pair_draws = TableIntegers(self.m * self.m) if self.m * self.m <= MAX_HIGH_16BIT else None
         self.single_draws = TableIntegers(self.m) if self.m <= 1 << 16 else None
-        self.column_matrix = np.stack(columns)  # (C, m)
-        self.compiles = self.single_draws is not None  # the numba kernel serves this group
+        self.column_matrix = np.stack(columns)  # (C, m), for the compiled kernel
+        self.compiles = self.single_draws is not None  # the compiled kernel serves this group
         if self.pair_draws is not None:
             first, second = np.divmod(np.arange(self.m * self.m), self.m)
             # (m * m, columns + 1): each ordered pair's total per column, then its sum of squares
@@ -128,19 +128,10 @@ class _GroupDraws:
                 [c[first] + c[second] for c in columns]
                 + [sum(c[first] * c[first] + c[second] * c[second] for c in columns)], axis=1)
 
-    def moments(self, rng, draws: UniformIntegers, r: int, n: int, stream: np.ndarray | None = None) -> list[_Moments]:
+    def moments(self, rng, draws: UniformIntegers, r: int, n: int) -> list[_Moments]:
         """One :class:`_Moments` per column for ``r`` resamples of ``n`` draws; the squares of all
-        columns are summed into the first (``_effect_sizes`` only uses their total). ``stream``: the
-        PCG64 state of ``rng`` held by the numba kernels (:mod:`speechbias.stats.compiled_kernels`),
-        which then compute the same sums, bit-identical, from the same random words."""
+        columns are summed into the first (``_effect_sizes`` only uses their total)."""
         n_pairs, n_single = divmod(n, 2) if self.pair_draws is not None else (0, n)
-        if stream is not None:
-            from speechbias.stats import compiled_kernels
-
-            pair_table = self.pair_table if n_pairs else np.zeros((1, len(self.columns) + 1))
-            sums = compiled_kernels.group_moments(stream, r, n_pairs, n_single, self.pair_draws, pair_table,
-                                                  self.single_draws, self.column_matrix)
-            return [_Moments(sums[:, i], sums[:, -1] if i == 0 else 0.0, n) for i in range(len(self.columns))]
         sums = np.zeros((r, len(self.columns) + 1))
         if n_pairs:
             idx = self.pair_draws.draw(rng, (n_pairs, r))
@@ -167,9 +158,16 @@ class _Iid:
         self.max_size = min(cx.size, cy.size)
         self.compiles = self.x.compiles and self.y.compiles
 
-    def draw(self, rng, draws: UniformIntegers, n: int | None, r: int, stream=None) -> np.ndarray:
+    def draw(self, rng, draws: UniformIntegers, n: int | None, r: int) -> np.ndarray:
         nx, ny = (self.x.m, self.y.m) if n is None else (n, n)
-        return _effect_sizes(self.x.moments(rng, draws, r, nx, stream)[0], self.y.moments(rng, draws, r, ny, stream)[0])
+        return _effect_sizes(self.x.moments(rng, draws, r, nx)[0], self.y.moments(rng, draws, r, ny)[0])
+
+    def compiled_effect_sizes(self, rng, grid: np.ndarray, n_resamples: int) -> np.ndarray:
+        """(len(grid) + 1, n_resamples): what :meth:`draw` gives size by size and block by block, in one
+        compiled call (bit-identical)."""
+        from speechbias.stats.compiled_kernels import resampled_effect_sizes
+
+        return resampled_effect_sizes(rng, grid, n_resamples, _BLOCK_ELEMENTS, self.x, self.y, (self.x.m, self.y.m))
 
 
 class _Paired:
@@ -180,8 +178,14 @@ class _Paired:
         self.max_size = px.size
         self.compiles = self.pairs.compiles
 
-    def draw(self, rng, draws: UniformIntegers, n: int | None, r: int, stream=None) -> np.ndarray:
-        return _effect_sizes(*self.pairs.moments(rng, draws, r, self.pairs.m if n is None else n, stream))
+    def draw(self, rng, draws: UniformIntegers, n: int | None, r: int) -> np.ndarray:
+        return _effect_sizes(*self.pairs.moments(rng, draws, r, self.pairs.m if n is None else n))
+
+    def compiled_effect_sizes(self, rng, grid: np.ndarray, n_resamples: int) -> np.ndarray:
+        """As :meth:`_Iid.compiled_effect_sizes`, for pairs."""
+        from speechbias.stats.compiled_kernels import resampled_effect_sizes
+
+        return resampled_effect_sizes(rng, grid, n_resamples, _BLOCK_ELEMENTS, self.pairs)
 
 
 class _Stratified:
@@ -223,8 +227,8 @@ class _Stratified:
             count = count + per_stratum
         return _Moments(total, squares, count)
 
-    def draw(self, rng, draws: UniformIntegers, n: int | None, r: int, stream=None) -> np.ndarray:
-        moments = []  # numpy only (``stream`` is always None here)
+    def draw(self, rng, draws: UniformIntegers, n: int | None, r: int) -> np.ndarray:
+        moments = []
         for members in (self.members_x, self.members_y):
             if n is None:  # full size: each stratum's own count
                 counts = [m.size for m in members]
@@ -349,26 +353,24 @@ def bootstrap_se(
 
     rng = np.random.default_rng(seed)
     draws = UniformIntegers()
-    # The numba kernels hold the generator's state while they draw (same words, bit-identical d).
-    stream = None
-    if sampler.compiles and use_compiled_kernels(n_resamples * (2 * int(grid.sum()) + n_x + n_y)):
-        from speechbias.stats.compiled_pcg64 import read_state
-
-        stream = read_state(rng)
 
     def resample_d(n: int | None) -> np.ndarray:
         width = n_x + n_y if n is None else 2 * n
         block = max(1, _BLOCK_ELEMENTS // width)
         return np.concatenate([
-            sampler.draw(rng, draws, n, min(block, n_resamples - start), stream)
-            for start in range(0, n_resamples, block)
+            sampler.draw(rng, draws, n, min(block, n_resamples - start)) for start in range(0, n_resamples, block)
         ])
 
+    if sampler.compiles and use_compiled_kernels(n_resamples * (2 * int(grid.sum()) + n_x + n_y)):
+        # every size and the full size in one compiled call: the same draws, bit-identical d
+        by_size = list(sampler.compiled_effect_sizes(rng, grid, n_resamples))
+    else:
+        by_size = [resample_d(int(n)) for n in grid] + [resample_d(None)]
     se = np.empty(grid.size)
     n_valid = np.empty(grid.size, dtype=np.int64)
     for i, n in enumerate(grid):
-        se[i], n_valid[i] = _se(resample_d(int(n)), f"size {n}")
-    d_full_resamples = resample_d(None)
+        se[i], n_valid[i] = _se(by_size[i], f"size {n}")
+    d_full_resamples = by_size[-1]
     _, n_valid_full = _se(d_full_resamples, "the full sample size")
     valid_full = d_full_resamples[np.isfinite(d_full_resamples)]
     ci_low, ci_high = np.quantile(valid_full, [(1.0 - ci) / 2.0, (1.0 + ci) / 2.0])

@@ -205,15 +205,89 @@ def _group_moments(state, r, n_pairs, n_single, pair_limit, pair_magic, pair_tab
     return sums.T.copy()
 
 
-def group_moments(state: np.ndarray, r: int, n_pairs: int, n_single: int, pair_draws, pair_table: np.ndarray,
-                  single_draws, columns: np.ndarray) -> np.ndarray:
-    """(r, C + 1): the sums ``_GroupDraws.moments`` builds, bit-identical, from the same random words.
+@njit(cache=True)
+def _effect_sizes(x_total, x_count, y_total, y_count, squares):
+    """d per resample from the groups' sums: ``bootstrap._effect_sizes``, operation for operation
+    (the same IEEE operations in the same order give the same bits); NaN where there is no spread."""
+    r = x_total.size
+    count = x_count + y_count
+    d = np.empty(r)
+    for j in range(r):
+        total = x_total[j] + y_total[j]
+        spread = (squares[j] - total * total / count) / (count - 1)
+        diff = x_total[j] / x_count - y_total[j] / y_count
+        if spread <= 1e-12 * squares[j] / (count - 1):
+            d[j] = np.nan
+        else:
+            d[j] = diff / np.sqrt(spread)
+    return d
 
-    ``state``: the PCG64 state (:func:`~speechbias.stats.compiled_pcg64.read_state`), advanced in
-    place; ``pair_draws`` / ``single_draws``: the group's
-    :class:`~speechbias.stats.random_integers.TableIntegers` (``pair_draws`` may be None when
-    ``n_pairs`` is 0); ``pair_table`` (m * m, C + 1); ``columns``: (C, m) float64.
+
+@njit(cache=True)
+def _resampled_effect_sizes(state, grid, full_x, full_y, n_resamples, block_elements, paired,
+                            x_limits, x_magics, x_pair_table, x_columns, y_limits, y_magics, y_pair_table,
+                            y_columns):
+    """(len(grid) + 1, n_resamples) bootstrapped d: one row per size of ``grid``, then the full size
+    (``full_x`` / ``full_y`` draws). The loop of ``bootstrap.bootstrap_se`` for the iid and paired
+    designs: the same blocks of resamples (``block_elements // width`` each), each group's draws in
+    the same order. A group: limits / magics (pairs, singles) of its two ``TableIntegers``,
+    ``pair_table`` (m * m, C + 1; a 1-row dummy when m * m > 4096) and ``columns`` (C, m). iid: group
+    x then group y, one column each; ``paired``: group x alone, two columns (its X and Y members).
     """
-    pair_limit, pair_magic = (pair_draws.limit, division_magic(pair_draws.repeats)) if n_pairs else (1 << 16, 0)
-    return _group_moments(state, int(r), int(n_pairs), int(n_single), int(pair_limit), np.uint64(pair_magic),
-                          pair_table, int(single_draws.limit), division_magic(single_draws.repeats), columns)
+    n_rows = grid.size + 1
+    out = np.empty((n_rows, n_resamples))
+    x_pairs_possible = x_pair_table.shape[0] > 1
+    y_pairs_possible = y_pair_table.shape[0] > 1
+    for row in range(n_rows):
+        if row < grid.size:
+            nx = grid[row]
+            ny = grid[row]
+        else:
+            nx = full_x
+            ny = full_y
+        width = 2 * nx if row < grid.size else full_x + full_y
+        block = max(1, block_elements // width)
+        for start in range(0, n_resamples, block):
+            r = min(block, n_resamples - start)
+            x_pairs, x_single = (nx // 2, nx % 2) if x_pairs_possible else (0, nx)
+            x_sums = _group_moments(state, r, x_pairs, x_single, x_limits[0], x_magics[0], x_pair_table,
+                                    x_limits[1], x_magics[1], x_columns)
+            if paired:
+                d = _effect_sizes(x_sums[:, 0], nx, x_sums[:, 1], nx, x_sums[:, 2])
+            else:
+                y_pairs, y_single = (ny // 2, ny % 2) if y_pairs_possible else (0, ny)
+                y_sums = _group_moments(state, r, y_pairs, y_single, y_limits[0], y_magics[0], y_pair_table,
+                                        y_limits[1], y_magics[1], y_columns)
+                squares = x_sums[:, 1] + y_sums[:, 1]
+                d = _effect_sizes(x_sums[:, 0], nx, y_sums[:, 0], ny, squares)
+            out[row, start:start + r] = d
+    return out
+
+
+def _group_arguments(group) -> tuple:
+    """(limits, magics, pair_table, columns) of a ``bootstrap._GroupDraws`` for the kernel."""
+    if group.pair_draws is not None:
+        limits = np.array([group.pair_draws.limit, group.single_draws.limit], dtype=np.int64)
+        magics = np.array([division_magic(group.pair_draws.repeats), division_magic(group.single_draws.repeats)])
+        pair_table = group.pair_table
+    else:
+        limits = np.array([1 << 16, group.single_draws.limit], dtype=np.int64)
+        magics = np.array([np.uint64(0), division_magic(group.single_draws.repeats)])
+        pair_table = np.zeros((1, group.column_matrix.shape[0] + 1))
+    return limits, magics.astype(np.uint64), pair_table, group.column_matrix
+
+
+def resampled_effect_sizes(rng: np.random.Generator, grid: np.ndarray, n_resamples: int, block_elements: int,
+                           x_group, y_group=None, full_sizes: tuple[int, int] | None = None) -> np.ndarray:
+    """(len(grid) + 1, n_resamples) bootstrapped d, bit-identical to ``bootstrap_se``'s numpy loop from
+    the same ``rng``: iid when ``y_group`` is given (``full_sizes`` = (n_x, n_y)), else paired
+    (``x_group`` holds both members of each pair; the full size is every pair)."""
+    paired = y_group is None
+    x_args = _group_arguments(x_group)
+    y_args = x_args if paired else _group_arguments(y_group)
+    full_x, full_y = (x_group.m, x_group.m) if paired else full_sizes
+    state = read_state(rng)
+    d = _resampled_effect_sizes(state, np.asarray(grid, dtype=np.int64), int(full_x), int(full_y),
+                                int(n_resamples), int(block_elements), paired, *x_args, *y_args)
+    write_state(rng, state)
+    return d

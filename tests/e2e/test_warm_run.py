@@ -137,3 +137,17 @@ def test_a_slurm_job_of_several_tasks_or_a_launched_rank_keeps_the_loop(tmp_path
     assert not single_process(instantiate(_compose(tmp_path).trainer))
     assert not single_process(lambda **kwargs: None)  # a factory it cannot read
     assert isinstance(instantiate(_compose(tmp_path).trainer), functools.partial)
+
+
+@pytest.mark.slow
+def test_a_warm_ddp_run_keeps_the_loop_and_writes_the_same_files(tmp_path):
+    """trainer=ddp_sim (2 spawned processes) on a warm cache: the ranks meet in the loop, which forwards
+    nothing, and the files are those of the one-process warm run."""
+    cache = tmp_path / "cache"
+    _evaluate(tmp_path / "cold", cache, *SMALL)
+    _evaluate(tmp_path / "warm", cache, *SMALL)
+    ddp_modules = _evaluate(tmp_path / "ddp", cache, *SMALL, "trainer=ddp_sim")
+    assert "pytorch_lightning" in ddp_modules
+    for name in RUN_FILES:
+        if name != "config.yaml":  # it names the trainer
+            assert (tmp_path / "ddp" / name).read_bytes() == (tmp_path / "warm" / name).read_bytes(), name

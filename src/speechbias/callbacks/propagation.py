@@ -35,7 +35,7 @@ import torch
 
 from speechbias.aggregation import Aggregation
 from speechbias.features.cache import FeatureCache
-from speechbias.features.extraction import StackedStatistics, load_statistics
+from speechbias.features.cached_statistics import StackedStatistics, load_statistics
 from speechbias.report.propagation_figures import (dev_curve_figure, layer_weights_figure,
                                                     layer_weights_markdown, predictions_figure, training_notes)
 from speechbias.report.run_writer import RunWriter, markdown_table

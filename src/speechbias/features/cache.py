@@ -37,10 +37,11 @@ from safetensors import safe_open
 from safetensors.numpy import save_file
 
 from speechbias.fileio.atomic_file import atomic_write
-from speechbias.features.statistics import STAT_NAMES
 
 log = logging.getLogger(__name__)
 
+# the per-layer temporal statistics an entry holds, each (L, D) float32 (plus the scalar n_frames)
+STAT_NAMES = ("mean", "min", "max")
 CHECKSUM_PREFIX = "xxh3_128:"
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 

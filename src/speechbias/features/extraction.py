@@ -10,7 +10,8 @@ before the loop), its entry once, verified, where the loop meets it (a cached cl
 travel through the loop; an invalid entry is recomputed there). The process keeps what its loop saw
 (:attr:`ExtractionModule.seen`); :func:`collected_statistics` stacks it, reading from the cache only
 the clips other ranks handled. So a warm one-process run reads each index record and verifies each
-entry exactly once (``benchmarks/cache_reads.py`` counts them).
+entry exactly once (``benchmarks/cache_reads.py`` counts them). A task whose clips are all cached
+need not run the loop at all: :func:`speechbias.features.cached_statistics.fully_cached_statistics`.
 
 Batching is length-aware: clips are sorted by length so padding stays small. For upstreams that
 are not invariant to zero padding (``pad_invariant = False``), a batch is split into sub-batches
@@ -24,7 +25,6 @@ import logging
 from collections import defaultdict
 from contextlib import contextmanager
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +37,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from speechbias.fileio.audio import SAMPLE_RATE, AudioError, audio_sha256, load_audio
 from speechbias.features.cache import ClipStatistics, FeatureCache
+from speechbias.features.cached_statistics import StackedStatistics, count_uncached, index_records, load_statistics
 from speechbias.features.statistics import temporal_statistics
 from speechbias.launch.lightning_trainer import quiet_third_party_console
 from speechbias.upstream.base import Upstream
@@ -45,43 +46,6 @@ log = logging.getLogger(__name__)
 
 # spawned DDP workers import this module (unpickling it), not the trainer factory: quiet them too
 quiet_third_party_console()
-
-
-@dataclass(frozen=True)
-class ExtractionSettings:
-    """The extraction predict loop of a task (``extraction.*``): clips per batch, DataLoader workers,
-    and whether clips shorter than the upstream's receptive field are zero-padded (else an error)."""
-
-    batch_size: int = 8
-    num_workers: int = 0
-    pad_short: bool = False
-
-    def kwargs(self) -> dict:
-        """As keyword arguments of :func:`extract_statistics`."""
-        return {"batch_size": int(self.batch_size), "num_workers": int(self.num_workers),
-                "pad_short": bool(self.pad_short)}
-
-
-@dataclass
-class StackedStatistics:
-    """Statistics of N clips: ``mean``/``min``/``max`` (N, L, D) float32, ``n_frames`` (N,)."""
-
-    mean: np.ndarray
-    min: np.ndarray
-    max: np.ndarray
-    n_frames: np.ndarray
-    audio_sha: list[str]
-
-    def stat(self, name: str) -> np.ndarray:
-        if name not in ("mean", "min", "max"):
-            raise ValueError(f"temporal statistic must be mean, min or max, got {name!r}")
-        return getattr(self, name)
-
-    def rows(self, index: Sequence[int]) -> "StackedStatistics":
-        """The statistics of the clips at ``index`` (in that order)."""
-        idx = np.asarray(index, dtype=np.int64)
-        return StackedStatistics(mean=self.mean[idx], min=self.min[idx], max=self.max[idx],
-                                 n_frames=self.n_frames[idx], audio_sha=[self.audio_sha[i] for i in idx])
 
 
 class ClipDataset(Dataset):
@@ -163,12 +127,6 @@ def _as_fields(entry: ClipStatistics) -> tuple:
     """A cache entry as a plain tuple (mean, min, max, n_frames): Lightning moves batches with
     ``apply_to_collection``, which refuses frozen dataclasses."""
     return entry.mean, entry.min, entry.max, entry.n_frames
-
-
-def index_records(paths: Sequence[str], cache: FeatureCache) -> dict[str, tuple[str, int] | None]:
-    """Each clip's audio-index record ((sha256, n_samples), or None when the file is new or changed),
-    read once for the whole loop."""
-    return {str(p): cache.lookup_audio(p) for p in dict.fromkeys(map(str, paths))}
 
 
 def approximate_lengths(paths: Sequence[str], cache: FeatureCache,
@@ -285,19 +243,6 @@ def run_extraction(upstream: Upstream, paths: Sequence[str], cache: FeatureCache
     return module
 
 
-def count_uncached(paths: Sequence[str], cache: FeatureCache, fingerprint: str,
-                   known: dict[str, tuple[str, int] | None] | None = None) -> int:
-    """Clips of ``paths`` that need work (decoding or a forward): no hash-index record, or no cache
-    entry file for ``fingerprint``. Reads the index only (``known``: records already read); an entry
-    file that turns out to be invalid is counted as cached here (and recomputed by the loop)."""
-    records = known if known is not None else index_records(paths, cache)
-    n = 0
-    for p in paths:
-        record = records.get(str(p))
-        n += record is None or not cache.entry_path(fingerprint, record[0]).is_file()
-    return n
-
-
 @contextmanager
 def progress_bar_hidden(trainer: pl.Trainer, hide: bool):
     """Hide the trainer's progress bar inside the block when ``hide`` (a warm run: nothing to show
@@ -311,31 +256,6 @@ def progress_bar_hidden(trainer: pl.Trainer, hide: bool):
         yield
     finally:
         bar.enable()
-
-
-def load_statistics(paths: Sequence[str], cache: FeatureCache, fingerprint: str,
-                    seen: dict[str, ClipStatistics] | None = None,
-                    audio_sha: dict[str, str] | None = None) -> StackedStatistics:
-    """Stack the statistics of ``paths`` in order: from ``seen``/``audio_sha`` (what this process's
-    extraction loop met) where there, else from the cache; raises if any clip lacks an entry."""
-    seen, audio_sha = seen or {}, audio_sha or {}
-    entries, shas = [], []
-    for p in paths:
-        sha = audio_sha.get(str(p))
-        if sha is None:
-            known = cache.lookup_audio(p)
-            sha = known[0] if known is not None else None
-        entry = seen.get(sha) if sha is not None else None
-        if entry is None and sha is not None:
-            entry = cache.get(fingerprint, sha)
-        if entry is None:
-            raise RuntimeError(f"{p}: no cached statistics for upstream {fingerprint}; run extraction first")
-        entries.append(entry)
-        shas.append(sha)
-    return StackedStatistics(
-        mean=np.stack([e.mean for e in entries]), min=np.stack([e.min for e in entries]),
-        max=np.stack([e.max for e in entries]), n_frames=np.array([e.n_frames for e in entries]),
-        audio_sha=shas)
 
 
 def collected_statistics(module: pl.LightningModule, paths: Sequence[str], cache: FeatureCache,

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import torch
 
-STAT_NAMES = ("mean", "min", "max")
-
 
 def _accumulation_device(device: torch.device) -> torch.device:
     """Where the float64 sums run: the states' device, or the CPU for MPS (no float64 there)."""

@@ -9,7 +9,8 @@ its decoded length is held against what the container itself declares, read from
 the WAV/RF64 ``data`` chunk size, the FLAC STREAMINFO total, an MP3 Xing/Info/VBRI frame count
 (untagged MP3s: a walk over the MPEG frame headers), and for Ogg (Vorbis, Opus) a walk over the
 pages (a page cut off, or no end-of-stream page). "Samples" in messages are per channel, at the
-file's own sample rate.
+file's own sample rate. libsndfile (soundfile) and soxr are imported at the first decode: a run whose
+clips are all cached needs only ``SAMPLE_RATE`` from here.
 """
 
 from __future__ import annotations
@@ -17,11 +18,14 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import soundfile as sf
-import soxr
 
 from speechbias.fileio.audio_container import ContainerFinding, inspect_container, truncation
+
+if TYPE_CHECKING:
+    import soundfile as sf
 
 SAMPLE_RATE = 16_000
 SUPPORTED_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".oga", ".opus")
@@ -66,6 +70,8 @@ def load_audio(
     if float(np.max(np.abs(wav))) < SILENCE_PEAK:
         raise AudioError(p, f"is silent (peak amplitude below {SILENCE_PEAK:g})")
     if sr != sample_rate:
+        import soxr
+
         wav = soxr.resample(wav, sr, sample_rate, quality="HQ")
     wav = np.ascontiguousarray(wav, dtype=np.float32)
     if wav.shape[0] < min_samples:
@@ -102,6 +108,8 @@ def _decode_checked(p: Path) -> tuple[np.ndarray, int]:
     Raises :class:`AudioError` when libsndfile cannot open or decode it, or when it decodes
     fewer samples than the container declares (a truncated file).
     """
+    import soundfile as sf
+
     try:
         f = sf.SoundFile(str(p))
     except Exception as exc:  # libsndfile raises LibsndfileError / RuntimeError subclasses

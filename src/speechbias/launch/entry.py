@@ -26,6 +26,7 @@ from speechbias.launch.parent_watch import job_done, watch_sweep_parent
 from speechbias.launch.project_paths import user_path
 from speechbias.launch.run_context import register_choice_resolver
 from speechbias.launch.run_markers import finished_results, record_run_digest
+from speechbias.launch.seeding import seed_run
 from speechbias.launch.slurm.job_environment import SlurmTasks, process_rank, slurm_tasks
 from speechbias.launch.sweep_status import JobStatus, current_sweep_id, job_error, read_status, reused_status
 from speechbias.launch.user_errors import (FULL_ERROR_HINT, ConfigError, error_line, find_user_error,
@@ -222,9 +223,9 @@ def run_task(cfg: DictConfig) -> dict:
     config names: upstream, bias tests, cache, writer, tracker, trainer factory) and run it with the
     resolved config (the tracker's record of the run); returns the task's summary metrics."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    import pytorch_lightning as pl
-
-    pl.seed_everything(int(cfg.get("seed", 0)), workers=True, verbose=False)
+    # Lightning's seed_everything(seed, workers=True); torch's generator later for a task that says it
+    # seeds it where it first needs torch (a warm SpEAT run imports no torch)
+    seed_run(cfg.get("seed", 0), torch=not getattr(task_class_of(cfg), "seeds_torch_when_needed", False))
     output_dir = Path(cfg.paths.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(cfg, output_dir / "config.yaml", resolve=False)
@@ -236,6 +237,16 @@ def run_task(cfg: DictConfig) -> dict:
     summary = task.run(config=resolved_config(cfg)) or {}
     record_run_digest(cfg, output_dir)  # the folder now holds this config's results
     return summary
+
+
+def task_class_of(cfg: DictConfig):
+    """The class (or factory) ``task.run._target_`` names, imported; None when there is none to import
+    (instantiating the task then says what is wrong)."""
+    target = OmegaConf.select(cfg, "task.run._target_", default=None)
+    try:
+        return hydra.utils.get_object(target) if isinstance(target, str) else None
+    except Exception:
+        return None
 
 
 def resolved_config(cfg: DictConfig) -> dict:

@@ -10,7 +10,9 @@ and torch's deprecations of ``LeafSpec`` and of ``torch.distributed.nn.functiona
 Lightning 2.6 still triggers (every step, and every DDP gather). Every other message,
 Lightning's and our own warnings included, is left as it is. The filters are installed when this
 module is imported; the modules whose objects ``ddp_spawn`` workers unpickle (the extraction and
-valence-head LightningModules) import it too, so those processes are quiet as well.
+valence-head LightningModules) import it too, so those processes are quiet as well. Lightning itself is
+imported only when a Trainer is built: a task config holds this factory whether or not its run needs a
+Trainer (a run whose clips are all cached builds none).
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from __future__ import annotations
 import logging
 import re
 import warnings
+from typing import TYPE_CHECKING
 
-import pytorch_lightning as pl
+if TYPE_CHECKING:
+    import pytorch_lightning as pl
 
 # Lightning's INFO lines (logger ``<package>.utilities.rank_zero``) dropped from the console
 LIGHTNING_INFO_NOISE = (
@@ -68,6 +72,8 @@ def quiet_third_party_console() -> None:
 
 def build_trainer(**kwargs) -> pl.Trainer:
     """``pytorch_lightning.Trainer(**kwargs)`` with :func:`quiet_third_party_console` in effect."""
+    import pytorch_lightning as pl
+
     quiet_third_party_console()
     return pl.Trainer(**kwargs)
 

@@ -1,19 +1,16 @@
 """Matplotlib figures shared by the reports (Agg backend, labelled axes, family colours).
 
 Plotting functions return figures; :func:`save` (used by ``RunWriter.figure``) lays one out, adds a
-demo run's caveat and writes it.
+demo run's caveat and writes it. Matplotlib is imported at the first figure (:func:`pyplot`; ``figures.plt``
+is the same module), not with this module: its text helpers serve runs that draw nothing (a one-layer
+upstream's report), and importing pyplot costs ~0.5 s.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+import pandas as pd
 
 # one colour per model family, used by every figure so families read the same everywhere
 FAMILY_COLOURS = {
@@ -25,6 +22,29 @@ FAMILY_COLOURS = {
     "s3prl": "#9467bd",
     "tiny": "#8c564b",
 }
+
+
+_backend_selected = False
+
+
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (selected at the first call, as importing this module did)."""
+    global _backend_selected
+    import matplotlib
+
+    if not _backend_selected:
+        matplotlib.use("Agg")
+        _backend_selected = True
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def __getattr__(name: str):
+    # ``figures.plt`` / ``from speechbias.report.figures import plt``: pyplot, imported on first use
+    if name == "plt":
+        return pyplot()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def family_colour(family: str | None) -> str:
@@ -42,7 +62,7 @@ def save(fig, path: str | Path, caveat: str | None = None) -> Path:
     else:
         fig.tight_layout()
     fig.savefig(path, dpi=150)
-    plt.close(fig)
+    pyplot().close(fig)
     return path
 
 
@@ -88,7 +108,7 @@ def layer_profile(layers: pd.DataFrame, title: str, layer_convention: str | None
     """
     if layers.empty or is_single_layer(layers["layer"], layer_convention):
         return None
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    fig, ax = pyplot().subplots(figsize=(6.4, 3.6))
     has_upstream = "upstream" in layers.columns
     groups = list(layers.groupby("upstream", sort=False)) if has_upstream else [("", layers)]
     layer_axis(ax, layers["layer"], layer_convention)
@@ -117,6 +137,8 @@ def layer_axis(ax, layer_numbers, layer_convention: str | None = None) -> bool:
     if len(numbers) <= 32:
         ax.set_xticks(numbers)
     else:
+        from matplotlib.ticker import MaxNLocator
+
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(LAYER_AXIS_LABELS.get(str(layer_convention), GENERIC_LAYER_AXIS_LABEL))
     return False

@@ -3,27 +3,44 @@
 conf/task/speat.yaml builds :class:`SpeatTask` with its collaborators; :meth:`SpeatTask.run` runs the
 extraction predict loop (cached) with the SpEAT callback, which writes results.csv/json, report.md and
 figures through the run's writer; the task then logs the writer's record to the tracker.
+
+A warm run (every clip's statistics in the cache) of one process runs no loop: it reads the statistics
+from the cache and computes them with the same :class:`~speechbias.callbacks.speat_results.SpeatResults`
+the callback uses, so its files are those the loop would write; it builds no upstream (the config's is a
+:class:`~speechbias.upstream.deferred.DeferredUpstream`) and no Trainer, and imports neither Lightning
+nor (for a weight-free upstream) torch. A run of several processes (DDP, a SLURM job of N tasks) always
+runs the loop, whose ranks must meet in it.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pandas as pd
-import pytorch_lightning as pl
 
 from speechbias.aggregation import Aggregation
-from speechbias.callbacks.speat import SpeatCallback, SpeatSettings
+from speechbias.callbacks.speat_results import SpeatResults, SpeatSettings
 from speechbias.features.cache import FeatureCache
-from speechbias.features.extraction import ExtractionSettings, extract_statistics
+from speechbias.features.cached_statistics import fully_cached_statistics
+from speechbias.features.extraction_settings import ExtractionSettings
 from speechbias.report.caveat import DEMO_CAVEAT, is_demo_test
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
 from speechbias.launch.run_context import upstream_info
 from speechbias.launch.run_markers import finished_marker
+from speechbias.launch.seeding import seed_torch
 from speechbias.stimuli.bias_test import BiasTest
-from speechbias.upstream.base import Upstream
+from speechbias.upstream.deferred import DeferredUpstream, built_upstream
+
+if TYPE_CHECKING:
+    import pytorch_lightning as pl
+
+    from speechbias.callbacks.speat import SpeatCallback
+    from speechbias.upstream.base import Upstream
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +52,9 @@ class SpeatTask:
 
     Args:
         bias_test: the test (targets X, Y; attributes A, B); its manifest is loaded by :meth:`run`.
-        upstream: the model whose states are tested; ``upstream_name``: its config option
-            (``${speechbias.choice:upstream}``), the run's name when the upstream has no display name.
+        upstream: the model whose states are tested (built, or a :class:`DeferredUpstream` built only
+            for extraction); ``upstream_name``: its config option (``${speechbias.choice:upstream}``),
+            the run's name when the upstream has no display name.
         aggregation: temporal x layer aggregation of the cached statistics.
         cache: the feature cache (a warm run performs no upstream forward).
         trainer: a factory of the extraction loop's Lightning Trainer, called with ``callbacks=``.
@@ -44,11 +62,15 @@ class SpeatTask:
         tracker: where the writer's record is logged at the end (W&B, or nothing).
         speat: what is computed (permutations, per-layer d, bootstrap SE curve).
         extraction: the extraction loop's settings (``extraction.*``).
-        seed: permutations and resamples; force: rerun even when results.json exists.
+        seed: permutations and resamples (and torch's generator, seeded before extraction: the entry
+            point leaves it to this task, :attr:`seeds_torch_when_needed`); force: rerun even when
+            results.json exists.
     """
 
-    def __init__(self, bias_test: BiasTest, upstream: Upstream, aggregation: Aggregation, cache: FeatureCache,
-                 trainer: Callable[..., pl.Trainer], writer: RunWriter, tracker: Tracker,
+    seeds_torch_when_needed = True
+
+    def __init__(self, bias_test: BiasTest, upstream: Upstream | DeferredUpstream, aggregation: Aggregation,
+                 cache: FeatureCache, trainer: Callable[..., pl.Trainer], writer: RunWriter, tracker: Tracker,
                  speat: SpeatSettings | None = None, upstream_name: str | None = None,
                  extraction: ExtractionSettings | None = None, seed: int = 0, force: bool = False):
         self.bias_test = bias_test
@@ -75,15 +97,19 @@ class SpeatTask:
             return pd.read_json(done).iloc[0].to_dict()
         manifest = self.bias_test.load()
         info = upstream_info(self.upstream, self.upstream_name)
-        callback = SpeatCallback(
-            bias_test=self.bias_test, manifest=manifest, aggregation=self.aggregation, cache=self.cache,
-            fingerprint=self.upstream.fingerprint, writer=self.writer, run_info=info, settings=self.speat,
-            seed=self.seed, layer_convention=self.upstream.fingerprint_fields().get("layer_convention"))
-        trainer = self.trainer(callbacks=[callback])
-        extract_statistics(self.upstream, list(manifest["path"]), self.cache, trainer, load=False,
-                           **self.extraction.kwargs())
-        summary = self._summary(callback, trainer)
-        if trainer.is_global_zero:  # one tracker run, not one per DDP rank
+        paths = list(manifest["path"])
+        statistics = fully_cached_statistics(paths, self.cache, self.upstream.fingerprint) \
+            if single_process(self.trainer) else None
+        if statistics is not None:  # warm: no loop, no Trainer, no upstream
+            log.info("%s: 0 of %d clips needed an upstream forward (every clip cached)", self.upstream.name,
+                     len(paths))
+            results = SpeatResults(self.bias_test, manifest, self.aggregation, self.writer,
+                                   {**info, "n_upstream_forwards": 0}, self.speat, self.seed,
+                                   self.upstream.fingerprint_fields().get("layer_convention"))
+            summary, global_zero = results.compute(statistics), True
+        else:
+            summary, global_zero = self._extract_and_compute(manifest, info)
+        if global_zero:  # one tracker run, not one per DDP rank
             name = f"{info['upstream']}/{self.bias_test.name}/{self.aggregation.name}"
             self.tracker.publish(self.writer, job_type=TASK_NAME, name=name, config=config,
                                  tags=[info["upstream"], info["family"], self.bias_test.name, self.aggregation.name])
@@ -94,6 +120,23 @@ class SpeatTask:
                 log.warning(DEMO_CAVEAT)
         return summary
 
+    def _extract_and_compute(self, manifest: pd.DataFrame, info: dict) -> tuple[dict, bool]:
+        """The extraction loop with the SpEAT callback (the upstream built, torch seeded first);
+        returns (the result row, whether this process is global rank zero)."""
+        from speechbias.callbacks.speat import SpeatCallback
+        from speechbias.features.extraction import extract_statistics
+
+        seed_torch(self.seed)
+        upstream = built_upstream(self.upstream)
+        callback = SpeatCallback(
+            bias_test=self.bias_test, manifest=manifest, aggregation=self.aggregation, cache=self.cache,
+            fingerprint=upstream.fingerprint, writer=self.writer, run_info=info, settings=self.speat,
+            seed=self.seed, layer_convention=upstream.fingerprint_fields().get("layer_convention"))
+        trainer = self.trainer(callbacks=[callback])
+        extract_statistics(upstream, list(manifest["path"]), self.cache, trainer, load=False,
+                           **self.extraction.kwargs())
+        return self._summary(callback, trainer), trainer.is_global_zero
+
     def _summary(self, callback: SpeatCallback, trainer: pl.Trainer) -> dict:
         """The callback's result row: in this process on rank zero (one process, or a rank SLURM
         started); {} on other ranks; read from results.json only in the parent of a ``ddp_spawn``
@@ -103,3 +146,21 @@ class SpeatTask:
         if trainer.is_global_zero and trainer.world_size > 1:
             return pd.read_json(self.writer.path("results.json")).iloc[0].to_dict()
         return {}
+
+
+# trainer strategies that run one process (anything else may start or join other ranks)
+SINGLE_PROCESS_STRATEGIES = (None, "auto", "single_device")
+
+
+def single_process(trainer_factory: Callable) -> bool:
+    """Whether the Trainer that ``trainer_factory`` (a ``functools.partial`` of the trainer config) would
+    build runs in this process alone: one device, one node, a single-device strategy, and no launcher
+    that started other ranks (``WORLD_SIZE`` > 1). Anything it cannot tell counts as several processes."""
+    if not isinstance(trainer_factory, functools.partial):
+        return False
+    options = trainer_factory.keywords
+    devices, nodes, strategy = options.get("devices", 1), options.get("num_nodes", 1), options.get("strategy")
+    one_device = devices in (1, "1") or (isinstance(devices, (list, tuple)) and len(devices) == 1)
+    if not (one_device and nodes in (1, "1", None) and (strategy in SINGLE_PROCESS_STRATEGIES)):
+        return False
+    return int(os.environ.get("WORLD_SIZE", "1") or 1) <= 1

@@ -24,7 +24,8 @@ import torch
 from speechbias.aggregation import Aggregation
 from speechbias.callbacks.propagation import PropagationCallback, PropagationTest, read_run_tables, summary_metrics
 from speechbias.features.cache import FeatureCache
-from speechbias.features.extraction import ExtractionSettings, extract_statistics
+from speechbias.features.extraction import extract_statistics
+from speechbias.features.extraction_settings import ExtractionSettings
 from speechbias.report.caveat import DEMO_CAVEAT, is_demo_test
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker

@@ -3,16 +3,16 @@
 Families: :class:`HFUpstream` (wav2vec2, HuBERT, WavLM, Whisper via transformers; one adapter per
 family in :mod:`.families`), :class:`FbankUpstream` / :class:`MfccUpstream` (weight-free),
 :class:`S3PRLUpstream` (optional s3prl).
-Exports load lazily so that ``import speechbias.upstream.base`` does not import transformers.
+Exports load lazily so that ``import speechbias.upstream.base`` does not import transformers, and
+``import speechbias.upstream.deferred`` (a task's upstream before it is built) does not import torch.
 """
 
 from __future__ import annotations
 
 import importlib
 
-from speechbias.upstream.base import Upstream
-
 _EXPORTS = {
+    "Upstream": "speechbias.upstream.base",
     "HFUpstream": "speechbias.upstream.hf",
     "MissingWeightsError": "speechbias.model_loading",
     "FbankUpstream": "speechbias.upstream.classical",
@@ -23,7 +23,7 @@ _EXPORTS = {
     "LAYER_CONVENTION": "speechbias.upstream.block_states",
 }
 
-__all__ = ["Upstream", *_EXPORTS]
+__all__ = list(_EXPORTS)
 
 
 def __getattr__(name: str):

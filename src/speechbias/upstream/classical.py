@@ -17,14 +17,13 @@ from transformers.audio_utils import mel_filter_bank
 from speechbias.fileio.audio import SAMPLE_RATE
 from speechbias.upstream.base import Upstream
 from speechbias.upstream.batching import check_batch, mask_frames
-
-IMPLEMENTATION = "speechbias-classical-v1"
+from speechbias.upstream.classical_fingerprint import FAMILY, fbank_fingerprint, frame_geometry
 
 
 class FbankUpstream(Upstream):
     """Log-mel filterbank energies: states [(B, T, n_mels)] at 1000/hop_ms frames per second."""
 
-    family = "classical"
+    family = FAMILY
 
     def __init__(
         self,
@@ -45,12 +44,7 @@ class FbankUpstream(Upstream):
         if randomize:
             raise ValueError(f"{type(self).__name__} has no weights: randomize=true is not defined for it")
         self.sample_rate = int(sample_rate)
-        self.win_length = round(win_ms * sample_rate / 1000)
-        self.hop_length = round(hop_ms * sample_rate / 1000)
-        if not 0 < self.win_length <= n_fft:
-            raise ValueError(f"win_ms={win_ms} gives {self.win_length} samples; need 0 < window <= n_fft={n_fft}")
-        if self.hop_length <= 0:
-            raise ValueError(f"hop_ms={hop_ms} gives a hop of {self.hop_length} samples")
+        self.win_length, self.hop_length = frame_geometry(win_ms, hop_ms, n_fft, sample_rate)
         self.n_fft = int(n_fft)
         self.n_mels = int(n_mels)
         self.f_min = float(f_min)
@@ -98,18 +92,10 @@ class FbankUpstream(Upstream):
         return self.display_name or type(self).__name__
 
     def fingerprint_fields(self) -> dict:
-        return {
-            "upstream": "fbank",
-            "implementation": IMPLEMENTATION,
-            "n_mels": self.n_mels,
-            "win_length": self.win_length,
-            "hop_length": self.hop_length,
-            "n_fft": self.n_fft,
-            "f_min": self.f_min,
-            "f_max": self.f_max,
-            "sample_rate": self.sample_rate,
-            "layer_convention": "single-layer",
-        }
+        """:func:`speechbias.upstream.classical_fingerprint.fbank_fingerprint` of this filterbank (a
+        config gives the same fields without building it: ``fbank_config_fingerprint``)."""
+        return fbank_fingerprint(self.n_mels, self.win_length, self.hop_length, self.n_fft, self.f_min,
+                                 self.f_max, self.sample_rate)
 
 
 class MfccUpstream(FbankUpstream):

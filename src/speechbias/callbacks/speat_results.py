@@ -1,0 +1,153 @@
+"""SpEAT of one run from its clips' stacked statistics, written through the run's writer; no torch, no Lightning.
+
+:class:`SpeatResults` aggregates (N, L, D) statistics, tests association, and writes results.csv/json,
+layers.csv, the SE curve and report.md (:mod:`speechbias.report.speat_report`). Both paths of a SpEAT
+run use it: the extraction loop's callback (:class:`speechbias.callbacks.speat.SpeatCallback`, after
+the predict loop) and a run whose clips are all cached, which reads them from the cache and runs no
+loop (:mod:`speechbias.tasks.speat`). The same statistics give the same files either way.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from speechbias import stats
+from speechbias.aggregation import Aggregation
+from speechbias.features.cached_statistics import StackedStatistics
+from speechbias.report import speat_report
+from speechbias.report.run_writer import RunWriter
+from speechbias.roles import split_roles
+
+log = logging.getLogger(__name__)
+
+# permutations of each per-layer p (the run's own p uses speat.n_permutations); exact when a test
+# has at most this many partitions
+PER_LAYER_PERMUTATIONS = 10_000
+
+
+@dataclass
+class SpeatSettings:
+    """What a SpEAT run computes (``speat.*`` of conf/evaluate.yaml).
+
+    n_permutations: permutations of the run's one-sided p (exact when the test has at most this
+        many partitions). per_layer: also d and p at every single layer (``layers.csv``, at most
+        ``PER_LAYER_PERMUTATIONS`` permutations each). se_curve: bootstrap SE of d vs. number of
+        target stimuli (``se_curve.csv``) with ``n_resamples`` resamples per size.
+    """
+
+    n_permutations: int = 1_000_000
+    per_layer: bool = True
+    se_curve: bool = False
+    n_resamples: int = 10_000
+
+    def __post_init__(self):
+        self.n_permutations, self.n_resamples = int(self.n_permutations), int(self.n_resamples)
+        self.per_layer, self.se_curve = bool(self.per_layer), bool(self.se_curve)
+
+
+def speat_by_layer(per_layer: np.ndarray, roles: np.ndarray, n_permutations: int, seed: int) -> pd.DataFrame:
+    """SpEAT d and p at every single layer of (N, L, D) statistics; each row also says what its p
+    came from (``n_permutations`` partitions, ``exact`` when that is all of them)."""
+    rows = []
+    for layer in range(per_layer.shape[1]):
+        parts = split_roles(per_layer[:, layer, :], roles)
+        res = stats.speat(parts["X"], parts["Y"], parts["A"], parts["B"], n_permutations=n_permutations, seed=seed)
+        rows.append({"layer": layer, "d": res.d, "p": res.p, "n_permutations": res.n_permutations,
+                     "exact": res.exact})
+    return pd.DataFrame(rows)
+
+
+class SpeatResults:
+    """Computes SpEAT for one bias test and aggregation and writes the results through ``writer``.
+
+    ``manifest``: the bias test's clips (rows in the order of the statistics given to :meth:`compute`);
+    ``run_info``: the run's identity columns (:func:`speechbias.launch.run_context.upstream_info`, plus
+    ``n_upstream_forwards``); ``layer_convention``: the upstream's, for the layer axis of the layer profile.
+    """
+
+    def __init__(self, bias_test, manifest: pd.DataFrame, aggregation: Aggregation, writer: RunWriter,
+                 run_info: dict, settings: SpeatSettings | None = None, seed: int = 0,
+                 layer_convention: str | None = None):
+        self.bias_test = bias_test
+        self.manifest = manifest
+        self.aggregation = aggregation
+        self.writer = writer
+        self.run_info = dict(run_info)
+        self.settings = settings or SpeatSettings()
+        self.seed = int(seed)
+        self.layer_convention = layer_convention
+
+    def compute(self, statistics: StackedStatistics) -> dict:
+        roles = self.manifest["role"].to_numpy()
+        per_layer = statistics.stat(self.aggregation.temporal)
+        emb = self.aggregation(per_layer)
+        parts = split_roles(emb, roles)
+        res = stats.speat(parts["X"], parts["Y"], parts["A"], parts["B"],
+                          n_permutations=self.settings.n_permutations, seed=self.seed)
+        test = self.bias_test.name
+        row = {
+            **self.run_info,
+            "test": test,
+            "aggregation": self.aggregation.name,
+            "temporal": self.aggregation.temporal,
+            "layer": self.aggregation.layer,
+            "d": res.d,
+            "p": res.p,
+            "n_x": res.n_x,
+            "n_y": res.n_y,
+            "n_a": int(len(parts["A"])),
+            "n_b": int(len(parts["B"])),
+            "n_permutations": res.n_permutations,
+            "exact": res.exact,
+            "seed": self.seed,
+            "human_iat_d": self.bias_test.human_iat_d,
+            "num_layers": int(per_layer.shape[1]),
+            "mean_frames": float(np.mean(statistics.n_frames)),
+        }
+        layers = None
+        if self.settings.per_layer:
+            n_layer_permutations = min(self.settings.n_permutations, PER_LAYER_PERMUTATIONS)
+            layers = speat_by_layer(per_layer, roles, n_layer_permutations, self.seed)
+            layers.insert(0, "test", test)
+            layers.insert(1, "temporal", self.aggregation.temporal)
+            for k in ("upstream", "family"):
+                if k in self.run_info:
+                    layers.insert(0, k, self.run_info[k])
+        se = None
+        if self.settings.se_curve:
+            se, ci = self._se_curve(emb)
+            row.update(ci)
+            se.insert(0, "test", test)
+            if "upstream" in self.run_info:
+                se.insert(0, "upstream", self.run_info["upstream"])
+        speat_report.write_speat_outputs(self.writer, row, layers, se, self.bias_test,
+                                         layer_convention=self.layer_convention)
+        return row
+
+    def _se_curve(self, emb: np.ndarray) -> tuple[pd.DataFrame, dict]:
+        """Bootstrap SE of d vs. number of targets with the test's resampling design (+ full-size CI)."""
+        m = self.manifest
+        parts = split_roles(emb, m["role"].to_numpy())
+        res = stats.bootstrap_se(
+            X=parts["X"], Y=parts["Y"], A=parts["A"], B=parts["B"],
+            design=self.bias_test.resampling, n_resamples=self.settings.n_resamples, seed=self.seed,
+            **_design_ids(m, self.bias_test.resampling),
+        )
+        curve = pd.DataFrame({"n": res.sizes, "se": res.se, "n_valid": res.n_valid})
+        curve["design"], curve["n_resamples"], curve["seed"] = res.design, res.n_resamples, res.seed
+        return curve, {"ci_low": res.ci_low, "ci_high": res.ci_high, "ci_level": res.ci_level,
+                       "se_design": res.design}
+
+
+def _design_ids(m: pd.DataFrame, design: str) -> dict:
+    """The id arrays a resampling design needs, taken from the manifest's X and Y rows."""
+    x, y = m["role"] == "X", m["role"] == "Y"
+    if design == "paired":
+        return {"pair_ids_x": m.loc[x, "pair_id"].to_numpy(), "pair_ids_y": m.loc[y, "pair_id"].to_numpy()}
+    if design == "stratified":
+        return {"strata_x": m.loc[x, "stratum"].to_numpy(), "strata_y": m.loc[y, "stratum"].to_numpy()}
+    return {}

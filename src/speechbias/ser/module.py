@@ -153,6 +153,7 @@ class ValenceRegressor(pl.LightningModule):
             return None
         if self._stacked is None or self._stacked.heads != list(self.heads):
             self._stacked = StackedHeads(self.heads)
+        self._stacked.bind()  # e.g. after the module moved to another device
         return self._stacked
 
     def _log_train_mse(self, per_head: torch.Tensor) -> None:

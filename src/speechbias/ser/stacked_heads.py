@@ -13,8 +13,9 @@ heads, their ``state_dict``, checkpoints and the optimiser see ordinary per-head
 
 It is the same estimator (each head's own MSE gradient, each head then its own Adam); the values
 differ from autograd's by float rounding only (tests/ser/test_stacked_heads.py). Every operation
-either runs per head (the two products with the batch, in the shapes autograd uses for one head) or
-batches the heads along a leading dimension with no sum across it, so a head's numbers do not
+either runs per head (the product of the batch with v, in the shape autograd uses for one head),
+or batches the heads along a leading dimension with no sum across it (dv: one (K, B*L) x (B*L, D)
+product, whose rows round as K separate products do: tested), so a head's numbers do not
 depend on which heads train beside it (3 heads in one run = 3 one-head runs, bit for bit; sums over
 the batch or the layers are elementwise products + ``sum``, since ``bmm`` rounds them differently for
 K = 1 and K = 3).
@@ -39,10 +40,11 @@ PARAMETER_NAMES = ("layer_logits", "project.weight", "project.bias", "output.wei
 class StackedHeads:
     """K :class:`ValenceHead` of one shape whose parameters (and gradients) live in (K, ...) tensors.
 
-    ``bind()`` (called by :meth:`set_gradients`) makes every head parameter a view of its row of the
-    stacked tensor of its kind, re-stacking from the heads' current values when something replaced
-    them (moving the module to another device, ``param.data = ...``); loading a state dict copies
-    in place and keeps the views. Gradients are views of (K, ...) buffers that each step overwrites.
+    ``bind()`` (on construction, and by the training loops before each group of steps) makes every
+    head parameter a view of its row of the stacked tensor of its kind, re-stacking from the heads'
+    current values when something replaced them (moving the module to another device,
+    ``param.data = ...``, ``zero_grad(set_to_none=True)``); loading a state dict copies in place and
+    keeps the views. Gradients are views of (K, ...) buffers that each step overwrites.
     """
 
     def __init__(self, heads: Sequence[ValenceHead]):
@@ -54,7 +56,6 @@ class StackedHeads:
         self.heads = list(heads)
         self.values: dict[str, torch.Tensor] = {}
         self.grads: dict[str, torch.Tensor] = {}
-        self._batch: torch.Tensor | None = None
         self.bind()
 
     def _params(self, name: str) -> list[torch.nn.Parameter]:
@@ -82,8 +83,9 @@ class StackedHeads:
 
     def set_gradients(self, features: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """Per-layer means (B, L, D) and targets (B,) on [0, 1] -> each head's MSE (K,) (no grad); the
-        gradient of each head's MSE is written into its parameters' ``.grad``."""
-        self.bind()
+        gradient of each head's MSE is written into its parameters' ``.grad``. Call :meth:`bind`
+        first whenever something may have replaced the heads' tensors since the last step (it is not
+        checked here: the check costs about as much as the step's small operations)."""
         a, w1, b1, w2, b2 = (self.values[n] for n in PARAMETER_NAMES)
         da, dw1, db1, dw2, db2 = (self.grads[n] for n in PARAMETER_NAMES)
         n_heads, hidden, dim = w1.shape
@@ -96,7 +98,8 @@ class StackedHeads:
             v = torch.bmm(w2, w1)                                         # (K, 1, D)
             c = torch.bmm(w2, b1.unsqueeze(2)).view(n_heads) + b2.view(n_heads)
             w = torch.softmax(a, dim=1)                                   # (K, L)
-            # per head, in the shapes autograd uses for one head: (1, D) x (D, B*L) and back
+            # per head, in the shape autograd uses for one head, (1, D) x (D, B*L): one (K, D) product
+            # rounds differently for K = 1 and K = 3
             s = torch.cat([v[k] @ x.T for k in range(n_heads)]).view(n_heads, b, n_layers)
             p = (s * w.unsqueeze(1)).sum(dim=2) + c.unsqueeze(1)             # (K, B)
             err = p - target.to(p.dtype)
@@ -106,8 +109,9 @@ class StackedHeads:
             dw = (g.unsqueeze(2) * s).sum(dim=1)                          # (K, L)
             torch.mul(w, dw - (w * dw).sum(dim=1, keepdim=True), out=da)
             ds = (g.unsqueeze(2) * w.unsqueeze(1)).view(n_heads, b * n_layers)
-            dv = torch.stack([ds[k: k + 1] @ x for k in range(n_heads)])  # (K, 1, D)
-            torch.bmm(w2.transpose(1, 2), dv, out=dw1)                    # (K, H, D): W2^T dv
+            dv = (ds @ x).unsqueeze(1)                                    # (K, 1, D)
+            # (K, H, D) = W2^T dv, single products: a broadcast mul writes it ~2x faster than bmm
+            torch.mul(w2.transpose(1, 2), dv, out=dw1)
             torch.mul(w2.view(n_heads, hidden), dc.unsqueeze(1), out=db1)
             torch.baddbmm(dc.view(n_heads, 1, 1) * b1.unsqueeze(1), dv, w1.transpose(1, 2), out=dw2)
             db2.copy_(dc.view(n_heads, 1))

@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from speechbias.launch.lightning_trainer import quiet_third_party_console
+from speechbias.ser.fused_adam import ReusedListsAdam
 from speechbias.ser.head import ValenceHead, predict_with_heads
 from speechbias.ser.pooling import lr_label
 from speechbias.ser.stacked_heads import StackedHeads
@@ -59,8 +60,9 @@ def adam_groups(param_groups, lrs) -> torch.optim.Adam:
     """One Adam over several parameter groups, group k with learning rate ``lrs[k]`` (same kernel
     choice as :func:`adam`); each group's update is exactly that of its own Adam."""
     groups = [{"params": list(ps), "lr": float(lr)} for ps, lr in zip(param_groups, lrs, strict=True)]
-    fused = all(p.device.type in ("cpu", "cuda") for g in groups for p in g["params"])
-    return torch.optim.Adam(groups, lr=groups[0]["lr"], fused=fused)
+    if all(p.device.type in ("cpu", "cuda") for g in groups for p in g["params"]):
+        return ReusedListsAdam(groups, lr=groups[0]["lr"])  # the fused kernel, less per-step Python
+    return torch.optim.Adam(groups, lr=groups[0]["lr"])
 
 
 def as_learning_rates(lr) -> tuple[float, ...]:

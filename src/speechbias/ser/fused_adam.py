@@ -6,10 +6,11 @@ since the last step (the same parameter and gradient tensors, as in the SER head
 whose gradients are fixed buffers), :class:`ReusedListsAdam` calls the same kernel
 (``torch._fused_adam_``, exactly what ``Adam.step`` calls) on the lists of the last step instead:
 the same update, bit for bit (tests/ser/test_stacked_heads.py); measured 0.51-0.65 vs 0.70-0.78 ms
-per step of the paper's three heads on one CPU core (25 x 1024 features), i.e. 2-4 s of 20,000 steps. Anything else (a closure, new gradient
-tensors, a parameter without state yet, a gradient scaler's ``grad_scale``/``found_inf``, options the
-shortcut does not cover) takes ``Adam.step``.
-The optimiser's state and ``state_dict`` are Adam's own, so checkpoints are unchanged.
+per step of the paper's three heads on one CPU core (25 x 1024 features), i.e. 2-4 s of 20,000
+steps. Anything else (new gradient tensors, a parameter without state yet, a gradient scaler's
+``grad_scale``/``found_inf``, options the shortcut does not cover) takes ``Adam.step``. A closure
+(Lightning always passes one) is called first, as ``Adam.step`` calls it. The optimiser's state and
+``state_dict`` are Adam's own, so checkpoints are unchanged.
 """
 
 from __future__ import annotations
@@ -51,11 +52,15 @@ class ReusedListsAdam(torch.optim.Adam):
     @torch.no_grad()
     def step(self, closure=None):
         scaled = getattr(self, "grad_scale", None) is not None or getattr(self, "found_inf", None) is not None
-        if closure is not None or scaled or not hasattr(torch, "_fused_adam_"):
+        if scaled or not hasattr(torch, "_fused_adam_"):
             self._lists = None
             return super().step(closure)
+        loss = None
+        if closure is not None:  # as Adam.step does (Lightning always passes one)
+            with torch.enable_grad():
+                loss = closure()
         if not self._reusable():
-            loss = super().step()  # initialises the state; its lists serve the next steps
+            super().step()  # initialises the state; its lists serve the next steps
             self._lists = self._collect()
             return loss
         for group, (params, grads, exp_avgs, exp_avg_sqs, steps) in zip(self.param_groups, self._lists):
@@ -64,7 +69,7 @@ class ReusedListsAdam(torch.optim.Adam):
             torch._fused_adam_(params, grads, exp_avgs, exp_avg_sqs, [], steps, amsgrad=False, lr=group["lr"],
                                beta1=beta1, beta2=beta2, weight_decay=group["weight_decay"], eps=group["eps"],
                                maximize=False, grad_scale=None, found_inf=None)
-        return None
+        return loss
 
     def load_state_dict(self, state_dict) -> None:
         super().load_state_dict(state_dict)

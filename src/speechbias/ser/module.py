@@ -2,15 +2,18 @@
 
 One module trains one head per learning rate in ``lr`` (a number, or a list such as the paper's
 ``[1e-3, 1e-4, 1e-5]``). The heads start from the same initial weights and see the same batches,
-so each ends exactly where a separate run with that learning rate and seed would (up to float
-rounding); together they read each batch once per pass (:func:`~speechbias.ser.head.predict_with_heads`)
-and pay Lightning's per-step overhead once.
+so each ends exactly where a separate run with that learning rate and seed would (bit for bit);
+together they share each gathered batch and pay Lightning's per-step overhead once. In one process
+at full precision a training step is :class:`~speechbias.ser.stacked_heads.StackedHeads`'s
+closed-form gradients of all heads at once (no autograd graph); under DDP or mixed precision it is
+autograd's backward of :func:`~speechbias.ser.head.predict_with_heads` (DDP averages gradients in
+autograd's hooks).
 
 Batches are dicts: ``features`` (B, L, D) float32, ``target`` (B,) valence on [0, 1], ``index``
 (B,) row numbers within the split (used to de-duplicate dev rows that DDP's sampler repeats).
-Loss: the sum over heads of each head's MSE on the [0, 1] scale (heads share no parameter, so
-each head gets exactly its own MSE's gradient); optimiser: one Adam with a parameter group per
-head (fused kernel on CPU/CUDA), stepped by hand (manual optimisation) once per batch of each
+Loss: each head's MSE on the [0, 1] scale (heads share no parameter, so each head gets exactly its
+own MSE's gradient); optimiser: one Adam with a parameter group per head (fused kernel on CPU/CUDA,
+:class:`~speechbias.ser.fused_adam.ReusedListsAdam`), stepped by hand (manual optimisation) once per batch of each
 training item, which is a list of batches (``steps_per_call`` of the DataModule). After every validation run the module computes each head's dev
 MSE and R^2 on the ORIGINAL rating scale over the whole dev split (gathered across processes),
 logs them (:func:`metric_key`), appends them to :attr:`dev_history` and keeps each head's
@@ -149,8 +152,8 @@ class ValenceRegressor(pl.LightningModule):
     def _stacked_heads(self) -> StackedHeads | None:
         """The heads' closed-form stacked step (:mod:`~speechbias.ser.stacked_heads`) in one process at
         full precision; None under DDP (its gradient averaging hooks into autograd's backward) or
-        mixed precision, which take the autograd step. The stacked step took the paper's 3 x 20,000
-        steps (25 x 1024 features) in 0.6x the time of the autograd step (benchmarks/ser_bench.py)."""
+        mixed precision, which take the autograd step. The plain loop took the paper's 3 x 20,000
+        steps (25 x 1024 features) in 0.57x the time with the stacked step (benchmarks/ser_bench.py)."""
         if self.trainer.world_size > 1 or str(self.trainer.precision) not in ("32-true", "32"):
             return None
         if self._stacked is None or self._stacked.heads != list(self.heads):

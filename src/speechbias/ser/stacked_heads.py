@@ -20,9 +20,10 @@ depend on which heads train beside it (3 heads in one run = 3 one-head runs, bit
 the batch or the layers are elementwise products + ``sum``, since ``bmm`` rounds them differently for
 K = 1 and K = 3).
 
-Measured on 2 CPU cores (benchmarks/ser_bench.py, 3 heads, 25 x 1024 features, batch 32): about
-20 operations per step instead of autograd's ~70 (forward + backward graph of three heads), and no
-zeroing or reallocation of the 3 MB of gradients per step.
+About 25 tensor operations a step instead of autograd's forward and backward graphs of three heads,
+and no zeroing or reallocation of the 3 MB of gradients: measured side by side
+(benchmarks/ser_bench.py, 3 x 20,000 steps of 25 x 1024 features, batch 32, 1 thread, 2 shared cores
+at load average ~2.7), the plain loop took 65.7 s with this step vs 115.5 s with autograd's (1.76x).
 """
 
 from __future__ import annotations

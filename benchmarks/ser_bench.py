@@ -30,7 +30,14 @@ C. The whole process (``--skip-c`` skips it): ``python train.py 'lr=[1e-3,1e-4,1
    with ``--reference`` (a git commit, default e2c4af7: before the stacked step), alternating,
    ``--repeats`` times each; wall time of the child process, best and every run.
 
-Usage: python benchmarks/ser_bench.py [--steps 20000] [--threads 1] [--skip-a] [--skip-c] [--all]
+D. With ``--rounding``: how far float rounding alone moves this estimator's heads: the previous step
+   (autograd), the textbook loop and the stacked step train side by side on the same batches from
+   the same init for ``--steps``; every ``--rounding-every`` steps, per learning rate, the max
+   |prediction difference| of the textbook loop's and the stacked step's heads from the previous
+   step's (training clips, [0, 1] scale). Adam divides each step by the root of the running mean of
+   squared gradients, so where gradients become tiny, rounding-size differences grow into visible ones.
+
+Usage: python benchmarks/ser_bench.py [--steps 20000] [--threads 1] [--skip-a] [--skip-b] [--skip-c] [--all] [--rounding]
 The machine may be shared: the load average is printed before and after each part; compare
 ratios measured side by side, not absolute times, when it is high.
 """
@@ -290,6 +297,61 @@ def part_b(args) -> None:
           f"{total_single:7.1f} s{note}; (6)/(4) {total_single / t_joint:.2f}x")
 
 
+def part_d(args) -> None:
+    """The estimator's sensitivity to float rounding: the previous step, the textbook loop and the
+    stacked step trained side by side on the same batches; per-head max |prediction difference| from
+    the previous step, on the training clips, as training goes on."""
+    import torch.nn.functional as F
+
+    from speechbias.ser.datamodule import gather_rows
+    from speechbias.ser.head import ValenceHead, predict_with_heads
+    from speechbias.ser.module import adam_groups, per_head_mse
+    from speechbias.ser.split import dev_split
+    from speechbias.ser.stacked_heads import StackedHeads
+
+    rng = np.random.default_rng(0)
+    features = rng.standard_normal((args.clips, args.layers, args.dim)).astype(np.float32)
+    target = np.clip(0.5 + 0.1 * features[:, args.layers // 2, :8].sum(1) / np.sqrt(8), 0, 1).astype(np.float32)
+    dev = dev_split(np.repeat(np.arange(6), args.clips // 6 + 1)[: args.clips], seed=0)
+    x, y = torch.from_numpy(features[~dev]), torch.from_numpy(target[~dev])
+    lrs = (1e-3, 1e-4, 1e-5)
+    torch.manual_seed(0)
+    init = ValenceHead(args.layers, args.dim)
+    prev, book, new = ([copy.deepcopy(init) for _ in lrs] for _ in range(3))
+    prev_opt = adam_groups([list(h.parameters()) for h in prev], lrs)
+    book_opts = [torch.optim.Adam(h.parameters(), lr=lr) for h, lr in zip(book, lrs)]
+    stacked, new_opt = StackedHeads(new), adam_groups([list(h.parameters()) for h in new], lrs)
+    print(f"D. float rounding: 3 x {args.steps} steps, per lr (1e-3 1e-4 1e-5) max |prediction difference| "
+          f"from the previous step (autograd); load average {load()}", flush=True)
+    step, epoch, t0 = 0, 0, time.perf_counter()
+    while step < args.steps:
+        order = torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(epoch))
+        for start in range(0, x.shape[0], 32):
+            idx = order[start: start + 32]
+            xb, yb = gather_rows(x, idx), y[idx]
+            loss = per_head_mse(predict_with_heads(prev, xb), yb).sum()
+            prev_opt.zero_grad(set_to_none=True)
+            loss.backward()
+            prev_opt.step()
+            for h, opt in zip(book, book_opts):
+                loss = F.mse_loss(textbook_forward(h, xb), yb)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+            stacked.set_gradients(xb, yb)
+            new_opt.step()
+            step += 1
+            if step % args.rounding_every == 0 or step == args.steps:
+                with torch.no_grad():
+                    rows = [" ".join(f"{float((a(x) - b(x)).abs().max()):.1e}" for a, b in zip(heads, prev))
+                            for heads in (book, new)]
+                print(f"   step {step:6d}: textbook loop {rows[0]}   stacked step {rows[1]}   "
+                      f"({time.perf_counter() - t0:.0f} s, load average {load()})", flush=True)
+            if step >= args.steps:
+                break
+        epoch += 1
+
+
 def run_train_py(src: Path, overrides: list[str], run_dir: Path) -> float:
     """Wall seconds of one ``python train.py <overrides>`` child process with ``src`` first on PYTHONPATH."""
     import subprocess
@@ -379,6 +441,8 @@ def main() -> None:
     p.add_argument("--skip-b", action="store_true")
     p.add_argument("--skip-c", action="store_true")
     p.add_argument("--all", action="store_true", help="also Lightning with steps_per_call=1 and one run per lr")
+    p.add_argument("--rounding", action="store_true", help="part D: the estimator's sensitivity to float rounding")
+    p.add_argument("--rounding-every", type=int, default=2000)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {args.threads} threads, {os.cpu_count()} CPUs, load average {load()}")
@@ -388,6 +452,8 @@ def main() -> None:
         part_b(args)
     if not args.skip_c:
         part_c(args)
+    if args.rounding:
+        part_d(args)
     print(f"load average at the end: {load()}")
 
 

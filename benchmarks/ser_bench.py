@@ -8,22 +8,38 @@ A. Training on cached per-layer means vs. on full frame sequences: a randomly in
    predictions on all clips (should be float rounding only).
 
 B. The paper's training budget: 3 learning rates x ``--steps`` (20,000) steps on ``--clips``
-   (1,800) cached clips of a ``--layers`` (25) x ``--dim`` (1024) model (e.g. wav2vec2-large), batch 32.
+   (1,800) cached clips of a ``--layers`` (25) x ``--dim`` (1024) model (e.g. wav2vec2-large), batch 32,
+   at ``--threads`` torch threads (1: conf/train.yaml's fit_threads). Goal (issue 23): the whole
+   ``python train.py 'lr=[1e-3,1e-4,1e-5]'`` process <= 60 s, heads identical up to float rounding.
    First, one head's cost per Adam step (gather included) with the forward in the textbook order
    (layer mix -> Linear(D, 256) -> Linear(256, 1)) vs. re-associated (ValenceHead.forward).
-   Then (1) the plain in-memory loop (speechbias.ser.in_memory: the 3 heads share each gathered
-   batch, one fused Adam), (2) the same with one process per lr (--skip-processes skips it),
-   (3) Lightning training the 3 heads in one run, as ``python train.py 'lr=[1e-3,1e-4,1e-5]'``
-   does (datamodule, validation every epoch, last.ckpt every 10 epochs, best.ckpt at the end,
-   no progress bar), all
-   ``--steps``; (4) the same with ``steps_per_call=1`` (a Lightning call per optimiser step) and
-   (5) Lightning with one run per lr, as ``python train.py -m lr=1e-3,1e-4,1e-5``: these two run
-   ``--lightning-steps`` (4,000) steps, their totals extrapolated from the measured ms/step (marked).
-   Max |prediction difference| between the paths' trained heads: float rounding only.
+   Then, side by side, all ``--steps`` unless marked EXTRAPOLATED (from ``--reference-steps``):
+   (1) the textbook loop (each head its own textbook forward, autograd and torch.optim.Adam);
+   (2) the previous plain loop (commit e2c4af7's ser.in_memory: predict_with_heads + autograd, one
+   fused Adam); (3) the plain loop now (ser.in_memory: the closed-form stacked step,
+   ser/stacked_heads.py); (4) Lightning training the 3 heads in one run, as ``python train.py``
+   does (datamodule, validation every epoch, last.ckpt every 10 epochs, best.ckpt at the end, no
+   progress bar); with ``--all`` also (5) the same with ``steps_per_call=1`` and (6) one Lightning run
+   per lr. Ratios of (4) to the references are printed, and the max |prediction difference| of the
+   trained heads between the paths (on the training clips, [0, 1] scale).
 
-Usage: python benchmarks/ser_bench.py [--steps 20000] [--lightning-steps 20000] [--threads 2] [--skip-a]
-The machine may be shared: the load average is printed before and after; compare ratios, not
-absolute times, when it is high.
+C. The whole process (``--skip-c`` skips it): ``python train.py 'lr=[1e-3,1e-4,1e-5]' ser_data=mess``
+   on a cached workload of ``--clips`` MESS-like clips and a random wav2vec2 of 24 blocks x ``--dim``
+   (25 x 1024 layers; benchmarks/ser_train_workload.py writes the corpus and fills the feature cache,
+   so the run is warm and builds no model, as a rerun of the real command is), with this checkout and
+   with ``--reference`` (a git commit, default e2c4af7: before the stacked step), alternating,
+   ``--repeats`` times each; wall time of the child process, best and every run.
+
+D. With ``--rounding``: how far float rounding alone moves this estimator's heads: the previous step
+   (autograd), the textbook loop and the stacked step train side by side on the same batches from
+   the same init for ``--steps``; every ``--rounding-every`` steps, per learning rate, the max
+   |prediction difference| of the textbook loop's and the stacked step's heads from the previous
+   step's (training clips, [0, 1] scale). Adam divides each step by the root of the running mean of
+   squared gradients, so where gradients become tiny, rounding-size differences grow into visible ones.
+
+Usage: python benchmarks/ser_bench.py [--steps 20000] [--threads 1] [--skip-a] [--skip-b] [--skip-c] [--all] [--rounding]
+The machine may be shared: the load average is printed before and after each part; compare
+ratios measured side by side, not absolute times, when it is high.
 """
 
 from __future__ import annotations
@@ -39,6 +55,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def load() -> str:
@@ -105,34 +123,6 @@ def part_a(args) -> None:
           f"(predictions span {float(p_full.min()):.3f}..{float(p_full.max()):.3f})")
 
 
-def _train_one_lr(state: dict, layers: int, dim: int, lr: float, x, y, steps: int) -> dict:
-    """Worker: one head, one learning rate, one thread (a sweep job's share of the machine)."""
-    torch.set_num_threads(1)
-    from speechbias.ser.head import ValenceHead
-    from speechbias.ser.in_memory import train_head_in_memory
-
-    head = ValenceHead(layers, dim)
-    head.load_state_dict(state)
-    return train_head_in_memory(head, x, y, max_steps=steps, lr=lr, seed=0).state_dict()
-
-
-def train_lrs_in_processes(init, lrs, x, y, steps: int) -> list:
-    """Train one head per learning rate in parallel processes (spawned), from the same init."""
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
-
-    layers, dim = x.shape[1], x.shape[2]
-    with ProcessPoolExecutor(max_workers=min(len(lrs), os.cpu_count() or 1), mp_context=mp.get_context("spawn")) as ex:
-        futures = [ex.submit(_train_one_lr, init.state_dict(), layers, dim, lr, x, y, steps) for lr in lrs]
-        states = [f.result() for f in futures]
-    heads = []
-    for st in states:
-        h = copy.deepcopy(init)
-        h.load_state_dict(st)
-        heads.append(h)
-    return heads
-
-
 def textbook_forward(head, x):
     """The head in the textbook order: softmax layer mix -> Linear(D, 256) -> Linear(256, 1)."""
     mixed = torch.einsum("l,bld->bd", head.layer_weights(), x)
@@ -185,6 +175,66 @@ def lightning_fit(init, lrs, features, target, dev, steps: int, args, steps_per_
         return time.perf_counter() - t0, module
 
 
+def textbook_loop(heads, lrs, x, y, steps: int, batch_size: int = 32, seed: int = 0) -> None:
+    """Reference (1): each head its textbook forward, MSE, autograd backward and its own
+    ``torch.optim.Adam`` (PyTorch's default kernel); the batches of ser.in_memory (seed + epoch)."""
+    import torch.nn.functional as F
+
+    opts = [torch.optim.Adam(h.parameters(), lr=lr) for h, lr in zip(heads, lrs)]
+    step, epoch = 0, 0
+    while step < steps:
+        order = torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(seed + epoch))
+        for start in range(0, x.shape[0], batch_size):
+            idx = order[start: start + batch_size]
+            xb, yb = x[idx], y[idx]
+            for h, opt in zip(heads, opts):
+                loss = F.mse_loss(textbook_forward(h, xb), yb)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+            step += 1
+            if step >= steps:
+                return
+        epoch += 1
+
+
+def previous_plain_loop(heads, lrs, x, y, steps: int, batch_size: int = 32, seed: int = 0) -> None:
+    """Reference (2): ser.in_memory as of commit e2c4af7 (before the stacked step): the heads'
+    predictions by ``predict_with_heads``, their gradients by autograd, one fused Adam."""
+    from speechbias.ser.datamodule import gather_rows
+    from speechbias.ser.head import predict_with_heads
+    from speechbias.ser.module import adam_groups, per_head_mse
+
+    optimiser = adam_groups([list(h.parameters()) for h in heads], lrs)
+    step, epoch = 0, 0
+    while step < steps:
+        order = torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(seed + epoch))
+        for start in range(0, x.shape[0], batch_size):
+            idx = order[start: start + batch_size]
+            loss = per_head_mse(predict_with_heads(heads, gather_rows(x, idx)), y[idx]).sum()
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            optimiser.step()
+            step += 1
+            if step >= steps:
+                return
+        epoch += 1
+
+
+def max_prediction_difference(heads_a, heads_b, x) -> float:
+    """Max |difference| of two lists of heads' predictions on ``x`` (N, L, D), [0, 1] scale."""
+    with torch.no_grad():
+        return max(float((a(x) - b(x)).abs().max()) for a, b in zip(heads_a, heads_b))
+
+
+def timed(train, init, lrs, steps: int, *data) -> tuple[float, list]:
+    """(seconds, trained heads) of ``train(heads, lrs, *data, steps)`` from copies of ``init``."""
+    heads = [copy.deepcopy(init) for _ in lrs]
+    t0 = time.perf_counter()
+    train(heads, lrs, *data, steps)
+    return time.perf_counter() - t0, heads
+
+
 def part_b(args) -> None:
     from speechbias.ser.head import ValenceHead
     from speechbias.ser.in_memory import train_heads_in_memory
@@ -198,7 +248,9 @@ def part_b(args) -> None:
     dev = dev_split(np.repeat(np.arange(6), args.clips // 6 + 1)[: args.clips], seed=0)
     x_train, y_train = torch.from_numpy(features[~dev]), torch.from_numpy(target[~dev])
     print(f"B. 3 learning rates x {args.steps} steps, {args.clips} cached clips ({int((~dev).sum())} train), "
-          f"L={args.layers} D={args.dim}, batch 32")
+          f"L={args.layers} D={args.dim}, batch 32, {torch.get_num_threads()} thread(s); load average {load()}")
+    print("   goal (issue 23): the whole `python train.py 'lr=[1e-3,1e-4,1e-5]'` process <= 60 s (part C), "
+          "heads identical up to float rounding")
     lrs = (1e-3, 1e-4, 1e-5)
     torch.manual_seed(0)
     init = ValenceHead(args.layers, args.dim)
@@ -209,52 +261,173 @@ def part_b(args) -> None:
     print(f"   one head, {n} steps: textbook order {t_textbook:.2f} ms/step   re-associated (ValenceHead.forward) "
           f"{t_reassoc:.2f} ms/step   ratio {t_textbook / t_reassoc:.1f}x", flush=True)
 
-    plain_heads = [copy.deepcopy(init) for _ in lrs]
-    t0 = time.perf_counter()
-    train_heads_in_memory(plain_heads, lrs, x_train, y_train, max_steps=args.steps, seed=0)
-    total_plain = time.perf_counter() - t0
-    print(f"   plain loop (ser.in_memory), 3 heads sharing each gathered batch: {total_plain:7.1f} s  "
-          f"({1000 * total_plain / (3 * args.steps):.2f} ms per head-step)", flush=True)
-    if not args.skip_processes:
-        t0 = time.perf_counter()
-        parallel_heads = train_lrs_in_processes(init, lrs, x_train, y_train, args.steps)
-        total_parallel = time.perf_counter() - t0
-        same = max(float((a(x_train) - b(x_train)).abs().max()) for a, b in zip(parallel_heads, plain_heads))
-        print(f"   plain loop, one process per lr ({min(len(lrs), os.cpu_count() or 1)} at a time, 1 thread each): "
-              f"{total_parallel:7.1f} s, process start included; max |prediction difference| vs the shared "
-              f"loop {same:.1e}", flush=True)
-
+    ref_steps = min(args.reference_steps or args.steps, args.steps)
+    note = "" if ref_steps == args.steps else f", EXTRAPOLATED from {ref_steps} steps"
+    data = (x_train, y_train)
+    t_book, book = timed(textbook_loop, init, lrs, ref_steps, *data)
+    t_prev_short, prev_short = timed(previous_plain_loop, init, lrs, ref_steps, *data)
+    t_prev, prev = (t_prev_short, prev_short) if ref_steps == args.steps else \
+        timed(previous_plain_loop, init, lrs, args.steps, *data)
+    t_book *= args.steps / ref_steps
+    print(f"   (1) textbook loop (per head: textbook forward, autograd, own Adam): {t_book:7.1f} s{note}; "
+          f"max |prediction difference| vs (2) after {ref_steps} steps {max_prediction_difference(book, prev_short, x_train):.1e}",
+          flush=True)
+    print(f"   (2) previous plain loop (e2c4af7 ser.in_memory, autograd step): {t_prev:7.1f} s", flush=True)
+    t_plain, plain = timed(lambda h, lr, x, y, n: train_heads_in_memory(h, lr, x, y, max_steps=n, seed=0),
+                           init, lrs, args.steps, *data)
+    print(f"   (3) plain loop now (ser.in_memory, stacked step): {t_plain:7.1f} s   "
+          f"(2)/(3) {t_prev / t_plain:.2f}x; max |prediction difference| vs (2) {max_prediction_difference(plain, prev, x_train):.1e}",
+          flush=True)
     t_joint, joint = lightning_fit(init, lrs, features, target, dev, args.steps, args)
-    with torch.no_grad():
-        diff = max(float((h(x_train) - ref(x_train)).abs().max()) for h, ref in zip(joint.heads, plain_heads))
-    print(f"   Lightning, 3 heads in one run (python train.py 'lr=[1e-3,1e-4,1e-5]', steps_per_call=16): {t_joint:7.1f} s "
-          f"({1000 * t_joint / args.steps:.2f} ms/step, validation every epoch); "
-          f"max |prediction difference| vs the plain loop {diff:.1e}; ratio to the plain loop "
-          f"{t_joint / total_plain:.2f}   goal (issue 23): whole `python train.py` process <= 60 s", flush=True)
+    print(f"   (4) Lightning, 3 heads in one run (python train.py 'lr=[1e-3,1e-4,1e-5]', steps_per_call=16): "
+          f"{t_joint:7.1f} s ({1000 * t_joint / args.steps:.2f} ms/step, validation every epoch); max |prediction "
+          f"difference| vs (3) {max_prediction_difference(joint.heads, plain, x_train):.1e}, "
+          f"vs (2) {max_prediction_difference(joint.heads, prev, x_train):.1e}", flush=True)
+    print(f"   ratios of (4): textbook loop / (4) {t_book / t_joint:.2f}x   previous plain loop / (4) "
+          f"{t_prev / t_joint:.2f}x   (4) / plain loop now {t_joint / t_plain:.2f}   load average {load()}", flush=True)
+    if not args.all:
+        return
+    t_ungrouped, _ = lightning_fit(init, lrs, features, target, dev, ref_steps, args, steps_per_call=1)
+    total_ungrouped = t_ungrouped * args.steps / ref_steps
+    print(f"   (5) Lightning, 3 heads in one run, steps_per_call=1: {total_ungrouped:7.1f} s "
+          f"({1000 * t_ungrouped / ref_steps:.2f} ms/step{note}); (5)/(4) {total_ungrouped / t_joint:.2f}x", flush=True)
+    singles = [lightning_fit(init, (lr,), features, target, dev, ref_steps, args)[0] for lr in lrs]
+    total_single = sum(singles) * args.steps / ref_steps
+    print(f"   (6) Lightning, one run per lr (python train.py -m lr=1e-3,1e-4,1e-5, one after another): "
+          f"{total_single:7.1f} s{note}; (6)/(4) {total_single / t_joint:.2f}x")
 
-    steps_l = args.lightning_steps or args.steps
-    note = "" if steps_l == args.steps else f", EXTRAPOLATED from {steps_l} steps"
-    t_ungrouped, _ = lightning_fit(init, lrs, features, target, dev, steps_l, args, steps_per_call=1)
-    total_ungrouped = t_ungrouped * args.steps / steps_l
-    print(f"   Lightning, 3 heads in one run, steps_per_call=1 (one Lightning call per step): {total_ungrouped:7.1f} s "
-          f"({1000 * t_ungrouped / steps_l:.2f} ms/step{note})", flush=True)
-    singles = []
-    for lr in lrs:
-        seconds, _ = lightning_fit(init, (lr,), features, target, dev, steps_l, args)
-        singles.append(seconds)
-    total_single = sum(t * args.steps / steps_l for t in singles)
-    print(f"   Lightning, one run per lr (python train.py -m lr=1e-3,1e-4,1e-5, run one after another): "
-          f"{total_single:7.1f} s ({1000 * sum(singles) / (3 * steps_l):.2f} ms/step{note} per lr)")
-    print(f"   ratios: one run per lr / 3 heads in one run {total_single / t_joint:.2f}x   "
-          f"steps_per_call 1 / 16 {total_ungrouped / t_joint:.2f}x   "
-          f"Lightning 3 heads / plain loop {t_joint / total_plain:.2f}x")
+
+def part_d(args) -> None:
+    """The estimator's sensitivity to float rounding: the previous step, the textbook loop and the
+    stacked step trained side by side on the same batches; per-head max |prediction difference| from
+    the previous step, on the training clips, as training goes on."""
+    import torch.nn.functional as F
+
+    from speechbias.ser.datamodule import gather_rows
+    from speechbias.ser.head import ValenceHead, predict_with_heads
+    from speechbias.ser.module import adam_groups, per_head_mse
+    from speechbias.ser.split import dev_split
+    from speechbias.ser.stacked_heads import StackedHeads
+
+    rng = np.random.default_rng(0)
+    features = rng.standard_normal((args.clips, args.layers, args.dim)).astype(np.float32)
+    target = np.clip(0.5 + 0.1 * features[:, args.layers // 2, :8].sum(1) / np.sqrt(8), 0, 1).astype(np.float32)
+    dev = dev_split(np.repeat(np.arange(6), args.clips // 6 + 1)[: args.clips], seed=0)
+    x, y = torch.from_numpy(features[~dev]), torch.from_numpy(target[~dev])
+    lrs = (1e-3, 1e-4, 1e-5)
+    torch.manual_seed(0)
+    init = ValenceHead(args.layers, args.dim)
+    prev, book, new = ([copy.deepcopy(init) for _ in lrs] for _ in range(3))
+    prev_opt = adam_groups([list(h.parameters()) for h in prev], lrs)
+    book_opts = [torch.optim.Adam(h.parameters(), lr=lr) for h, lr in zip(book, lrs)]
+    stacked, new_opt = StackedHeads(new), adam_groups([list(h.parameters()) for h in new], lrs)
+    print(f"D. float rounding: 3 x {args.steps} steps, per lr (1e-3 1e-4 1e-5) max |prediction difference| "
+          f"from the previous step (autograd); load average {load()}", flush=True)
+    step, epoch, t0 = 0, 0, time.perf_counter()
+    while step < args.steps:
+        order = torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(epoch))
+        for start in range(0, x.shape[0], 32):
+            idx = order[start: start + 32]
+            xb, yb = gather_rows(x, idx), y[idx]
+            loss = per_head_mse(predict_with_heads(prev, xb), yb).sum()
+            prev_opt.zero_grad(set_to_none=True)
+            loss.backward()
+            prev_opt.step()
+            for h, opt in zip(book, book_opts):
+                loss = F.mse_loss(textbook_forward(h, xb), yb)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+            stacked.set_gradients(xb, yb)
+            new_opt.step()
+            step += 1
+            if step % args.rounding_every == 0 or step == args.steps:
+                with torch.no_grad():
+                    rows = [" ".join(f"{float((a(x) - b(x)).abs().max()):.1e}" for a, b in zip(heads, prev))
+                            for heads in (book, new)]
+                print(f"   step {step:6d}: textbook loop {rows[0]}   stacked step {rows[1]}   "
+                      f"({time.perf_counter() - t0:.0f} s, load average {load()})", flush=True)
+            if step >= args.steps:
+                break
+        epoch += 1
+
+
+def run_train_py(src: Path, overrides: list[str], run_dir: Path) -> float:
+    """Wall seconds of one ``python train.py <overrides>`` child process with ``src`` first on PYTHONPATH."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(src), HF_HUB_OFFLINE="1")
+    cmd = [sys.executable, str(REPO / "train.py"), *overrides, f"hydra.run.dir={run_dir}"]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"failed ({src}): {' '.join(cmd)}\n{proc.stderr[-3000:]}")
+    return wall
+
+
+def reference_src(commit: str, into: Path) -> Path:
+    """The ``src`` folder of ``commit`` of this repository, extracted under ``into`` (git archive)."""
+    import subprocess
+    import tarfile
+
+    archive = into / "reference.tar"
+    subprocess.run(["git", "-C", str(REPO), "archive", "-o", str(archive), commit, "src"], check=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(into / "reference", filter="data")
+    return into / "reference" / "src"
+
+
+def best_heads_of(run_dir: Path) -> list:
+    """The heads of ``<run_dir>/checkpoints/best.ckpt`` (state dicts per head)."""
+    state = torch.load(run_dir / "checkpoints" / "best.ckpt", map_location="cpu", weights_only=False)["state_dict"]
+    n = 1 + max(int(k.split(".")[1]) for k in state)
+    return [{k.split(".", 2)[2]: v for k, v in state.items() if k.startswith(f"heads.{i}.")} for i in range(n)]
+
+
+def part_c(args) -> None:
+    from ser_train_workload import write_cached_workload
+
+    from speechbias.ser.head import ValenceHead
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        t0 = time.perf_counter()
+        overrides = write_cached_workload(tmp / "workload", clips=args.clips, blocks=args.layers - 1, dim=args.dim)
+        print(f"C. whole process: python train.py {' '.join(overrides)} (workload written in "
+              f"{time.perf_counter() - t0:.0f} s: {args.clips} clips cached, {args.layers} x {args.dim}); "
+              f"load average {load()}", flush=True)
+        print("   goal (issue 23): <= 60 s whole process for the three heads", flush=True)
+        sources = {"this checkout": REPO / "src", f"reference {args.reference}": reference_src(args.reference, tmp)}
+        walls = {label: [] for label in sources}
+        for rep in range(args.repeats):
+            for label, src in sources.items():
+                run_dir = tmp / "runs" / f"{label.split()[0]}{rep}"
+                walls[label].append(run_train_py(src, overrides, run_dir))
+                print(f"   {label:24s} run {rep + 1}: {walls[label][-1]:6.1f} s   load average {load()}", flush=True)
+        ours, ref = (min(v) for v in walls.values())
+        print(f"   best: this checkout {ours:6.1f} s   reference {ref:6.1f} s   ratio reference / this checkout "
+              f"{ref / ours:.2f}x   goal <= 60 s: {'met' if ours <= 60 else 'NOT met'}")
+        heads = {}
+        for label in sources:
+            heads[label] = []
+            for state in best_heads_of(tmp / "runs" / f"{label.split()[0]}0"):
+                h = ValenceHead(args.layers, args.dim)
+                h.load_state_dict(state)
+                heads[label].append(h)
+        x = torch.randn(512, args.layers, args.dim, generator=torch.Generator().manual_seed(0))
+        print(f"   max |prediction difference| of the two runs' best heads (random inputs, [0, 1] scale): "
+              f"{max_prediction_difference(*heads.values(), x):.1e}")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--steps", type=int, default=20_000)
-    p.add_argument("--lightning-steps", type=int, default=4000,
-                   help="steps per lr of the one-run-per-lr Lightning runs (their total is extrapolated)")
+    p.add_argument("--reference-steps", type=int, default=4000,
+                   help="steps of the textbook loop and of --all's extra Lightning runs (totals extrapolated)")
+    p.add_argument("--reference", default="e2c4af7", help="git commit whose train.py part C compares with")
+    p.add_argument("--repeats", type=int, default=1, help="whole-process runs per checkout in part C")
     p.add_argument("--clips", type=int, default=1800)
     p.add_argument("--layers", type=int, default=25)
     p.add_argument("--dim", type=int, default=1024)
@@ -262,16 +435,25 @@ def main() -> None:
     p.add_argument("--seq-steps", type=int, default=100)
     p.add_argument("--seq-dim", type=int, default=256)
     p.add_argument("--seq-blocks", type=int, default=4)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1, help="torch threads of parts A and B (train.py: fit_threads)")
     p.add_argument("--order-steps", type=int, default=500)
     p.add_argument("--skip-a", action="store_true")
-    p.add_argument("--skip-processes", action="store_true")
+    p.add_argument("--skip-b", action="store_true")
+    p.add_argument("--skip-c", action="store_true")
+    p.add_argument("--all", action="store_true", help="also Lightning with steps_per_call=1 and one run per lr")
+    p.add_argument("--rounding", action="store_true", help="part D: the estimator's sensitivity to float rounding")
+    p.add_argument("--rounding-every", type=int, default=2000)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {args.threads} threads, {os.cpu_count()} CPUs, load average {load()}")
     if not args.skip_a:
         part_a(args)
-    part_b(args)
+    if not args.skip_b:
+        part_b(args)
+    if not args.skip_c:
+        part_c(args)
+    if args.rounding:
+        part_d(args)
     print(f"load average at the end: {load()}")
 
 

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 import torch
 
 from speechbias.ser.datamodule import gather_rows
-from speechbias.ser.head import ValenceHead, predict_with_heads
-from speechbias.ser.module import adam_groups, per_head_mse
+from speechbias.ser.head import ValenceHead
+from speechbias.ser.module import adam_groups
+from speechbias.ser.stacked_heads import StackedHeads
 
 
 def train_heads_in_memory(heads: Sequence[ValenceHead], lrs: Sequence[float], features: torch.Tensor,
@@ -26,7 +27,8 @@ def train_heads_in_memory(heads: Sequence[ValenceHead], lrs: Sequence[float], fe
     ``target`` (N,) on [0, 1], for ``max_steps`` steps each.
 
     All heads see the same batches (as separate runs with the same seed would), so each batch is
-    gathered once and read once per pass by all heads (:func:`predict_with_heads`), and one fused
+    gathered once, the heads' gradients come from one closed-form stacked step
+    (:class:`~speechbias.ser.stacked_heads.StackedHeads`, as in the Lightning module), and one fused
     Adam steps them all (one parameter group per head, each with its own learning rate).
     """
     if features.ndim != 3 or target.shape != (features.shape[0],):
@@ -37,6 +39,7 @@ def train_heads_in_memory(heads: Sequence[ValenceHead], lrs: Sequence[float], fe
     if max_steps < 1 or batch_size < 1 or not all(lr > 0 for lr in lrs):
         raise ValueError(f"need max_steps >= 1, batch_size >= 1, lr > 0; got {max_steps}, {batch_size}, {list(lrs)}")
     features = features.contiguous()
+    stacked = StackedHeads(heads)
     optimiser = adam_groups([list(h.parameters()) for h in heads], lrs)
     n = features.shape[0]
     step, epoch = 0, 0
@@ -46,9 +49,7 @@ def train_heads_in_memory(heads: Sequence[ValenceHead], lrs: Sequence[float], fe
         order = torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))
         for start in range(0, n, batch_size):
             idx = order[start: start + batch_size]
-            loss = per_head_mse(predict_with_heads(heads, gather_rows(features, idx)), target[idx]).sum()
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
+            stacked.set_gradients(gather_rows(features, idx), target[idx])
             optimiser.step()
             step += 1
             if step >= max_steps:

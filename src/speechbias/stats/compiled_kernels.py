@@ -8,7 +8,7 @@ target in CI's rounding pass). They are faster because the random words are made
 candidate or a drawn pair costs a few instructions instead of a pass over a temporary array:
 benchmarks/stats_bench.py measures both paths side by side.
 
-numba (a well-kept LLVM JIT for numpy code, BSD licence, wheels for every platform torch has) was
+numba (a well-kept LLVM JIT for numpy code, BSD licence, wheels for Linux, macOS and Windows) was
 chosen over a C extension: no compiler at install time, and the kernels read as the numpy code they
 mirror. Compiled code is cached on disk (``cache=True``): the first call on a machine compiles
 (a few seconds), later processes load it (~0.3-0.6 s). Importing this module imports numba

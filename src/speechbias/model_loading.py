@@ -8,7 +8,8 @@
 * :func:`hub_offline`: HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE, read at call time.
 * :func:`local_dir`: a model id that is a local directory.
 * :class:`ModelFingerprint`: the identity fields of a model (id, revision, layer convention or decoding,
-  dtype, library versions, local weight digest) and their digest, the namespace of every cache.
+  dtype, library versions, local weight digest) and their digest, the namespace of every cache;
+  :class:`FingerprintedModel` gives a class with ``fingerprint_fields()`` its two fingerprint properties.
 
 Imports nothing heavy at module level except ``huggingface_hub`` (no torch, no transformers).
 """
@@ -202,6 +203,21 @@ class ModelFingerprint:
 
     def __hash__(self) -> int:
         return hash(self.digest)
+
+
+class FingerprintedModel:
+    """Mixin: ``model_fingerprint`` and its digest ``fingerprint`` (a cache namespace) from the class's
+    ``fingerprint_fields()`` (upstreams, deferred upstreams, ASR models)."""
+
+    @property
+    def model_fingerprint(self) -> ModelFingerprint:
+        """``fingerprint_fields()`` and their digest."""
+        return ModelFingerprint(self.fingerprint_fields())
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable hex digest of ``fingerprint_fields()``: equal fields, equal digest on every machine."""
+        return self.model_fingerprint.digest
 
 
 def local_weights_digest(folder: Path, contents: bool = False) -> list[list] | str:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from speechbias.fileio.audio import SAMPLE_RATE
-from speechbias.model_loading import (MissingWeightsError, ModelFingerprint, load_pretrained, local_weights_digest,
+from speechbias.model_loading import (FingerprintedModel, MissingWeightsError, load_pretrained, local_weights_digest,
                                       resolve_device)
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ def missing_checkpoint_files(folder: str | Path, needs: dict[str, tuple[tuple[st
     return missing
 
 
-class Transcriber(ABC):
+class Transcriber(FingerprintedModel, ABC):
     """Waveforms in, text out. Subclasses load their model in :meth:`_load`."""
 
     family: str = ""
@@ -105,16 +105,6 @@ class Transcriber(ABC):
             fields["model_id"] = "local"
             fields["weights_sha256"] = self._weights_digest
         return fields
-
-    @property
-    def model_fingerprint(self) -> ModelFingerprint:
-        """:meth:`fingerprint_fields` and their digest."""
-        return ModelFingerprint(self.fingerprint_fields())
-
-    @property
-    def fingerprint(self) -> str:
-        """Stable hex digest of :meth:`fingerprint_fields` (the hypothesis-cache namespace)."""
-        return self.model_fingerprint.digest
 
     # -- loading --------------------------------------------------------------------------
 

@@ -25,10 +25,10 @@ import torch
 from torch import nn
 
 from speechbias.fileio.audio import SAMPLE_RATE
-from speechbias.model_loading import ModelFingerprint
+from speechbias.model_loading import FingerprintedModel
 
 
-class Upstream(nn.Module, ABC):
+class Upstream(FingerprintedModel, nn.Module, ABC):
     """Base class of every upstream; subclasses fill the attributes in ``__init__``."""
 
     num_layers: int
@@ -47,16 +47,6 @@ class Upstream(nn.Module, ABC):
     def fingerprint_fields(self) -> dict:
         """What determines this upstream's outputs: model id, revision, layer convention, dtype,
         library version, randomisation seed... Must be JSON-serialisable."""
-
-    @property
-    def model_fingerprint(self) -> ModelFingerprint:
-        """:meth:`fingerprint_fields` and their digest."""
-        return ModelFingerprint(self.fingerprint_fields())
-
-    @property
-    def fingerprint(self) -> str:
-        """Stable hex digest of :meth:`fingerprint_fields` (the feature-cache namespace)."""
-        return self.model_fingerprint.digest
 
     @property
     def name(self) -> str:

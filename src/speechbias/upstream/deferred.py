@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig, OmegaConf
 
-from speechbias.model_loading import ModelFingerprint
+from speechbias.model_loading import FingerprintedModel
 from speechbias.upstream.classical_fingerprint import FAMILY as CLASSICAL
 from speechbias.upstream.classical_fingerprint import fbank_config_fingerprint, mfcc_config_fingerprint
 
@@ -31,7 +31,7 @@ CONFIG_FINGERPRINTS: dict[str, tuple[Callable[..., dict], str]] = {
 }
 
 
-class DeferredUpstream:
+class DeferredUpstream(FingerprintedModel):
     """The upstream of ``config`` (an upstream config node with ``_target_``), built on first need.
 
     Answers what the task asks before extraction (:meth:`fingerprint_fields`, :attr:`fingerprint`,
@@ -88,15 +88,6 @@ class DeferredUpstream:
             if fields is not None:
                 return dict(fields)
         return self.build().fingerprint_fields()
-
-    @property
-    def model_fingerprint(self) -> ModelFingerprint:
-        return ModelFingerprint(self.fingerprint_fields())
-
-    @property
-    def fingerprint(self) -> str:
-        """The feature-cache namespace (``Upstream.fingerprint``)."""
-        return self.model_fingerprint.digest
 
     @property
     def display_name(self) -> str | None:

@@ -181,20 +181,26 @@ def textbook_loop(heads, lrs, x, y, steps: int, batch_size: int = 32, seed: int 
     import torch.nn.functional as F
 
     opts = [torch.optim.Adam(h.parameters(), lr=lr) for h, lr in zip(heads, lrs)]
+    for idx in shuffled_batches(x.shape[0], steps, batch_size, seed):
+        xb, yb = x[idx], y[idx]
+        for h, opt in zip(heads, opts):
+            loss = F.mse_loss(textbook_forward(h, xb), yb)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+
+
+def shuffled_batches(n: int, steps: int, batch_size: int, seed: int):
+    """Row indices of the batches of ``steps`` steps over ``n`` rows: each epoch a fresh permutation
+    (seeded ``seed + epoch``) cut into batches of ``batch_size``, the last one short."""
     step, epoch = 0, 0
-    while step < steps:
-        order = torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(seed + epoch))
-        for start in range(0, x.shape[0], batch_size):
-            idx = order[start: start + batch_size]
-            xb, yb = x[idx], y[idx]
-            for h, opt in zip(heads, opts):
-                loss = F.mse_loss(textbook_forward(h, xb), yb)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-            step += 1
+    while True:
+        order = torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))
+        for start in range(0, n, batch_size):
             if step >= steps:
                 return
+            yield order[start: start + batch_size]
+            step += 1
         epoch += 1
 
 
@@ -206,19 +212,11 @@ def previous_plain_loop(heads, lrs, x, y, steps: int, batch_size: int = 32, seed
     from speechbias.ser.module import adam_groups, per_head_mse
 
     optimiser = adam_groups([list(h.parameters()) for h in heads], lrs)
-    step, epoch = 0, 0
-    while step < steps:
-        order = torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(seed + epoch))
-        for start in range(0, x.shape[0], batch_size):
-            idx = order[start: start + batch_size]
-            loss = per_head_mse(predict_with_heads(heads, gather_rows(x, idx)), y[idx]).sum()
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            optimiser.step()
-            step += 1
-            if step >= steps:
-                return
-        epoch += 1
+    for idx in shuffled_batches(x.shape[0], steps, batch_size, seed):
+        loss = per_head_mse(predict_with_heads(heads, gather_rows(x, idx)), y[idx]).sum()
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        optimiser.step()
 
 
 def max_prediction_difference(heads_a, heads_b, x) -> float:

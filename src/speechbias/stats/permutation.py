@@ -202,9 +202,9 @@ def _count_sampled_at_least(
     e.g. 60 + 60: 27.5 words), else selection sampling (O(n) per subset). Both draw exactly
     uniform subsets; their random streams differ, so their p differ by Monte Carlo error only.
     """
-    if rejection_words_per_subset(centred.size, k) <= centred.size / 2:
-        words = rejection_words_per_subset(centred.size, k) * n_permutations
-        if use_compiled_kernels(int(words)):
+    words_per_subset = rejection_words_per_subset(centred.size, k)
+    if words_per_subset <= centred.size / 2:
+        if use_compiled_kernels(int(words_per_subset * n_permutations)):
             from speechbias.stats import compiled_kernels
 
             at_least = t_obs - _tie_tolerance(centred)

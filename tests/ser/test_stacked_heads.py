@@ -83,13 +83,16 @@ def test_gradients_equal_autograd_of_each_heads_mse():
             torch.testing.assert_close(p.grad, q.grad, rtol=1e-5, atol=1e-7, msg=name)
 
 
-def test_stacked_training_equals_independent_per_head_loop():
-    """300 steps (about 100 epochs, short last batches included), then the same heads to float rounding."""
+@pytest.mark.parametrize("step_kernel", ["torch", "compiled"])
+def test_stacked_training_equals_independent_per_head_loop(step_kernel):
+    """300 steps (about 100 epochs, short last batches included), then the same heads to float rounding:
+    the torch step (closed-form stacked gradients + fused Adam) and the compiled one (ser/compiled_step.py)."""
     torch.manual_seed(1)
     init = ValenceHead(LAYERS, DIM, HIDDEN)
     x, y = _data()
     reference = _independent_loop(init, x, y, steps=300)
-    heads = train_heads_in_memory([copy.deepcopy(init) for _ in LRS], LRS, x, y, max_steps=300, batch_size=32)
+    heads = train_heads_in_memory([copy.deepcopy(init) for _ in LRS], LRS, x, y, max_steps=300, batch_size=32,
+                                  step_kernel=step_kernel)
     with torch.no_grad():
         for head, ref in zip(heads, reference):
             torch.testing.assert_close(head(x), ref(x), rtol=0, atol=2e-6)
@@ -137,16 +140,20 @@ def test_heads_stay_ordinary_parameters_and_are_restacked_when_replaced():
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for h in heads for p in h.parameters())
 
 
-def test_lightning_run_takes_the_stacked_step(tmp_path):
-    module, trainer = _fit(tmp_path, max_steps=4, lr=list(LRS))
-    assert trainer.global_step == 4 and module._stacked is not None
-    assert trainer.optimizers[0]._lists is not None  # and Adam's shortcut (Lightning passes a closure)
-    assert module.heads[2].project.weight.data_ptr() == module._stacked.values["project.weight"][2].data_ptr()
+def test_lightning_run_with_the_torch_step_takes_the_stacked_step(tmp_path):
+    module, trainer = _fit(tmp_path, max_steps=4, lr=list(LRS), step_kernel="torch")
+    optimiser = trainer.optimizers[0]
+    assert trainer.global_step == 4 and not optimiser.compiled and optimiser._stacked is not None
+    assert optimiser._lists is not None  # and Adam's shortcut
+    assert module.heads[2].project.weight.data_ptr() == optimiser._stacked.values["project.weight"][2].data_ptr()
+    assert trainer.datamodule.gather_training_rows  # the torch step takes gathered batches
 
 
-def test_resumed_run_ends_with_the_heads_of_the_uninterrupted_run(tmp_path):
+@pytest.mark.parametrize("step_kernel", ["torch", "compiled"])
+def test_resumed_run_ends_with_the_heads_of_the_uninterrupted_run(tmp_path, step_kernel):
     """4 steps an epoch, 3 per Lightning call, last.ckpt every 2 epochs (step 8); killed after step 11 of 12."""
-    kw = dict(max_steps=12, lr=list(LRS), steps_per_call=3, checkpoint_every_n_epochs=2, batch_size=16)
+    kw = dict(max_steps=12, lr=list(LRS), steps_per_call=3, checkpoint_every_n_epochs=2, batch_size=16,
+              step_kernel=step_kernel)
     full, _ = _fit(tmp_path / "full", **kw)
     with pytest.raises(RuntimeError):
         _fit(tmp_path / "cut", callbacks=[_Crash(11)], **kw)

@@ -31,10 +31,10 @@ def _make_trainer(**kw):
 
 
 def _fit(tmp, max_steps=6, seed=0, callbacks=(), data_seed=0, lr=1e-2, batch_size=32, steps_per_call=1,
-         checkpoint_every_n_epochs=1):
+         checkpoint_every_n_epochs=1, step_kernel="auto"):
     features, target, dev, _ = _data()
     pl.seed_everything(seed, verbose=False)
-    module = ValenceRegressor(LAYERS, DIM, hidden_size=16, lr=lr, valence_range=(LOW, HIGH))
+    module = ValenceRegressor(LAYERS, DIM, hidden_size=16, lr=lr, valence_range=(LOW, HIGH), step_kernel=step_kernel)
     trainer = fit_trainer(_make_trainer, tmp / "checkpoints", max_steps=max_steps, val_every_n_epochs=1,
                           callbacks=list(callbacks), checkpoint_every_n_epochs=checkpoint_every_n_epochs)
     dm = LayerMeansDataModule(features, target, dev, batch_size=batch_size, seed=data_seed,

@@ -61,6 +61,14 @@ def gather_rows(features: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     return torch.index_select(features.view(n, n_layers * dim), 0, idx).view(len(idx), n_layers, dim)
 
 
+def batch_features(batch: dict) -> torch.Tensor:
+    """The (B, L, D) features of a training batch: ``features``, or the rows ``index`` of ``source``
+    (N, L, D) when the batch was served ungathered (``LayerMeansDataModule.gather_training_rows``)."""
+    if "features" in batch:
+        return batch["features"]
+    return gather_rows(batch["source"], batch["index"])
+
+
 def already_collated(batch: dict) -> dict:
     """``collate_fn`` for datasets whose ``__getitems__`` returns a whole batch."""
     return batch
@@ -73,16 +81,25 @@ def as_one_step(batch: dict) -> list[dict]:
 
 class StepChunks(Dataset):
     """Training data served a chunk of optimiser steps at a time: item ``[b_1, ..., b_S]`` (lists
-    of row indices) -> ``[batch_1, ..., batch_S]`` (dicts as :meth:`LayerMeansDataset.__getitems__`)."""
+    of row indices) -> ``[batch_1, ..., batch_S]`` (dicts as :meth:`LayerMeansDataset.__getitems__`;
+    with ``gather=False``, ``{"source": the dataset's (N, L, D) features, "index", "target"}``: the rows
+    are not copied, see :func:`batch_features`)."""
 
-    def __init__(self, dataset: LayerMeansDataset):
+    def __init__(self, dataset: LayerMeansDataset, gather: bool = True):
         self.dataset = dataset
+        self.gather = bool(gather)
 
     def __len__(self) -> int:
         return len(self.dataset)
 
     def __getitem__(self, chunk: list[list[int]]) -> list[dict]:
-        return [self.dataset.__getitems__(indices) for indices in chunk]
+        if self.gather:
+            return [self.dataset.__getitems__(indices) for indices in chunk]
+        batches = []
+        for indices in chunk:
+            idx = torch.as_tensor(indices, dtype=torch.long)
+            batches.append({"source": self.dataset.features, "index": idx, "target": self.dataset.target[idx]})
+        return batches
 
 
 class StepChunkSampler(Sampler[list[list[int]]]):
@@ -160,6 +177,12 @@ class LayerMeansDataModule(pl.LightningDataModule):
             depend on it (one difference: when ``max_steps`` ends inside an epoch's last group,
             that epoch ends and is validated). Under DDP it is always 1 (Lightning's distributed
             sampler is kept).
+
+    Attribute ``gather_training_rows`` (default True): when False, the chunked training batches carry
+    the training features whole (``source``) and the rows (``index``) instead of a gathered copy
+    (:class:`StepChunks`; not with loader workers, which would pickle the source with every batch);
+    :class:`~speechbias.ser.module.ValenceRegressor` turns it off when its compiled step reads the rows
+    itself.
     """
 
     def __init__(self, features, target, dev_mask, batch_size: int = 32, seed: int = 0, num_workers: int = 0,
@@ -178,6 +201,7 @@ class LayerMeansDataModule(pl.LightningDataModule):
         if steps_per_call < 1:
             raise ValueError(f"steps_per_call must be >= 1, got {steps_per_call}")
         self.steps_per_call = int(steps_per_call)
+        self.gather_training_rows = True
         dev_t = torch.from_numpy(dev)
         self.train_set = LayerMeansDataset(features[~dev_t], target[~dev_t].contiguous())
         self.dev_set = LayerMeansDataset(features[dev_t], target[dev_t].contiguous())
@@ -224,7 +248,9 @@ class LayerMeansDataModule(pl.LightningDataModule):
         if self.steps_per_call == 1:
             return DataLoader(self.train_set, batch_size=self.batch_size, sampler=sampler,
                               collate_fn=as_one_step, num_workers=self.num_workers)
-        return DataLoader(StepChunks(self.train_set), batch_size=None,
+        # worker processes would send the whole source with every batch: they get gathered rows
+        gather = self.gather_training_rows or self.num_workers > 0
+        return DataLoader(StepChunks(self.train_set, gather=gather), batch_size=None,
                           sampler=StepChunkSampler(sampler, self.batch_size, self.steps_per_call),
                           collate_fn=already_collated, num_workers=self.num_workers)
 

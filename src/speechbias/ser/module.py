@@ -3,20 +3,24 @@
 One module trains one head per learning rate in ``lr`` (a number, or a list such as the paper's
 ``[1e-3, 1e-4, 1e-5]``). The heads start from the same initial weights and see the same batches,
 so each ends exactly where a separate run with that learning rate and seed would (bit for bit);
-together they share each gathered batch and pay Lightning's per-step overhead once. In one process
-at full precision a training step is :class:`~speechbias.ser.stacked_heads.StackedHeads`'s
-closed-form gradients of all heads at once (no autograd graph); under DDP or mixed precision it is
-autograd's backward of :func:`~speechbias.ser.head.predict_with_heads` (DDP averages gradients in
-autograd's hooks).
+together they share each batch and pay Lightning's per-step overhead once.
 
-Batches are dicts: ``features`` (B, L, D) float32, ``target`` (B,) valence on [0, 1], ``index``
-(B,) row numbers within the split (used to de-duplicate dev rows that DDP's sampler repeats).
-Loss: each head's MSE on the [0, 1] scale (heads share no parameter, so each head gets exactly its
-own MSE's gradient); optimiser: one Adam with a parameter group per head (fused kernel on CPU/CUDA,
-:class:`~speechbias.ser.fused_adam.ReusedListsAdam`), stepped by hand (manual optimisation) once per batch of each
-training item, which is a list of batches (``steps_per_call`` of the DataModule). After every validation run the module computes each head's dev
-MSE and R^2 on the ORIGINAL rating scale over the whole dev split (gathered across processes),
-logs them (:func:`metric_key`), appends them to :attr:`dev_history` and keeps each head's
+The training step: in one process at full precision, :class:`~speechbias.ser.heads_adam.HeadsAdam`'s
+``step(batch=...)``, the heads' MSE gradients and Adam updates in one numba-compiled pass
+(:mod:`~speechbias.ser.compiled_step`; ``step_kernel="torch"``, or numba unavailable: the closed-form
+gradients of :class:`~speechbias.ser.stacked_heads.StackedHeads` and torch's fused Adam); under DDP
+or mixed precision, autograd's backward of :func:`~speechbias.ser.head.predict_with_heads` (DDP
+averages gradients in autograd's hooks) and Adam (:func:`adam_groups`).
+
+Batches are dicts: ``target`` (B,) valence on [0, 1], ``index`` (B,) row numbers within the split
+(used to de-duplicate dev rows that DDP's sampler repeats), and ``features`` (B, L, D) float32 or,
+for training batches the compiled step reads in place, ``source`` (the split's (N, L, D) features;
+:func:`~speechbias.ser.datamodule.batch_features`). Loss: each head's MSE on the [0, 1] scale (heads
+share no parameter, so each head gets exactly its own MSE's gradient); one Adam with a parameter group
+per head, stepped by hand (manual optimisation) once per batch of each training item, which is a list
+of batches (``steps_per_call`` of the DataModule). After every validation run the module computes each
+head's dev MSE and R^2 on the ORIGINAL rating scale over the whole dev split (gathered across
+processes), logs them (:func:`metric_key`), appends them to :attr:`dev_history` and keeps each head's
 best-on-dev weights (:attr:`best`); both are saved in checkpoints, so a resumed run still has the
 whole curve and the best heads. No file I/O here.
 """
@@ -26,15 +30,17 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
+import numpy as np
 import pytorch_lightning as pl
 import torch
 from torch import nn
 
 from speechbias.launch.lightning_trainer import quiet_third_party_console
+from speechbias.ser.datamodule import batch_features
 from speechbias.ser.fused_adam import ReusedListsAdam
 from speechbias.ser.head import ValenceHead, predict_with_heads
+from speechbias.ser.heads_adam import STEP_KERNELS, HeadsAdam, compiled_step_available
 from speechbias.ser.pooling import lr_label
-from speechbias.ser.stacked_heads import StackedHeads
 
 # spawned DDP workers import this module (unpickling it), not the trainer factory: quiet them too
 quiet_third_party_console()
@@ -91,10 +97,14 @@ class ValenceRegressor(pl.LightningModule):
     """Valence heads + training logic. ``valence_range`` = (low, high) of the original rating scale."""
 
     def __init__(self, num_layers: int, input_size: int, hidden_size: int = 256,
-                 lr: float | Sequence[float] = 1e-4, valence_range: tuple[float, float] = (0.0, 100.0)):
+                 lr: float | Sequence[float] = 1e-4, valence_range: tuple[float, float] = (0.0, 100.0),
+                 step_kernel: str = "auto"):
         super().__init__()
         self.save_hyperparameters()
         self.lrs = as_learning_rates(lr)
+        if step_kernel not in STEP_KERNELS:
+            raise ValueError(f"step_kernel must be one of {STEP_KERNELS}, got {step_kernel!r}")
+        self.step_kernel = step_kernel
         low, high = (float(v) for v in valence_range)
         if not high > low:
             raise ValueError(f"valence_range needs high > low, got {valence_range}")
@@ -107,10 +117,10 @@ class ValenceRegressor(pl.LightningModule):
         self.dev_history: list[dict] = []
         # per head: {"step", "epoch", "mse", "r2", "state"} of its best validation so far, or None
         self.best: list[dict | None] = [None] * len(self.lrs)
-        self._train_loss_sum: torch.Tensor | None = None
+        self._train_loss_sum: torch.Tensor | np.ndarray | None = None  # (K,) since the last log
         self._train_loss_count = 0
         self._dev_parts: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
-        self._stacked: StackedHeads | None = None
+        self._log_every: int | None = None  # the trainer's log_every_n_steps, read at the first step
 
     @property
     def head(self) -> ValenceHead:
@@ -136,47 +146,52 @@ class ValenceRegressor(pl.LightningModule):
         the trainer's ``max_steps`` even inside a chunk."""
         optimiser = self.optimizers()
         max_steps = self.trainer.max_steps
-        stacked = self._stacked_heads()
+        whole_step = isinstance(optimiser.optimizer, HeadsAdam)
         for batch in chunk:
             if 0 <= max_steps <= self.global_step:
                 break
-            if stacked is not None:
-                per_head = stacked.set_gradients(batch["features"], batch["target"])
-            else:
-                per_head = per_head_mse(self(batch["features"]), batch["target"])
+            if whole_step:  # gradients and update of all heads in one pass (compiled where it applies)
+                per_head = optimiser.step(batch=batch)
+            else:  # DDP (its gradient averaging hooks into autograd's backward), mixed precision
+                per_head = per_head_mse(self(batch_features(batch)), batch["target"])
                 optimiser.zero_grad(set_to_none=True)
                 self.manual_backward(per_head.sum())
-            optimiser.step()
+                optimiser.step()
             self._log_train_mse(per_head.detach())
 
-    def _stacked_heads(self) -> StackedHeads | None:
-        """The heads' closed-form stacked step (:mod:`~speechbias.ser.stacked_heads`) in one process at
-        full precision; None under DDP (its gradient averaging hooks into autograd's backward) or
-        mixed precision, which take the autograd step. The plain loop took the paper's 3 x 20,000
-        steps (25 x 1024 features) in 0.57x the time with the stacked step (benchmarks/ser_bench.py)."""
-        if self.trainer.world_size > 1 or str(self.trainer.precision) not in ("32-true", "32"):
-            return None
-        if self._stacked is None or self._stacked.heads != list(self.heads):
-            self._stacked = StackedHeads(self.heads)
-        self._stacked.bind()  # e.g. after the module moved to another device
-        return self._stacked
+    def _single_process_full_precision(self) -> bool:
+        """One process at 32-bit precision (True for a module not attached to a trainer)."""
+        trainer = self._trainer
+        return trainer is None or (trainer.world_size == 1 and str(trainer.precision) in ("32-true", "32"))
 
     def _log_train_mse(self, per_head: torch.Tensor) -> None:
         """Logs ``ser/train/mse`` (per head), the mean training loss of the last
         ``log_every_n_steps`` steps, once per window: ``self.log`` costs about 1.5 ms a call on CPU,
         more than a whole step of the heads, so it is not called on every step."""
-        self._train_loss_sum = per_head if self._train_loss_sum is None else self._train_loss_sum + per_head
+        if per_head.device.type == "cpu":  # numpy's add costs a tenth of a torch op; no device sync here
+            per_head = per_head.numpy().astype(np.float64)  # a copy
+        if self._train_loss_sum is None:
+            self._train_loss_sum = per_head.clone() if isinstance(per_head, torch.Tensor) else per_head
+        else:
+            self._train_loss_sum += per_head
         self._train_loss_count += 1
-        every = max(1, int(getattr(self.trainer, "log_every_n_steps", 1) or 1))
-        if self._train_loss_count >= every:
-            mean = (self._train_loss_sum / self._train_loss_count).tolist()
+        if self._log_every is None:
+            self._log_every = max(1, int(getattr(self.trainer, "log_every_n_steps", 1) or 1))
+        if self._train_loss_count >= self._log_every:
+            mean = [float(v) for v in self._train_loss_sum / self._train_loss_count]
             for lr, value in zip(self.lrs, mean):
                 self.log(metric_key("ser/train/mse", lr, len(self.lrs)), value, on_step=True, on_epoch=False,
                          batch_size=1)
             self._train_loss_sum, self._train_loss_count = None, 0
 
     def validation_step(self, batch: dict, batch_idx: int) -> None:
-        self._dev_parts.append((batch["index"], self(batch["features"]).detach(), batch["target"]))
+        pred = None
+        optimisers = self._trainer.optimizers if self._trainer is not None else []
+        if optimisers and isinstance(optimisers[0], HeadsAdam):  # the compiled pass's arithmetic, ~4x faster
+            pred = optimisers[0].predict(batch["features"])
+        if pred is None:
+            pred = self(batch["features"]).detach()
+        self._dev_parts.append((batch["index"], pred, batch["target"]))
 
     def on_validation_epoch_start(self) -> None:
         self._dev_parts = []
@@ -215,7 +230,25 @@ class ValenceRegressor(pl.LightningModule):
                 self.best[k] = {**{c: entry[c] for c in ("step", "epoch", "mse", "r2")}, "state": state}
 
     def configure_optimizers(self):
+        """One process at full precision: :class:`~speechbias.ser.heads_adam.HeadsAdam`, whose
+        ``step(batch=...)`` is the whole step of all heads (numba-compiled unless ``step_kernel`` is
+        ``torch`` or numba cannot be set up); else Adam over the heads' parameter groups."""
+        if self._single_process_full_precision():
+            return HeadsAdam(self.heads, self.lrs, compiled=compiled_step_available(self.step_kernel))
+        if self.step_kernel == "compiled":
+            raise ValueError("step_kernel=compiled needs one process at 32-bit precision (DDP and mixed "
+                             "precision train with autograd)")
         return adam_groups([list(h.parameters()) for h in self.heads], self.lrs)
+
+    def on_fit_start(self) -> None:
+        """The compiled step reads each batch's rows from the training features where they lie: ask the
+        datamodule (if it can) not to gather them (before the fit loop builds its training loader)."""
+        self._log_every = None
+        optimiser = self.optimizers()
+        datamodule = getattr(self.trainer, "datamodule", None)
+        if isinstance(optimiser.optimizer, HeadsAdam) and optimiser.optimizer.compiled \
+                and hasattr(datamodule, "gather_training_rows"):
+            datamodule.gather_training_rows = False
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["dev_history"] = list(self.dev_history)

@@ -16,8 +16,9 @@ B. The paper's training budget: 3 learning rates x ``--steps`` (20,000) steps on
    Then, side by side, all ``--steps`` unless marked EXTRAPOLATED (from ``--reference-steps``):
    (1) the textbook loop (each head its own textbook forward, autograd and torch.optim.Adam);
    (2) the previous plain loop (commit e2c4af7's ser.in_memory: predict_with_heads + autograd, one
-   fused Adam); (3) the plain loop now (ser.in_memory: the closed-form stacked step,
-   ser/stacked_heads.py); (4) Lightning training the 3 heads in one run, as ``python train.py``
+   fused Adam); (3t) the plain loop with the torch step (ser.in_memory step_kernel=torch: the
+   closed-form stacked gradients, ser/stacked_heads.py, + fused Adam); (3) the plain loop now (the
+   compiled step, ser/compiled_step.py: gradients and Adam in one pass); (4) Lightning training the 3 heads in one run, as ``python train.py``
    does (datamodule, validation every epoch, last.ckpt every 10 epochs, best.ckpt at the end, no
    progress bar); with ``--all`` also (5) the same with ``steps_per_call=1`` and (6) one Lightning run
    per lr. Ratios of (4) to the references are printed, and the max |prediction difference| of the
@@ -271,11 +272,17 @@ def part_b(args) -> None:
           f"max |prediction difference| vs (2) after {ref_steps} steps {max_prediction_difference(book, prev_short, x_train):.1e}",
           flush=True)
     print(f"   (2) previous plain loop (e2c4af7 ser.in_memory, autograd step): {t_prev:7.1f} s", flush=True)
+    t_stacked, stacked = timed(lambda h, lr, x, y, n: train_heads_in_memory(h, lr, x, y, max_steps=n, seed=0,
+                                                                            step_kernel="torch"),
+                               init, lrs, args.steps, *data)
+    print(f"   (3t) plain loop, torch step (ser.in_memory step_kernel=torch: closed-form stacked gradients + "
+          f"fused Adam): {t_stacked:7.1f} s   (2)/(3t) {t_prev / t_stacked:.2f}x", flush=True)
     t_plain, plain = timed(lambda h, lr, x, y, n: train_heads_in_memory(h, lr, x, y, max_steps=n, seed=0),
                            init, lrs, args.steps, *data)
-    print(f"   (3) plain loop now (ser.in_memory, stacked step): {t_plain:7.1f} s   "
-          f"(2)/(3) {t_prev / t_plain:.2f}x; max |prediction difference| vs (2) {max_prediction_difference(plain, prev, x_train):.1e}",
-          flush=True)
+    print(f"   (3) plain loop now (ser.in_memory, compiled step, rows read in place): {t_plain:7.1f} s   "
+          f"(2)/(3) {t_prev / t_plain:.2f}x   (3t)/(3) {t_stacked / t_plain:.2f}x; max |prediction difference| "
+          f"vs (2) {max_prediction_difference(plain, prev, x_train):.1e}, vs (3t) "
+          f"{max_prediction_difference(plain, stacked, x_train):.1e}", flush=True)
     t_joint, joint = lightning_fit(init, lrs, features, target, dev, args.steps, args)
     print(f"   (4) Lightning, 3 heads in one run (python train.py 'lr=[1e-3,1e-4,1e-5]', steps_per_call=16): "
           f"{t_joint:7.1f} s ({1000 * t_joint / args.steps:.2f} ms/step, validation every epoch); max |prediction "
@@ -296,13 +303,14 @@ def part_b(args) -> None:
 
 
 def part_d(args) -> None:
-    """The estimator's sensitivity to float rounding: the previous step, the textbook loop and the
-    stacked step trained side by side on the same batches; per-head max |prediction difference| from
+    """The estimator's sensitivity to float rounding: the previous step, the textbook loop, the
+    stacked step and the compiled step trained side by side on the same batches; per-head max |prediction difference| from
     the previous step, on the training clips, as training goes on."""
     import torch.nn.functional as F
 
     from speechbias.ser.datamodule import gather_rows
     from speechbias.ser.head import ValenceHead, predict_with_heads
+    from speechbias.ser.heads_adam import HeadsAdam
     from speechbias.ser.module import adam_groups, per_head_mse
     from speechbias.ser.split import dev_split
     from speechbias.ser.stacked_heads import StackedHeads
@@ -315,10 +323,11 @@ def part_d(args) -> None:
     lrs = (1e-3, 1e-4, 1e-5)
     torch.manual_seed(0)
     init = ValenceHead(args.layers, args.dim)
-    prev, book, new = ([copy.deepcopy(init) for _ in lrs] for _ in range(3))
+    prev, book, new, compiled = ([copy.deepcopy(init) for _ in lrs] for _ in range(4))
     prev_opt = adam_groups([list(h.parameters()) for h in prev], lrs)
     book_opts = [torch.optim.Adam(h.parameters(), lr=lr) for h, lr in zip(book, lrs)]
     stacked, new_opt = StackedHeads(new), adam_groups([list(h.parameters()) for h in new], lrs)
+    compiled_opt = HeadsAdam(compiled, lrs, compiled=True)
     print(f"D. float rounding: 3 x {args.steps} steps, per lr (1e-3 1e-4 1e-5) max |prediction difference| "
           f"from the previous step (autograd); load average {load()}", flush=True)
     step, epoch, t0 = 0, 0, time.perf_counter()
@@ -338,12 +347,13 @@ def part_d(args) -> None:
                 opt.step()
             stacked.set_gradients(xb, yb)
             new_opt.step()
+            compiled_opt.step(batch={"source": x, "index": idx, "target": yb})
             step += 1
             if step % args.rounding_every == 0 or step == args.steps:
                 with torch.no_grad():
                     rows = [" ".join(f"{float((a(x) - b(x)).abs().max()):.1e}" for a, b in zip(heads, prev))
-                            for heads in (book, new)]
-                print(f"   step {step:6d}: textbook loop {rows[0]}   stacked step {rows[1]}   "
+                            for heads in (book, new, compiled)]
+                print(f"   step {step:6d}: textbook loop {rows[0]}   stacked step {rows[1]}   compiled step {rows[2]}   "
                       f"({time.perf_counter() - t0:.0f} s, load average {load()})", flush=True)
             if step >= args.steps:
                 break

@@ -246,8 +246,9 @@ class ValenceRegressor(pl.LightningModule):
         self._log_every = None
         optimiser = self.optimizers()
         datamodule = getattr(self.trainer, "datamodule", None)
+        # (on a GPU the torch step runs, and Lightning would copy the whole source with every batch)
         if isinstance(optimiser.optimizer, HeadsAdam) and optimiser.optimizer.compiled \
-                and hasattr(datamodule, "gather_training_rows"):
+                and self.device.type == "cpu" and hasattr(datamodule, "gather_training_rows"):
             datamodule.gather_training_rows = False
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:

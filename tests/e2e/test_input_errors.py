@@ -174,3 +174,15 @@ def test_train_names_a_missing_valence_corpus_before_the_model_is_loaded(tmp_pat
     lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
     assert proc.returncode == 1 and len(lines) == 1, lines
     assert lines[0].startswith("error: ser_data.source.root=/nonexistent/morgan_emotional_speech_set: no such folder")
+
+
+def test_train_names_a_bad_step_kernel_before_anything_runs(tmp_path):
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    proc = subprocess.run([sys.executable, str(REPO / "train.py"), "downstream.step_kernel=fast",
+                           f"paths.output_root={tmp_path / 'outputs'}"],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
+    assert proc.returncode == 1 and len(lines) == 1, lines
+    assert lines[0].startswith("error: downstream.step_kernel=fast: must be one of auto, compiled, torch")

@@ -182,3 +182,9 @@ def test_lightning_run_takes_the_compiled_step_reading_rows_in_place(tmp_path):
     assert optimiser._arrays is not None and not trainer.datamodule.gather_training_rows
     with pytest.raises(ValueError, match="step_kernel"):
         _fit(tmp_path / "bad", max_steps=1, step_kernel="fast")
+
+
+def test_the_config_check_knows_the_same_step_kernels():
+    from speechbias.launch.config_checks import STEP_KERNELS as CHECKED
+
+    assert CHECKED == heads_adam.STEP_KERNELS

@@ -63,8 +63,21 @@ def check_config(cfg: DictConfig) -> None:
     elif task == "spoken_stereoset":
         check_spoken_stereoset_data(cfg)
     elif task == "train_ser":
+        check_step_kernel(OmegaConf.select(cfg, "downstream.step_kernel", default="auto"))
         check_valence_source(cfg)
         check_propagation_tests(cfg)
+
+
+# the SER heads' training step (speechbias.ser.heads_adam.STEP_KERNELS; kept here so that the check
+# imports no torch)
+STEP_KERNELS = ("auto", "compiled", "torch")
+
+
+def check_step_kernel(value) -> None:
+    """``downstream.step_kernel``: one of auto, compiled, torch."""
+    if value not in STEP_KERNELS:
+        raise ConfigError(f"downstream.step_kernel={value}: must be one of {', '.join(STEP_KERNELS)} (auto: the "
+                          "numba-compiled step where numba can be set up, else torch)")
 
 
 def check_required_values(cfg: DictConfig) -> None:

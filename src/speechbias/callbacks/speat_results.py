@@ -21,6 +21,9 @@ from speechbias.features.cached_statistics import StackedStatistics
 from speechbias.report import speat_report
 from speechbias.report.run_writer import RunWriter
 from speechbias.roles import split_roles
+from speechbias.stats.bootstrap import resample_draws
+from speechbias.stats.kernel_choice import plan_draws
+from speechbias.stats.permutation import permutation_draws
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,16 @@ class SpeatSettings:
         self.n_permutations, self.n_resamples = int(self.n_permutations), int(self.n_resamples)
         self.per_layer, self.se_curve = bool(self.per_layer), bool(self.se_curve)
 
+    def planned_draws(self, n_x: int, n_y: int, n_layers: int, design: str = "iid") -> int:
+        """The random draws of one test of ``n_x`` + ``n_y`` targets and ``n_layers`` layers with these
+        settings, as the statistics kernels' choice counts them (:func:`speechbias.stats.kernel_choice.plan_draws`)."""
+        draws = permutation_draws(n_x, n_y, self.n_permutations)
+        if self.per_layer:
+            draws += n_layers * permutation_draws(n_x, n_y, min(self.n_permutations, PER_LAYER_PERMUTATIONS))
+        if self.se_curve:
+            draws += resample_draws(n_x, n_y, self.n_resamples, design=design)
+        return draws
+
 
 def speat_by_layer(per_layer: np.ndarray, roles: np.ndarray, n_permutations: int, seed: int) -> pd.DataFrame:
     """SpEAT d and p at every single layer of (N, L, D) statistics; each row also says what its p
@@ -66,12 +79,16 @@ class SpeatResults:
 
     ``manifest``: the bias test's clips (rows in the order of the statistics given to :meth:`compute`);
     ``run_info``: the run's identity columns (:func:`speechbias.launch.run_context.upstream_info`, plus
-    ``n_upstream_forwards``); ``layer_convention``: the upstream's, for the layer axis of the layer profile.
+    ``n_upstream_forwards``); ``layer_convention``: the upstream's, for the layer axis of the layer profile;
+    ``runs_per_process``: how many such runs this process makes (a multirun's share of jobs,
+    :func:`speechbias.launch.sweep_workload.jobs_per_process`): :meth:`compute` declares their statistics'
+    work (:func:`~speechbias.stats.kernel_choice.plan_draws`), so a process of many tests runs the compiled
+    kernels from its first test and one test stays on numpy. It changes no number.
     """
 
     def __init__(self, bias_test, manifest: pd.DataFrame, aggregation: Aggregation, writer: RunWriter,
                  run_info: dict, settings: SpeatSettings | None = None, seed: int = 0,
-                 layer_convention: str | None = None):
+                 layer_convention: str | None = None, runs_per_process: int = 1):
         self.bias_test = bias_test
         self.manifest = manifest
         self.aggregation = aggregation
@@ -80,12 +97,16 @@ class SpeatResults:
         self.settings = settings or SpeatSettings()
         self.seed = int(seed)
         self.layer_convention = layer_convention
+        self.runs_per_process = max(1, int(runs_per_process))
 
     def compute(self, statistics: StackedStatistics) -> dict:
         roles = self.manifest["role"].to_numpy()
         per_layer = statistics.stat(self.aggregation.temporal)
         emb = self.aggregation(per_layer)
         parts = split_roles(emb, roles)
+        design = self.bias_test.resampling if self.settings.se_curve else "iid"
+        plan_draws(self.runs_per_process * self.settings.planned_draws(
+            len(parts["X"]), len(parts["Y"]), per_layer.shape[1], design))
         res = stats.speat(parts["X"], parts["Y"], parts["A"], parts["B"],
                           n_permutations=self.settings.n_permutations, seed=self.seed)
         test = self.bias_test.name

@@ -18,7 +18,8 @@ import pytorch_lightning as pl
 import torch
 
 from speechbias.aggregation import Aggregation
-from speechbias.callbacks.speat_results import PER_LAYER_PERMUTATIONS, SpeatResults, SpeatSettings, speat_by_layer
+from speechbias.callbacks.speat_results import SpeatResults, speat_by_layer
+from speechbias.callbacks.speat_settings import PER_LAYER_PERMUTATIONS, SpeatSettings
 from speechbias.features.cache import FeatureCache
 from speechbias.features.cached_statistics import StackedStatistics
 from speechbias.features.extraction import collected_statistics
@@ -35,8 +36,9 @@ class SpeatCallback(pl.Callback):
     ``manifest``: the bias test's clips (rows in the order of the cached statistics); ``fingerprint``:
     the upstream's (cache key); ``run_info``: the run's identity columns
     (:func:`speechbias.launch.run_context.upstream_info`); ``layer_convention``: the upstream's, for the
-    layer axis of the layer profile; ``runs_per_process``: as :class:`SpeatResults`'s. After the loop, :attr:`summary` is the result row (None on
-    ranks other than global zero, and in the parent process of a ``ddp_spawn`` run).
+    layer axis of the layer profile; ``runs_per_process``: as :class:`SpeatResults`'s. After the loop,
+    :attr:`summary` is the result row (None on ranks other than global zero, and in the parent process of
+    a ``ddp_spawn`` run).
     """
 
     def __init__(self, bias_test, manifest: pd.DataFrame, aggregation: Aggregation, cache: FeatureCache,

@@ -10,56 +10,20 @@ loop (:mod:`speechbias.tasks.speat`). The same statistics give the same files ei
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from speechbias import stats
 from speechbias.aggregation import Aggregation
+from speechbias.callbacks.speat_settings import PER_LAYER_PERMUTATIONS, SpeatSettings
 from speechbias.features.cached_statistics import StackedStatistics
 from speechbias.report import speat_report
 from speechbias.report.run_writer import RunWriter
 from speechbias.roles import split_roles
-from speechbias.stats.bootstrap import resample_draws
 from speechbias.stats.kernel_choice import plan_draws
-from speechbias.stats.permutation import permutation_draws
 
 log = logging.getLogger(__name__)
-
-# permutations of each per-layer p (the run's own p uses speat.n_permutations); exact when a test
-# has at most this many partitions
-PER_LAYER_PERMUTATIONS = 10_000
-
-
-@dataclass
-class SpeatSettings:
-    """What a SpEAT run computes (``speat.*`` of conf/evaluate.yaml).
-
-    n_permutations: permutations of the run's one-sided p (exact when the test has at most this
-        many partitions). per_layer: also d and p at every single layer (``layers.csv``, at most
-        ``PER_LAYER_PERMUTATIONS`` permutations each). se_curve: bootstrap SE of d vs. number of
-        target stimuli (``se_curve.csv``) with ``n_resamples`` resamples per size.
-    """
-
-    n_permutations: int = 1_000_000
-    per_layer: bool = True
-    se_curve: bool = False
-    n_resamples: int = 10_000
-
-    def __post_init__(self):
-        self.n_permutations, self.n_resamples = int(self.n_permutations), int(self.n_resamples)
-        self.per_layer, self.se_curve = bool(self.per_layer), bool(self.se_curve)
-
-    def planned_draws(self, n_x: int, n_y: int, n_layers: int, design: str = "iid") -> int:
-        """The random draws of one test of ``n_x`` + ``n_y`` targets and ``n_layers`` layers with these
-        settings, as the statistics kernels' choice counts them (:func:`speechbias.stats.kernel_choice.plan_draws`)."""
-        draws = permutation_draws(n_x, n_y, self.n_permutations)
-        if self.per_layer:
-            draws += n_layers * permutation_draws(n_x, n_y, min(self.n_permutations, PER_LAYER_PERMUTATIONS))
-        if self.se_curve:
-            draws += resample_draws(n_x, n_y, self.n_resamples, design=design)
-        return draws
 
 
 def speat_by_layer(per_layer: np.ndarray, roles: np.ndarray, n_permutations: int, seed: int) -> pd.DataFrame:

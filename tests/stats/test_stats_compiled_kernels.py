@@ -137,12 +137,12 @@ def test_a_declared_workload_past_the_break_even_buys_the_compiled_kernels_at_on
     monkeypatch.delenv(ENVIRONMENT_VARIABLE, raising=False)
     monkeypatch.setattr(kernel_choice, "_numpy_draws", 0)
     bought = []
-    monkeypatch.setattr(kernel_choice, "_buy", lambda: bought.append(True) or True)  # no numba set-up here
+    monkeypatch.setattr(kernel_choice, "_buy", lambda why: bought.append(why) or True)  # no numba set-up here
     small = BREAK_EVEN_DRAWS // 4
     assert not plan_draws(small)  # a small plan changes nothing: rent, as before
     assert not use_compiled_kernels(small) and not bought
     assert not plan_draws(BREAK_EVEN_DRAWS - 2 * small)  # with the draws already run: still short
-    assert plan_draws(BREAK_EVEN_DRAWS - small) and bought == [True]  # the draws run count: buy now
+    assert plan_draws(BREAK_EVEN_DRAWS - small) and len(bought) == 1  # the draws run count: buy now
     monkeypatch.setattr(kernel_choice, "_numpy_draws", BREAK_EVEN_DRAWS)  # as _buy leaves it
     assert use_compiled_kernels(1)  # the first call after the plan runs compiled
     monkeypatch.setattr(kernel_choice, "_numpy_draws", 0)

@@ -47,11 +47,12 @@ def _choice() -> str:
     return choice
 
 
-def _buy() -> bool:
+def _buy(why: str) -> bool:
     """Under ``auto``: the compiled kernels from now on, set up here (once); False when they cannot be."""
     global _numba_missing, _numpy_draws
     _numpy_draws = BREAK_EVEN_DRAWS  # bought: every later call runs compiled too
     if _numba_missing is None:
+        log.info("statistics: the compiled kernels serve this process from now on (%s)", why)
         try:  # numba itself, and a place to cache the compiled code (numba refuses cache=True without one)
             import speechbias.stats.compiled_kernels  # noqa: F401
         except Exception as error:  # noqa: BLE001 - any failure to set up numba means: stay on numpy
@@ -74,7 +75,7 @@ def plan_draws(n_draws: int) -> bool:
         return choice == "compiled"
     if _numpy_draws + int(n_draws) < BREAK_EVEN_DRAWS:
         return False
-    return _buy()
+    return _buy(f"{int(n_draws):.3g} random draws planned")
 
 
 def use_compiled_kernels(n_draws: int) -> bool:
@@ -86,4 +87,4 @@ def use_compiled_kernels(n_draws: int) -> bool:
     if _numpy_draws + n_draws < BREAK_EVEN_DRAWS:
         _numpy_draws += n_draws
         return False
-    return _buy()
+    return _buy(f"{_numpy_draws + n_draws:.3g} random draws asked for")

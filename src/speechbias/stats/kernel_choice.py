@@ -3,7 +3,8 @@
 Setting up the compiled kernels costs a fresh process about a second (importing numba ~0.3 s, then
 loading the cached machine code ~0.5 s, most of it numba's own start-up; compiling it, the first time
 on a machine, a few seconds more), which one paper-sized test (0.15-0.25 s of numpy permutations,
-0.1-0.2 s of SE curve: benchmarks/stats_bench.py) never repays. ``SPEECHBIAS_STATS_KERNELS=auto`` (the default) decides per process:
+0.1-0.2 s of SE curve: benchmarks/stats_bench.py) never repays. ``SPEECHBIAS_STATS_KERNELS=auto``
+(the default) decides per process:
 
 * A caller that knows its whole workload declares it with :func:`plan_draws` (a sweep's job with the
   number of jobs its process runs: :class:`speechbias.callbacks.speat_results.SpeatResults`;

@@ -12,7 +12,7 @@ import pytest
 from speechbias.stats import bootstrap_se, permutation_test
 from speechbias.stats.compiled_kernels import count_by_rejection, division_magic
 from speechbias.stats.compiled_pcg64 import raw_words, read_state, write_state
-from speechbias.stats.kernel_choice import BREAK_EVEN_DRAWS, ENVIRONMENT_VARIABLE, use_compiled_kernels
+from speechbias.stats.kernel_choice import BREAK_EVEN_DRAWS, ENVIRONMENT_VARIABLE, plan_draws, use_compiled_kernels
 from speechbias.stats.permutation import _count_by_rejection, _tie_tolerance, byte_sum_tables
 from speechbias.stats.random_integers import TableIntegers
 
@@ -131,6 +131,59 @@ def test_kernel_choice_follows_the_environment_and_the_work_done_so_far(monkeypa
         use_compiled_kernels(1)
 
 
+def test_a_declared_workload_past_the_break_even_buys_the_compiled_kernels_at_once(monkeypatch):
+    from speechbias.stats import kernel_choice
+
+    monkeypatch.delenv(ENVIRONMENT_VARIABLE, raising=False)
+    monkeypatch.setattr(kernel_choice, "_numpy_draws", 0)
+    bought = []
+    monkeypatch.setattr(kernel_choice, "_buy", lambda why: bought.append(why) or True)  # no numba set-up here
+    small = BREAK_EVEN_DRAWS // 4
+    assert not plan_draws(small)  # a small plan changes nothing: rent, as before
+    assert not use_compiled_kernels(small) and not bought
+    assert not plan_draws(BREAK_EVEN_DRAWS - 2 * small)  # with the draws already run: still short
+    assert plan_draws(BREAK_EVEN_DRAWS - small) and len(bought) == 1  # the draws run count: buy now
+    monkeypatch.setattr(kernel_choice, "_numpy_draws", BREAK_EVEN_DRAWS)  # as _buy leaves it
+    assert use_compiled_kernels(1)  # the first call after the plan runs compiled
+    monkeypatch.setattr(kernel_choice, "_numpy_draws", 0)
+    bought.clear()
+    assert plan_draws(96 * 72_000_000) and bought  # the paper workload's share of one process: at once
+    monkeypatch.setenv(ENVIRONMENT_VARIABLE, "numpy")
+    assert not plan_draws(10**12)
+    monkeypatch.setenv(ENVIRONMENT_VARIABLE, "compiled")
+    assert plan_draws(0)
+
+
+@pytest.mark.parametrize("n_x, n_y, n_permutations", [(60, 60, 100_000), (13, 17, 20_000), (5, 5, 10_000),
+                                                      (10, 70, 5_000)])
+def test_permutation_draws_are_what_the_test_counts(monkeypatch, n_x, n_y, n_permutations):
+    from speechbias.stats import permutation
+    from speechbias.stats.permutation import permutation_draws
+
+    counted = []
+    monkeypatch.setattr(permutation, "use_compiled_kernels", lambda n: counted.append(n) and False)
+    rng = np.random.default_rng(4)
+    permutation_test(rng.normal(size=n_x), rng.normal(size=n_y), n_permutations=n_permutations, seed=1)
+    assert sum(counted) == permutation_draws(n_x, n_y, n_permutations)
+    assert (permutation_draws(n_x, n_y, n_permutations) > 0) == bool(counted)  # exact, selection: numpy only
+
+
+@pytest.mark.parametrize("design, n_x, n_y, sizes", [("iid", 60, 60, None), ("iid", 9, 14, [2, 5, 9]),
+                                                     ("paired", 12, 12, None), ("stratified", 12, 12, None)])
+def test_resample_draws_are_what_the_curve_counts(monkeypatch, design, n_x, n_y, sizes):
+    from speechbias.stats import bootstrap
+    from speechbias.stats.bootstrap import resample_draws
+
+    counted = []
+    monkeypatch.setattr(bootstrap, "use_compiled_kernels", lambda n: counted.append(n) and False)
+    rng = np.random.default_rng(5)
+    ids = {"paired": {"pair_ids_x": np.arange(n_x), "pair_ids_y": np.arange(n_y)[::-1]},
+           "stratified": {"strata_x": np.arange(n_x) % 3, "strata_y": np.arange(n_y) % 2}}.get(design, {})
+    bootstrap_se(s_x=rng.normal(size=n_x), s_y=rng.normal(size=n_y), design=design, sizes=sizes,
+                 n_resamples=200, seed=2, **ids)
+    assert sum(counted) == resample_draws(n_x, n_y, 200, sizes=sizes, design=design)
+
+
 def _python(code: str) -> subprocess.CompletedProcess:
     """``code`` run by a fresh interpreter that finds speechbias as this one does."""
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)}
@@ -145,6 +198,25 @@ def test_one_paper_sized_test_does_not_import_numba():
                   "[permutation_test(x, y, n_permutations=10_000) for _ in range(25)]; "
                   "print('numba' in sys.modules)")
     assert out.stdout.strip() == "False"
+
+
+def test_a_declared_many_test_workload_runs_compiled_from_its_first_test_with_the_same_numbers(monkeypatch):
+    # a process that declares 100 tests (as a sweep's job declares its process's share) runs compiled from
+    # the first; a process that declares one keeps numpy and never imports numba; the numbers are the same
+    code = ("import sys, numpy as np; from speechbias.stats import permutation_test, bootstrap_se; "
+            "from speechbias.stats.kernel_choice import plan_draws; "
+            "from speechbias.stats.permutation import permutation_draws; "
+            "from speechbias.stats.bootstrap import resample_draws; "
+            "r = np.random.default_rng(0); x, y = r.normal(0.1, 1, 60), r.normal(size=60); "
+            "one = permutation_draws(60, 60, 200_000) + resample_draws(60, 60, 2_000); "
+            "print(plan_draws({tests} * one)); "
+            "p = permutation_test(x, y, n_permutations=200_000, seed=7).p; "
+            "se = bootstrap_se(s_x=x, s_y=y, n_resamples=2_000, seed=7).se; "
+            "print('numba' in sys.modules, repr(p), repr(float(se.sum())))")
+    planned = _python(code.format(tests=100)).stdout.split()
+    single = _python(code.format(tests=1)).stdout.split()
+    assert planned[:2] == ["True", "True"] and single[:2] == ["False", "False"]
+    assert planned[2:] == single[2:]
 
 
 def test_without_numba_large_statistics_warn_once_and_give_the_same_numbers(monkeypatch):

@@ -18,7 +18,8 @@ import pytorch_lightning as pl
 import torch
 
 from speechbias.aggregation import Aggregation
-from speechbias.callbacks.speat_results import PER_LAYER_PERMUTATIONS, SpeatResults, SpeatSettings, speat_by_layer
+from speechbias.callbacks.speat_results import SpeatResults, speat_by_layer
+from speechbias.callbacks.speat_settings import PER_LAYER_PERMUTATIONS, SpeatSettings
 from speechbias.features.cache import FeatureCache
 from speechbias.features.cached_statistics import StackedStatistics
 from speechbias.features.extraction import collected_statistics
@@ -35,18 +36,19 @@ class SpeatCallback(pl.Callback):
     ``manifest``: the bias test's clips (rows in the order of the cached statistics); ``fingerprint``:
     the upstream's (cache key); ``run_info``: the run's identity columns
     (:func:`speechbias.launch.run_context.upstream_info`); ``layer_convention``: the upstream's, for the
-    layer axis of the layer profile. After the loop, :attr:`summary` is the result row (None on
-    ranks other than global zero, and in the parent process of a ``ddp_spawn`` run).
+    layer axis of the layer profile; ``runs_per_process``: as :class:`SpeatResults`'s. After the loop,
+    :attr:`summary` is the result row (None on ranks other than global zero, and in the parent process of
+    a ``ddp_spawn`` run).
     """
 
     def __init__(self, bias_test, manifest: pd.DataFrame, aggregation: Aggregation, cache: FeatureCache,
                  fingerprint: str, writer: RunWriter, run_info: dict, settings: SpeatSettings | None = None,
-                 seed: int = 0, layer_convention: str | None = None):
+                 seed: int = 0, layer_convention: str | None = None, runs_per_process: int = 1):
         self.manifest = manifest
         self.cache = cache
         self.fingerprint = fingerprint
         self.results = SpeatResults(bias_test, manifest, aggregation, writer, run_info, settings, seed,
-                                    layer_convention)
+                                    layer_convention, runs_per_process)
         self.summary: dict | None = None
 
     def on_predict_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:

@@ -10,43 +10,20 @@ loop (:mod:`speechbias.tasks.speat`). The same statistics give the same files ei
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from speechbias import stats
 from speechbias.aggregation import Aggregation
+from speechbias.callbacks.speat_settings import PER_LAYER_PERMUTATIONS, SpeatSettings
 from speechbias.features.cached_statistics import StackedStatistics
 from speechbias.report import speat_report
 from speechbias.report.run_writer import RunWriter
 from speechbias.roles import split_roles
+from speechbias.stats.kernel_choice import plan_draws
 
 log = logging.getLogger(__name__)
-
-# permutations of each per-layer p (the run's own p uses speat.n_permutations); exact when a test
-# has at most this many partitions
-PER_LAYER_PERMUTATIONS = 10_000
-
-
-@dataclass
-class SpeatSettings:
-    """What a SpEAT run computes (``speat.*`` of conf/evaluate.yaml).
-
-    n_permutations: permutations of the run's one-sided p (exact when the test has at most this
-        many partitions). per_layer: also d and p at every single layer (``layers.csv``, at most
-        ``PER_LAYER_PERMUTATIONS`` permutations each). se_curve: bootstrap SE of d vs. number of
-        target stimuli (``se_curve.csv``) with ``n_resamples`` resamples per size.
-    """
-
-    n_permutations: int = 1_000_000
-    per_layer: bool = True
-    se_curve: bool = False
-    n_resamples: int = 10_000
-
-    def __post_init__(self):
-        self.n_permutations, self.n_resamples = int(self.n_permutations), int(self.n_resamples)
-        self.per_layer, self.se_curve = bool(self.per_layer), bool(self.se_curve)
 
 
 def speat_by_layer(per_layer: np.ndarray, roles: np.ndarray, n_permutations: int, seed: int) -> pd.DataFrame:
@@ -66,12 +43,16 @@ class SpeatResults:
 
     ``manifest``: the bias test's clips (rows in the order of the statistics given to :meth:`compute`);
     ``run_info``: the run's identity columns (:func:`speechbias.launch.run_context.upstream_info`, plus
-    ``n_upstream_forwards``); ``layer_convention``: the upstream's, for the layer axis of the layer profile.
+    ``n_upstream_forwards``); ``layer_convention``: the upstream's, for the layer axis of the layer profile;
+    ``runs_per_process``: how many such runs this process makes (a multirun's share of jobs,
+    :func:`speechbias.launch.sweep_workload.jobs_per_process`): :meth:`compute` declares their statistics'
+    work (:func:`~speechbias.stats.kernel_choice.plan_draws`), so a process of many tests runs the compiled
+    kernels from its first test and one test stays on numpy. It changes no number.
     """
 
     def __init__(self, bias_test, manifest: pd.DataFrame, aggregation: Aggregation, writer: RunWriter,
                  run_info: dict, settings: SpeatSettings | None = None, seed: int = 0,
-                 layer_convention: str | None = None):
+                 layer_convention: str | None = None, runs_per_process: int = 1):
         self.bias_test = bias_test
         self.manifest = manifest
         self.aggregation = aggregation
@@ -80,12 +61,16 @@ class SpeatResults:
         self.settings = settings or SpeatSettings()
         self.seed = int(seed)
         self.layer_convention = layer_convention
+        self.runs_per_process = max(1, int(runs_per_process))
 
     def compute(self, statistics: StackedStatistics) -> dict:
         roles = self.manifest["role"].to_numpy()
         per_layer = statistics.stat(self.aggregation.temporal)
         emb = self.aggregation(per_layer)
         parts = split_roles(emb, roles)
+        design = self.bias_test.resampling if self.settings.se_curve else "iid"
+        plan_draws(self.runs_per_process * self.settings.planned_draws(
+            len(parts["X"]), len(parts["Y"]), per_layer.shape[1], design))
         res = stats.speat(parts["X"], parts["Y"], parts["A"], parts["B"],
                           n_permutations=self.settings.n_permutations, seed=self.seed)
         test = self.bias_test.name

@@ -40,6 +40,12 @@ def _names_input(override: str) -> bool:
 
 def sweep_points(config: DictConfig) -> list[list[str]]:
     """The distinct points of the sweep (override lists), keys of :data:`NO_INPUT_KEYS` left out."""
+    distinct = dict.fromkeys(tuple(o for o in point if _names_input(o)) for point in sweep_jobs(config))
+    return [list(p) for p in distinct]
+
+
+def sweep_jobs(config: DictConfig) -> list[list[str]]:
+    """Every job of the sweep (its overrides), as Hydra's basic sweeper expands it."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -49,9 +55,7 @@ def sweep_points(config: DictConfig) -> list[list[str]]:
     params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
     arguments = [f"{k}={v}" for k, v in params.items()] + arguments
     parsed = OverridesParser.create(config_loader=loader).parse_overrides(arguments)
-    points = [point for batch in BasicSweeper.split_arguments(parsed, None) for point in batch]
-    distinct = dict.fromkeys(tuple(o for o in point if _names_input(o)) for point in points)
-    return [list(p) for p in distinct]
+    return [point for batch in BasicSweeper.split_arguments(parsed, None) for point in batch]
 
 
 def _models(job: DictConfig) -> Iterable[tuple[str, str | None, str | None]]:

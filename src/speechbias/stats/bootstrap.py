@@ -271,6 +271,20 @@ def _check_sizes(sizes, default_max: int) -> np.ndarray:
     return np.unique(arr)
 
 
+def _draws(grid: np.ndarray, n_x: int, n_y: int, n_resamples: int) -> int:
+    """Random draws of a curve over ``grid`` plus the full size (n_x + n_y), as the kernel choice counts them."""
+    return n_resamples * (2 * int(grid.sum()) + n_x + n_y)
+
+
+def resample_draws(n_x: int, n_y: int, n_resamples: int, sizes=None, design: str = "iid") -> int:
+    """The random draws :func:`bootstrap_se` of ``n_x`` + ``n_y`` targets (pairs: ``n_x`` = ``n_y`` = pairs)
+    counts towards the kernel choice (:mod:`speechbias.stats.kernel_choice`); 0 where only numpy serves
+    (the stratified design, groups of more than 65,536). What a caller that plans its work adds up."""
+    if design == "stratified" or max(n_x, n_y) > 1 << 16:
+        return 0
+    return _draws(_check_sizes(sizes, min(n_x, n_y)), n_x, n_y, check_count(n_resamples, "n_resamples", minimum=2))
+
+
 def _associations(X, Y, A, B, s_x, s_y) -> tuple[np.ndarray, np.ndarray]:
     embeddings = (X, Y, A, B)
     if s_x is not None or s_y is not None:
@@ -361,7 +375,7 @@ def bootstrap_se(
             sampler.draw(rng, draws, n, min(block, n_resamples - start)) for start in range(0, n_resamples, block)
         ])
 
-    if sampler.compiles and use_compiled_kernels(n_resamples * (2 * int(grid.sum()) + n_x + n_y)):
+    if sampler.compiles and use_compiled_kernels(_draws(grid, n_x, n_y, n_resamples)):
         # every size and the full size in one compiled call: the same draws, bit-identical d
         by_size = list(sampler.compiled_effect_sizes(rng, grid, n_resamples))
     else:

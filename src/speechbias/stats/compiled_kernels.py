@@ -12,8 +12,8 @@ numba (a well-kept LLVM JIT for numpy code, BSD licence, wheels for Linux, macOS
 chosen over a C extension: no compiler at install time, and the kernels read as the numpy code they
 mirror. Compiled code is cached on disk (``cache=True``): the first call on a machine compiles
 (a few seconds), later processes load it (~0.3-0.6 s). Importing this module imports numba
-(~0.3 s), so a process turns to it only after about a second of numpy work
-(:mod:`speechbias.stats.kernel_choice`).
+(~0.3 s), so a process turns to it only when its declared workload, or the work it has done,
+repays that (:mod:`speechbias.stats.kernel_choice`).
 """
 
 from __future__ import annotations

@@ -150,6 +150,17 @@ def rejection_words_per_subset(n: int, k: int) -> float:
     return ((n + 63) // 64) * 2.0**n / math.comb(n, k) if n <= 1000 else math.inf
 
 
+def permutation_draws(n_x: int, n_y: int, n_permutations: int) -> int:
+    """The random draws :func:`permutation_test` of ``n_x`` + ``n_y`` targets counts towards the kernel
+    choice (:mod:`speechbias.stats.kernel_choice`): the rejection kernel's expected words; 0 for an exact
+    test and for selection sampling (numpy only). What a caller that plans its work adds up."""
+    n, n_permutations = n_x + n_y, int(n_permutations)
+    if math.comb(n, n_x) <= n_permutations:
+        return 0
+    words_per_subset = rejection_words_per_subset(n, n_x)
+    return int(words_per_subset * n_permutations) if words_per_subset <= n / 2 else 0
+
+
 def _count_by_rejection(
     centred: np.ndarray, k: int, t_obs: float, n_permutations: int, rng: np.random.Generator
 ) -> int:

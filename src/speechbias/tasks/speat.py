@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from speechbias.aggregation import Aggregation
-from speechbias.callbacks.speat_results import SpeatResults, SpeatSettings
+from speechbias.callbacks.speat_results import SpeatResults
+from speechbias.callbacks.speat_settings import SpeatSettings
 from speechbias.features.cache import FeatureCache
 from speechbias.features.cached_statistics import fully_cached_statistics
 from speechbias.features.extraction_settings import ExtractionSettings
@@ -32,6 +33,7 @@ from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
 from speechbias.launch.run_context import upstream_info
 from speechbias.launch.run_markers import finished_marker
+from speechbias.launch.sweep_workload import jobs_per_process
 from speechbias.launch.seeding import seed_torch
 from speechbias.stimuli.bias_test import BiasTest
 from speechbias.upstream.deferred import DeferredUpstream, built_upstream
@@ -105,7 +107,7 @@ class SpeatTask:
                      len(paths))
             results = SpeatResults(self.bias_test, manifest, self.aggregation, self.writer,
                                    {**info, "n_upstream_forwards": 0}, self.speat, self.seed,
-                                   self.upstream.fingerprint_fields().get("layer_convention"))
+                                   self.upstream.fingerprint_fields().get("layer_convention"), jobs_per_process())
             summary, global_zero = results.compute(statistics), True
         else:
             summary, global_zero = self._extract_and_compute(manifest, info)
@@ -131,7 +133,8 @@ class SpeatTask:
         callback = SpeatCallback(
             bias_test=self.bias_test, manifest=manifest, aggregation=self.aggregation, cache=self.cache,
             fingerprint=upstream.fingerprint, writer=self.writer, run_info=info, settings=self.speat,
-            seed=self.seed, layer_convention=upstream.fingerprint_fields().get("layer_convention"))
+            seed=self.seed, layer_convention=upstream.fingerprint_fields().get("layer_convention"),
+            runs_per_process=jobs_per_process())
         trainer = self.trainer(callbacks=[callback])
         extract_statistics(upstream, list(manifest["path"]), self.cache, trainer, load=False,
                            **self.extraction.kwargs())

@@ -10,12 +10,15 @@ saying where the results are (and the ``wandb sync`` command of an offline W&B r
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
+from typing import NoReturn
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -216,6 +219,28 @@ def run_entry(cfg: DictConfig) -> dict | None:
     if not multirun and rank == 0:
         print(results_line(output_dir, started))
     return summary
+
+
+def exit_without_teardown() -> NoReturn:
+    """End a command that finished normally without the interpreter's teardown: wait for its
+    non-daemon threads, run every ``atexit`` handler (W&B's service, logging, multiprocessing, ...),
+    flush the console, then ``os._exit(0)``.
+
+    Everything a run writes is written (atomically) before this point; what is skipped is only the
+    finalization of the ~6,000 modules torch and Lightning import, which alone takes ~2 s of a warm
+    ``train.py`` run. The entry scripts call it after ``main()`` returns; a command that fails
+    (an exception, ``sys.exit(1)`` of a failed sweep) never gets here and exits as before."""
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()  # noqa: SLF001 - the handlers the interpreter would run, in its order
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed or broken console has nothing left to show
+            pass
+    os._exit(0)
 
 
 def run_task(cfg: DictConfig) -> dict:

@@ -38,6 +38,7 @@ from speechbias.launch.user_errors import (FULL_ERROR_HINT, ConfigError, error_l
 log = logging.getLogger("speechbias")
 
 PROJECT_ROOT_RESOLVER = "speechbias.project_root"
+TRACKER_TARGET = "speechbias.report.tracker.Tracker"
 
 
 def register_project_root(root: str | Path | None = None) -> None:
@@ -248,6 +249,7 @@ def run_task(cfg: DictConfig) -> dict:
     config names: upstream, bias tests, cache, writer, tracker, trainer factory) and run it with the
     resolved config (the tracker's record of the run); returns the task's summary metrics."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    prepare_tracker(cfg)  # before the task's imports (torch, Lightning): W&B's own import is cheaper then
     # Lightning's seed_everything(seed, workers=True); torch's generator later for a task that says it
     # seeds it where it first needs torch (a warm SpEAT run imports no torch)
     seed_run(cfg.get("seed", 0), torch=not getattr(task_class_of(cfg), "seeds_torch_when_needed", False))
@@ -262,6 +264,20 @@ def run_task(cfg: DictConfig) -> dict:
     summary = task.run(config=resolved_config(cfg)) or {}
     record_run_digest(cfg, output_dir)  # the folder now holds this config's results
     return summary
+
+
+def prepare_tracker(cfg: DictConfig) -> None:
+    """Let the run's tracker (``logger``, a :class:`~speechbias.report.tracker.Tracker`) get ready
+    before the task is imported (:meth:`Tracker.prepare`: W&B imported, its service started). A
+    tracker config that does not build is left for the task's own instantiation to report."""
+    node = OmegaConf.select(cfg, "logger", default=None)
+    if node is None or OmegaConf.select(node, "_target_", default=None) != TRACKER_TARGET:
+        return
+    try:
+        tracker = hydra.utils.instantiate(node)
+    except Exception:
+        return
+    tracker.prepare()
 
 
 def task_class_of(cfg: DictConfig):

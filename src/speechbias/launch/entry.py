@@ -18,7 +18,6 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import NoReturn
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -222,7 +221,7 @@ def run_entry(cfg: DictConfig) -> dict | None:
     return summary
 
 
-def exit_without_teardown() -> NoReturn:
+def exit_without_teardown() -> None:
     """End a command that finished normally without the interpreter's teardown: wait for its
     non-daemon threads, run every ``atexit`` handler (W&B's service, logging, multiprocessing, ...),
     flush the console, then ``os._exit(0)``.
@@ -230,7 +229,11 @@ def exit_without_teardown() -> NoReturn:
     Everything a run writes is written (atomically) before this point; what is skipped is only the
     finalization of the ~6,000 modules torch and Lightning import, which alone takes ~2 s of a warm
     ``train.py`` run. The entry scripts call it after ``main()`` returns; a command that fails
-    (an exception, ``sys.exit(1)`` of a failed sweep) never gets here and exits as before."""
+    (an exception, ``sys.exit(1)`` of a failed sweep) never gets here and exits as before, and so
+    does a process under a profiler or tracer (``python -m cProfile -o``, a debugger, coverage),
+    which writes its output after the script returns."""
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        return
     current = threading.current_thread()
     for thread in threading.enumerate():
         if thread is not current and not thread.daemon:

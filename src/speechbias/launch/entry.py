@@ -23,7 +23,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from speechbias.launch.aggregation_configs import register_aggregation_configs
-from speechbias.launch.config_checks import check_config
+from speechbias.launch.config_checks import check_config_unless_checked
 from speechbias.launch.parent_watch import job_done, watch_sweep_parent
 from speechbias.launch.project_paths import user_path
 from speechbias.launch.run_context import register_choice_resolver
@@ -183,7 +183,7 @@ def run_entry(cfg: DictConfig) -> dict | None:
     if multirun:
         watch_sweep_parent(output_dir if rank == 0 else None)  # a loky worker ends when the sweep's process dies
     try:
-        check_config(cfg)
+        check_config_unless_checked(cfg)
         skipped = finished_results(cfg, output_dir) is not None
         if skipped:  # the task would skip itself too; this way a resumed sweep skips without importing torch
             summary = {}

@@ -13,7 +13,10 @@ times and train.log: compose (start -> .hydra/), imports + checks (-> config.yam
 figures (-> report.md), W&B + train.log (-> the last file written), exit (-> the process ended).
 Then, once per checkout, the same command with ``--steps`` steps (default 200), and every file of the two
 run folders compared byte for byte, but for what differs by nature: W&B's folder, .hydra/ (the run folder's
-path), train.log and job_status.json (times), run_digest.json is compared (it says what determined the results).
+path), train.log and job_status.json (times); the paths of the checkout and of the run folder are replaced by
+placeholders (predictions.csv names the demo clips under each checkout, run_digest.json its conf/ folder) and a
+checkpoint is compared as its zip members (the zip's one folder is named after its temporary file);
+run_digest.json without its digest (a hash of the fields compared, paths included).
 
 Usage: python benchmarks/train_overhead_bench.py --reference /tmp/main_checkout [--repeats 3] [--workload DIR]
 (a reference checkout: e.g. ``git archive main | tar -x -C /tmp/main_checkout``).
@@ -22,12 +25,14 @@ Usage: python benchmarks/train_overhead_bench.py --reference /tmp/main_checkout 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from datetime import datetime
 from pathlib import Path
 
@@ -74,13 +79,33 @@ def phases(run_dir: Path, start: float, end: float) -> dict[str, float]:
     return {name: b - a for name, a, b in zip(PHASES, marks, marks[1:])}
 
 
-def compare_folders(a: Path, b: Path) -> tuple[list[str], list[str], list[str]]:
-    """(identical, differing, present in one only) relative file names of run folders ``a`` and ``b``."""
+def comparable(path: Path, names: dict[str, str]) -> bytes:
+    """A run file's bytes with what names its checkout and its run folder (``names``: text -> placeholder)
+    replaced; a checkpoint (a zip whose one folder is named after the temporary file it was written to)
+    as its members' contents."""
+    if path.suffix == ".ckpt":
+        with zipfile.ZipFile(path) as z:
+            return b"".join(n.split("/", 1)[-1].encode() + z.read(n) for n in sorted(z.namelist(),
+                                                                                 key=lambda n: n.split("/", 1)[-1]))
+    data = path.read_bytes()
+    for text, placeholder in names.items():
+        data = data.replace(text.encode(), placeholder.encode())
+    if path.name == "run_digest.json":  # its digest hashes the paths too; the fields it hashes are compared
+        record = json.loads(data)
+        record.pop("digest", None)
+        data = json.dumps(record, sort_keys=True).encode()
+    return data
+
+
+def compare_folders(a: Path, b: Path, names_a: dict[str, str],
+                    names_b: dict[str, str]) -> tuple[list[str], list[str], list[str]]:
+    """(identical, differing, present in one only) relative file names of run folders ``a`` and ``b``,
+    compared as :func:`comparable` gives them."""
     def files(root: Path) -> set[str]:
         return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()
                 and not any(str(p.relative_to(root)).startswith(n) for n in NOT_COMPARED)}
     fa, fb = files(a), files(b)
-    same = sorted(n for n in fa & fb if (a / n).read_bytes() == (b / n).read_bytes())
+    same = sorted(n for n in fa & fb if comparable(a / n, names_a) == comparable(b / n, names_b))
     differ = sorted(n for n in fa & fb if n not in same)
     return same, differ, sorted(fa ^ fb)
 
@@ -128,10 +153,15 @@ def main() -> None:
             folders[label] = tmp / "compare" / label.replace(" ", "_")
             wall, rss, _ = run(root, [*overrides, f"max_steps={args.steps}"], folders[label])
             print(f"  {label}: {wall:.2f} s, {rss:.0f} MiB")
-        same, differ, alone = compare_folders(folders["reference"], folders["this checkout"])
+        same, differ, alone = compare_folders(
+            folders["reference"], folders["this checkout"],
+            {str(folders["reference"]): "<run>", str(reference): "<checkout>"},
+            {str(folders["this checkout"]): "<run>", str(ours): "<checkout>"})
         print(f"  identical ({len(same)}): {', '.join(same)}")
         print(f"  DIFFER ({len(differ)}): {', '.join(differ) or '-'}; in one folder only: {', '.join(alone) or '-'}")
-        print(f"  not compared: {', '.join(NOT_COMPARED)}")
+        print(f"  not compared: {', '.join(NOT_COMPARED)}; compared with each run's folder and checkout path "
+              "replaced by a placeholder, a checkpoint as its zip members (the zip's folder is the temporary "
+              "file's name)")
     print(f"\nafter: {load()}")
 
 

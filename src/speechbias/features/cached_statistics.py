@@ -4,7 +4,9 @@
 :func:`load_statistics` stacks them from what an extraction loop met and the cache;
 :func:`fully_cached_statistics` is the warm path: every clip's audio-index record and entry read and
 verified once, or None as soon as one clip would need extraction (so the caller runs the loop).
-:func:`index_records` and :func:`count_uncached` read the audio index only.
+:func:`read_stacked` reads entries straight into one preallocated stack (both warm paths: this one and a
+one-process extraction loop whose clips are all cached). :func:`index_records` and :func:`count_uncached`
+read the audio index only.
 """
 
 from __future__ import annotations
@@ -55,16 +57,14 @@ def read_stacked(shas: Sequence[str], cache: FeatureCache, fingerprint: str) -> 
     shas = list(shas)
     if not shas:
         return None
-    first = cache.get(fingerprint, shas[0])
-    if first is None:
+    first = cache.get(fingerprint, shas[0])  # its shape is the stack's
+    if first is None or any(getattr(first, name).dtype != np.float32 for name in ("mean", "min", "max")):
         return None
     n, (layers, dim) = len(shas), first.mean.shape
     stacked = StackedStatistics(mean=np.empty((n, layers, dim), dtype=np.float32),
                                 min=np.empty((n, layers, dim), dtype=np.float32),
                                 max=np.empty((n, layers, dim), dtype=np.float32),
                                 n_frames=np.empty(n, dtype=np.int64), audio_sha=shas)
-    if any(getattr(first, name).dtype != np.float32 for name in ("mean", "min", "max")):
-        return None
     stacked.mean[0], stacked.min[0], stacked.max[0], stacked.n_frames[0] = first.mean, first.min, first.max, first.n_frames
     row_of = {shas[0]: 0}
     for row in range(1, n):

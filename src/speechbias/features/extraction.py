@@ -10,7 +10,9 @@ before the loop), its entry once, verified, where the loop meets it (a cached cl
 travel through the loop; an invalid entry is recomputed there). The process keeps what its loop saw
 (:attr:`ExtractionModule.seen`); :func:`collected_statistics` stacks it, reading from the cache only
 the clips other ranks handled. So a warm one-process run reads each index record and verifies each
-entry exactly once (``benchmarks/cache_reads.py`` counts them). A task whose clips are all cached
+entry exactly once (``benchmarks/cache_reads.py`` counts them); when every clip is cached and one process
+runs the loop, the entries are read before it straight into one preallocated stack
+(:func:`preloaded_statistics`) and the loop's clips carry views of its rows. A task whose clips are all cached
 need not run the loop at all: :func:`speechbias.features.cached_statistics.fully_cached_statistics`.
 
 Batching is length-aware: clips are sorted by length so padding stays small. For upstreams that

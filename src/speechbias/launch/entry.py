@@ -11,12 +11,14 @@ saying where the results are (and the ``wandb sync`` command of an offline W&B r
 from __future__ import annotations
 
 import atexit
+import gc
 import logging
 import os
 import sys
 import threading
 import time
 import traceback
+from contextlib import contextmanager
 from pathlib import Path
 
 import hydra
@@ -252,21 +254,45 @@ def run_task(cfg: DictConfig) -> dict:
     config names: upstream, bias tests, cache, writer, tracker, trainer factory) and run it with the
     resolved config (the tracker's record of the run); returns the task's summary metrics."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    prepare_tracker(cfg)  # before the task's imports (torch, Lightning): W&B's own import is cheaper then
-    # Lightning's seed_everything(seed, workers=True); torch's generator later for a task that says it
-    # seeds it where it first needs torch (a warm SpEAT run imports no torch)
-    seed_run(cfg.get("seed", 0), torch=not getattr(task_class_of(cfg), "seeds_torch_when_needed", False))
-    output_dir = Path(cfg.paths.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    OmegaConf.save(cfg, output_dir / "config.yaml", resolve=False)
-    if "trainer" in cfg:
-        cfg.trainer = job_trainer_config(cfg.trainer)
-    task = hydra.utils.instantiate(cfg.task.run)
-    if not callable(getattr(task, "run", None)):
-        raise TypeError(f"task.run._target_ must build a task object with a run(config) method, got {task!r}")
-    summary = task.run(config=resolved_config(cfg)) or {}
-    record_run_digest(cfg, output_dir)  # the folder now holds this config's results
+    try:
+        with imports_without_collection():
+            prepare_tracker(cfg)  # before the task's imports (torch, Lightning): W&B's own import is cheaper then
+            # Lightning's seed_everything(seed, workers=True); torch's generator later for a task that says it
+            # seeds it where it first needs torch (a warm SpEAT run imports no torch)
+            seed_run(cfg.get("seed", 0), torch=not getattr(task_class_of(cfg), "seeds_torch_when_needed", False))
+        output_dir = Path(cfg.paths.output_dir)
+        output_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(cfg, output_dir / "config.yaml", resolve=False)
+        if "trainer" in cfg:
+            cfg.trainer = job_trainer_config(cfg.trainer)
+        task = hydra.utils.instantiate(cfg.task.run)
+        if not callable(getattr(task, "run", None)):
+            raise TypeError(f"task.run._target_ must build a task object with a run(config) method, got {task!r}")
+        summary = task.run(config=resolved_config(cfg)) or {}
+        record_run_digest(cfg, output_dir)  # the folder now holds this config's results
+    finally:
+        gc.unfreeze()  # everything collectable again once the task is done
     return summary
+
+
+@contextmanager
+def imports_without_collection():
+    """Run the block (the task's imports: torch, Lightning, ...) with Python's cyclic garbage collector
+    paused, then freeze what exists (``gc.freeze``: later collections skip those objects) until
+    :func:`run_task` ends (``gc.unfreeze``).
+
+    Importing torch and Lightning creates ~450,000 long-lived objects and, on the way, ten full
+    collections that traverse all of them again and again (~1.3 s of a warm train.py run); every full
+    collection during the run then traverses them once more (~0.3 s each). Imports make almost no
+    cyclic garbage, and what there is becomes collectable again when the task is done."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 def prepare_tracker(cfg: DictConfig) -> None:

@@ -213,3 +213,20 @@ def test_a_finished_command_exits_at_once_after_its_atexit_handlers_and_console(
     proc = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), str(tmp_path / "script.py")],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0 and proc.stdout.startswith("no newline, still shown and went on") and profile.is_file()
+
+
+def test_the_task_imports_run_without_collections_and_the_freeze_ends_with_the_task():
+    import gc
+
+    from speechbias.launch.entry import imports_without_collection
+
+    assert gc.isenabled()
+    try:
+        with imports_without_collection():
+            assert not gc.isenabled()
+            cycle = []
+            cycle.append(cycle)
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+    assert gc.get_freeze_count() == 0

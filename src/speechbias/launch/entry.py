@@ -224,22 +224,21 @@ def run_entry(cfg: DictConfig) -> dict | None:
 
 
 def exit_without_teardown() -> None:
-    """End a command that finished normally without the interpreter's teardown: wait for its
-    non-daemon threads, run every ``atexit`` handler (W&B's service, logging, multiprocessing, ...),
-    flush the console, then ``os._exit(0)``.
+    """End a command that finished normally without the interpreter's teardown: run every ``atexit``
+    handler (W&B's service, logging, multiprocessing, ...), flush the console, then ``os._exit(0)``.
 
     Everything a run writes is written (atomically) before this point; what is skipped is only the
     finalization of the ~6,000 modules torch and Lightning import, which alone takes ~2 s of a warm
     ``train.py`` run. The entry scripts call it after ``main()`` returns; a command that fails
     (an exception, ``sys.exit(1)`` of a failed sweep) never gets here and exits as before, and so
     does a process under a profiler or tracer (``python -m cProfile -o``, a debugger, coverage),
-    which writes its output after the script returns."""
+    which writes its output after the script returns, and one with a non-daemon thread still running
+    (a parallel sweep's loky executor: the interpreter's own shutdown stops it before joining it)."""
     if sys.getprofile() is not None or sys.gettrace() is not None:
         return
     current = threading.current_thread()
-    for thread in threading.enumerate():
-        if thread is not current and not thread.daemon:
-            thread.join()
+    if any(t is not current and not t.daemon and t.is_alive() for t in threading.enumerate()):
+        return
     atexit._run_exitfuncs()  # noqa: SLF001 - the handlers the interpreter would run, in its order
     for stream in (sys.stdout, sys.stderr):
         try:

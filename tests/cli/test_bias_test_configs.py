@@ -36,3 +36,16 @@ def test_inside_another_hydra_it_composes_from_the_folder_given_and_leaves_that_
         assert GlobalHydra.instance().hydra is hydra_before
     with pytest.raises(ValueError, match=r"no bias test 'nope' .*known: .*female_male"):
         bias_test_config("nope", CONF_DIR)
+
+
+def test_a_composed_node_is_reused_while_its_files_are_unchanged_and_each_caller_gets_its_own_copy(tmp_path):
+    conf = tmp_path / "conf"
+    shutil.copytree(CONF_DIR, conf)
+    first = bias_test_config("demo_voice", conf)
+    first.description = "changed by this caller"
+    again = bias_test_config("demo_voice", conf)
+    assert again.description != "changed by this caller"
+    assert OmegaConf.to_container(again) == OmegaConf.to_container(bias_test_config("demo_voice", CONF_DIR))
+    path = conf / "bias_test" / "demo_voice.yaml"
+    path.write_text(path.read_text() + "\nextra_key: 1\n")
+    assert bias_test_config("demo_voice", conf).extra_key == 1  # the file changed: composed again

@@ -184,3 +184,22 @@ def test_an_error_re_raised_by_a_dataloader_worker_keeps_its_own_line():
                        "last):\n  File \"x.py\", line 1, in f\n"
                        "speechbias.launch.user_errors.StorageError: /c/x: cannot write it")
     assert error_message(exc) == "/c/x: cannot write it"
+
+
+def test_a_config_the_hydra_callback_checked_is_not_checked_again_by_its_job_only(monkeypatch):
+    """A single run's config is checked once (Hydra's on_run_start), not again by the job; a job with
+    another config, or a second job with the same one, is checked."""
+    from speechbias.launch import config_checks
+
+    calls = []
+    monkeypatch.setattr(config_checks, "check_config", lambda cfg: calls.append(cfg.seed))
+    monkeypatch.setattr(config_checks, "check_writable_folder", lambda *a, **k: None)
+    job = OmegaConf.create({"seed": 1, "lr": 0.1})
+    config_checks.ConfigCheckCallback().on_run_start(OmegaConf.merge(job, {"hydra": {"run": {"dir": "x"}}}))
+    config_checks.check_config_unless_checked(job)
+    assert calls == [1]
+    config_checks.check_config_unless_checked(job)  # taken once
+    assert calls == [1, 1]
+    config_checks.ConfigCheckCallback().on_run_start(OmegaConf.merge(job, {"hydra": {"run": {"dir": "x"}}}))
+    config_checks.check_config_unless_checked(OmegaConf.create({"seed": 2, "lr": 0.1}))
+    assert calls == [1, 1, 1, 2]

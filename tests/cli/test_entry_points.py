@@ -193,3 +193,40 @@ def test_train_names_bias_tests_of_its_own_config_folder(repo_root, tmp_path):
     missing = _run(repo_root, tmp_path, "train.py", "bias_tests=[my_voice]", "logger=none",
                    f"paths.output_root={out}")
     assert missing.returncode == 1 and "no bias test 'my_voice'" in missing.stderr
+
+
+def test_a_finished_command_exits_at_once_after_its_atexit_handlers_and_console(tmp_path):
+    """exit_without_teardown: exit status 0, every atexit handler has run, the console (a pipe,
+    buffered) is flushed; under a profiler the process ends normally (its profile is written)."""
+    marker = tmp_path / "atexit.txt"
+    script = (f"import atexit, pathlib, sys\n"
+              f"from speechbias.launch.entry import exit_without_teardown\n"
+              f"atexit.register(lambda: pathlib.Path({str(marker)!r}).write_text('ran'))\n"
+              f"sys.stdout.write('no newline, still shown')\n"
+              f"exit_without_teardown()\n"
+              f"sys.stdout.write(' and went on')  # only where it returned\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / "src"))
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0 and proc.stdout == "no newline, still shown" and marker.read_text() == "ran"
+    (tmp_path / "script.py").write_text(script)
+    profile = tmp_path / "run.prof"
+    proc = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), str(tmp_path / "script.py")],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.startswith("no newline, still shown and went on") and profile.is_file()
+
+
+def test_the_task_imports_run_without_collections_and_the_freeze_ends_with_the_task():
+    import gc
+
+    from speechbias.launch.entry import imports_without_collection
+
+    assert gc.isenabled()
+    try:
+        with imports_without_collection():
+            assert not gc.isenabled()
+            cycle = []
+            cycle.append(cycle)
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+    assert gc.get_freeze_count() == 0

@@ -268,3 +268,41 @@ def test_two_concurrent_writers_do_not_corrupt(tmp_path):
         got = cache.get("fp", f"{i:064x}")
         assert got is not None and got.n_frames == 7 + i
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_a_stacked_read_equals_the_entries_and_refuses_what_get_refuses(tmp_path):
+    """read_stacked (read_into, straight into one preallocated stack) gives exactly the entries get gives,
+    a repeated clip once per row, and None for any entry get would not accept (the caller then reads clip
+    by clip, and get reports it)."""
+    from speechbias.features.cached_statistics import read_stacked
+
+    cache = FeatureCache(tmp_path)
+    shas = [f"{k:02x}" * 32 for k in range(4)]
+    for k, sha in enumerate(shas):
+        cache.put("fp", sha, _stats(k))
+    order = [shas[2], shas[0], shas[2], shas[3], shas[1]]
+    stacked = read_stacked(order, cache, "fp")
+    assert stacked.audio_sha == order and stacked.mean.shape == (5, 3, 5) and stacked.mean.dtype == np.float32
+    for row, sha in enumerate(order):
+        want = cache.get("fp", sha)
+        for name in ("mean", "min", "max"):
+            np.testing.assert_array_equal(getattr(stacked, name)[row], getattr(want, name))
+        assert stacked.n_frames[row] == want.n_frames
+    assert read_stacked(order, cache, "other-fp") is None
+    assert read_stacked([shas[0], "ee" * 32], cache, "fp") is None  # no entry
+
+    # one flipped byte in the data of a later entry, an entry without checksum, one of another shape
+    path = cache.entry_path("fp", shas[3])
+    raw = bytearray(path.read_bytes())
+    raw[_tensor_start(bytes(raw), "max") + 3] ^= 0x10
+    path.write_bytes(bytes(raw))
+    assert cache.get("fp", shas[3]) is None and read_stacked(order, cache, "fp") is None
+    m = _stats(5).mean
+    save_file({"mean": m, "min": m, "max": m, "n_frames": np.asarray(3, dtype=np.int64)},
+              str(cache.entry_path("fp", shas[1])), metadata={"fingerprint": "fp", "audio_sha256": shas[1]})
+    assert cache.get("fp", shas[1]) is None and read_stacked(shas[:2], cache, "fp") is None
+    assert FeatureCache(tmp_path, verify_checksums=False).get("fp", shas[1]) is not None
+    assert read_stacked(shas[:2], FeatureCache(tmp_path, verify_checksums=False), "fp") is not None
+    cache.put("fp", "ff" * 32, _stats(6, layers=2))
+    assert read_stacked([shas[0], "ff" * 32], cache, "fp") is None
+

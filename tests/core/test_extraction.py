@@ -143,3 +143,30 @@ def test_progress_bar_only_when_there_is_work(tmp_path):
     one_missing = _BarState()
     _, n_forward = extract_statistics(ToyUpstream(), paths, cache, _trainer_with_bar(one_missing), batch_size=4)
     assert n_forward == 1 and one_missing.enabled_during_predict is True
+
+
+def test_a_warm_loop_reads_each_entry_once_into_one_stack(tmp_path):
+    """A one-process loop whose clips are all cached reads them before the loop into one preallocated
+    stack (one verified read per entry, none in the loop) and returns that stack: the same statistics
+    as the per-clip path of a cold run."""
+    from unittest import mock
+
+    m = load_manifest(write_manifest_tree(tmp_path / "data"))
+    paths = list(m["path"])
+    cold, n_cold = extract_statistics(ToyUpstream(), paths, tmp_path / "cache", _trainer(), batch_size=3)
+    reads = {"get": 0, "read_into": 0}
+
+    def counting(name, fn):
+        def wrapped(self, *a, **k):
+            reads[name] += 1
+            return fn(self, *a, **k)
+        return wrapped
+
+    with mock.patch.object(FeatureCache, "get", counting("get", FeatureCache.get)), \
+            mock.patch.object(FeatureCache, "read_into", counting("read_into", FeatureCache.read_into)):
+        warm, n_warm = extract_statistics(ToyUpstream(), paths, tmp_path / "cache", _trainer(), batch_size=3)
+    assert n_cold == len(paths) and n_warm == 0
+    assert reads == {"get": 1, "read_into": len(paths) - 1}  # the first entry gives the stack's shape
+    for name in ("mean", "min", "max", "n_frames"):
+        np.testing.assert_array_equal(getattr(warm, name), getattr(cold, name))
+    assert warm.audio_sha == cold.audio_sha

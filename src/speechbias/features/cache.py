@@ -158,6 +158,52 @@ class FeatureCache:
             raise InvalidEntry(f"n_frames={n_frames}")
         return ClipStatistics(mean=data["mean"], min=data["min"], max=data["max"], n_frames=n_frames)
 
+    def read_into(self, fingerprint: str, audio_sha: str, mean: np.ndarray, minimum: np.ndarray,
+                  maximum: np.ndarray) -> int | None:
+        """Read a valid entry's statistics straight into ``mean``/``minimum``/``maximum`` (each a
+        C-contiguous float32 (L, D) array, e.g. a row of a preallocated (N, L, D) stack) and return its
+        ``n_frames``; None when the entry is absent, invalid or of another shape (the arrays may then
+        hold part of it). It accepts exactly the entries :meth:`get` accepts, checks them the same way
+        (checksum over the same bytes, fingerprint, audio sha256, finite values, ``n_frames >= 1``) and
+        reports nothing: a caller that gets None falls back to :meth:`get`, which reports.
+
+        One read of the header and one ``readinto`` per tensor, into the caller's memory: no
+        intermediate arrays, no per-entry stacking afterwards (a warm run of 1,800 clips of 25 x 1024
+        statistics reads ~570 MB this way)."""
+        path = self.entry_path(fingerprint, audio_sha)
+        n_frames = np.zeros((), dtype=np.int64)
+        targets = {"mean": mean, "min": minimum, "max": maximum, "n_frames": n_frames}
+        try:
+            with open(path, "rb", buffering=0) as f:
+                size = int.from_bytes(f.read(8), "little")
+                if not 2 <= size <= 100_000:
+                    return None
+                header = json.loads(f.read(size))
+                meta = header.pop("__metadata__", None) or {}
+                if set(header) != set(targets):
+                    return None
+                for name, info in header.items():
+                    out = targets[name]
+                    dtype = "I64" if name == "n_frames" else "F32"
+                    begin, end = info["data_offsets"]
+                    if info["dtype"] != dtype or tuple(info["shape"]) != out.shape or end - begin != out.nbytes:
+                        return None
+                    f.seek(8 + size + begin)
+                    if f.readinto(memoryview(out).cast("B")) != out.nbytes:
+                        return None
+        except (OSError, ValueError, KeyError, TypeError):  # absent, unreadable or malformed: a miss
+            return None
+        if self.verify_checksums:
+            stored = meta.get("checksum")
+            if not (isinstance(stored, str) and stored.startswith(CHECKSUM_PREFIX)) \
+                    or tensor_checksum(targets) != stored:
+                return None
+        if meta.get("fingerprint") != fingerprint or meta.get("audio_sha256") != audio_sha:
+            return None
+        if not all(np.isfinite(targets[n]).all() for n in STAT_NAMES) or int(n_frames) < 1:
+            return None
+        return int(n_frames)
+
     def _report_entry(self, path: Path, fingerprint: str, audio_sha: str, exc: InvalidEntry) -> None:
         if path in self._reported:
             return

@@ -4,7 +4,9 @@
 :func:`load_statistics` stacks them from what an extraction loop met and the cache;
 :func:`fully_cached_statistics` is the warm path: every clip's audio-index record and entry read and
 verified once, or None as soon as one clip would need extraction (so the caller runs the loop).
-:func:`index_records` and :func:`count_uncached` read the audio index only.
+:func:`read_stacked` reads entries straight into one preallocated stack (both warm paths: this one and a
+one-process extraction loop whose clips are all cached). :func:`index_records` and :func:`count_uncached`
+read the audio index only.
 """
 
 from __future__ import annotations
@@ -47,6 +49,39 @@ def stack_entries(entries: Sequence[ClipStatistics], shas: Sequence[str]) -> Sta
         audio_sha=list(shas))
 
 
+def read_stacked(shas: Sequence[str], cache: FeatureCache, fingerprint: str) -> StackedStatistics | None:
+    """The valid entries of ``shas`` (audio sha256s, in the clips' order) read straight into one
+    preallocated :class:`StackedStatistics`, each entry read and verified once (a repeated sha is
+    copied); None as soon as one entry is absent, invalid or of another shape than the first (the
+    caller then takes the per-entry path, which reports and recomputes it)."""
+    shas = list(shas)
+    if not shas:
+        return None
+    first = cache.get(fingerprint, shas[0])  # its shape is the stack's
+    if first is None or any(getattr(first, name).dtype != np.float32 for name in ("mean", "min", "max")):
+        return None
+    n, (layers, dim) = len(shas), first.mean.shape
+    stacked = StackedStatistics(mean=np.empty((n, layers, dim), dtype=np.float32),
+                                min=np.empty((n, layers, dim), dtype=np.float32),
+                                max=np.empty((n, layers, dim), dtype=np.float32),
+                                n_frames=np.empty(n, dtype=np.int64), audio_sha=shas)
+    stacked.mean[0], stacked.min[0], stacked.max[0], stacked.n_frames[0] = first.mean, first.min, first.max, first.n_frames
+    row_of = {shas[0]: 0}
+    for row in range(1, n):
+        sha = shas[row]
+        if sha in row_of:
+            done = row_of[sha]
+            stacked.mean[row], stacked.min[row], stacked.max[row] = stacked.mean[done], stacked.min[done], stacked.max[done]
+            stacked.n_frames[row] = stacked.n_frames[done]
+            continue
+        n_frames = cache.read_into(fingerprint, sha, stacked.mean[row], stacked.min[row], stacked.max[row])
+        if n_frames is None:
+            return None
+        stacked.n_frames[row] = n_frames
+        row_of[sha] = row
+    return stacked
+
+
 def index_records(paths: Sequence[str], cache: FeatureCache) -> dict[str, tuple[str, int] | None]:
     """Each clip's audio-index record ((sha256, n_samples), or None when the file is new or changed),
     read once for the whole loop."""
@@ -78,13 +113,7 @@ def fully_cached_statistics(paths: Sequence[str], cache: FeatureCache, fingerpri
         if record is None or not cache.entry_path(fingerprint, record[0]).is_file():
             return None
         shas.append(record[0])
-    entries = {}
-    for sha in dict.fromkeys(shas):
-        entry = cache.get(fingerprint, sha)
-        if entry is None:
-            return None
-        entries[sha] = entry
-    return stack_entries([entries[sha] for sha in shas], shas)
+    return read_stacked(shas, cache, fingerprint)
 
 
 def load_statistics(paths: Sequence[str], cache: FeatureCache, fingerprint: str,

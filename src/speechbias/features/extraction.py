@@ -10,7 +10,9 @@ before the loop), its entry once, verified, where the loop meets it (a cached cl
 travel through the loop; an invalid entry is recomputed there). The process keeps what its loop saw
 (:attr:`ExtractionModule.seen`); :func:`collected_statistics` stacks it, reading from the cache only
 the clips other ranks handled. So a warm one-process run reads each index record and verifies each
-entry exactly once (``benchmarks/cache_reads.py`` counts them). A task whose clips are all cached
+entry exactly once (``benchmarks/cache_reads.py`` counts them); when every clip is cached and one process
+runs the loop, the entries are read before it straight into one preallocated stack
+(:func:`preloaded_statistics`) and the loop's clips carry views of its rows. A task whose clips are all cached
 need not run the loop at all: :func:`speechbias.features.cached_statistics.fully_cached_statistics`.
 
 Batching is length-aware: clips are sorted by length so padding stays small. For upstreams that
@@ -37,7 +39,8 @@ from torch.utils.data import DataLoader, Dataset
 
 from speechbias.fileio.audio import SAMPLE_RATE, AudioError, audio_sha256, load_audio
 from speechbias.features.cache import ClipStatistics, FeatureCache
-from speechbias.features.cached_statistics import StackedStatistics, count_uncached, index_records, load_statistics
+from speechbias.features.cached_statistics import (StackedStatistics, count_uncached, index_records, load_statistics,
+                                                   read_stacked)
 from speechbias.features.statistics import temporal_statistics
 from speechbias.launch.lightning_trainer import quiet_third_party_console
 from speechbias.upstream.base import Upstream
@@ -53,24 +56,30 @@ class ClipDataset(Dataset):
     already cached, verified once here.
 
     Each item: dict(index, path, sha, wav (1-D float32 tensor or None), cached (ClipStatistics or None)).
-    ``known``: the clips' audio-index records (:func:`index_records`), read before the loop.
+    ``known``: the clips' audio-index records (:func:`index_records`), read before the loop;
+    ``preloaded``: statistics already read and verified, by path (nothing is read for those clips).
     """
 
     def __init__(self, paths: Sequence[str], cache: FeatureCache, fingerprint: str,
                  min_samples: int = 1, pad_short: bool = False,
-                 known: dict[str, tuple[str, int] | None] | None = None):
+                 known: dict[str, tuple[str, int] | None] | None = None,
+                 preloaded: dict[str, tuple[str, ClipStatistics]] | None = None):
         self.paths = [str(p) for p in paths]
         self.cache = cache
         self.fingerprint = fingerprint
         self.min_samples = min_samples
         self.pad_short = pad_short
         self.known = known if known is not None else {}
+        self.preloaded = preloaded if preloaded is not None else {}
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def __getitem__(self, i: int) -> dict:
         path = self.paths[i]
+        if path in self.preloaded:
+            sha, cached = self.preloaded[path]
+            return {"index": i, "path": path, "sha": sha, "wav": None, "cached": cached}
         known = self.known[path] if path in self.known else self.cache.lookup_audio(path)
         if known is not None:
             cached = self.cache.get(self.fingerprint, known[0])
@@ -228,19 +237,41 @@ def run_extraction(upstream: Upstream, paths: Sequence[str], cache: FeatureCache
     fingerprint = upstream.fingerprint
     module = ExtractionModule(upstream)
     known = index_records(paths, cache)
+    uncached = count_uncached(paths, cache, fingerprint, known)
+    preloaded = preloaded_statistics(module, paths, cache, fingerprint, known) \
+        if uncached == 0 and trainer.world_size == 1 else None
     dataset = ClipDataset(paths, cache, fingerprint, min_samples=upstream.min_samples, pad_short=pad_short,
-                          known=known)
+                          known=known, preloaded=preloaded)
     batches = length_sorted_batches(approximate_lengths(paths, cache, known), batch_size)
     loader = DataLoader(BatchedClipDataset(dataset, batches), batch_size=1, shuffle=False,
                         collate_fn=collate_clips, num_workers=num_workers)
     writer = FeatureCacheWriter(cache, fingerprint)
     trainer.callbacks.insert(0, writer)
     try:
-        with progress_bar_hidden(trainer, hide=count_uncached(paths, cache, fingerprint, known) == 0):
+        with progress_bar_hidden(trainer, hide=uncached == 0):
             trainer.predict(module, dataloaders=loader, return_predictions=False)
     finally:
         trainer.callbacks.remove(writer)
     return module
+
+
+def preloaded_statistics(module: ExtractionModule, paths: Sequence[str], cache: FeatureCache, fingerprint: str,
+                         known: dict[str, tuple[str, int] | None]) -> dict[str, tuple[str, ClipStatistics]] | None:
+    """Every clip's statistics read at once into one preallocated stack
+    (:func:`~speechbias.features.cached_statistics.read_stacked`), for a one-process loop whose clips
+    all have an index record and an entry file; None when one entry fails (the loop then reads
+    clip by clip, reporting and recomputing it). The stack becomes the module's stacked statistics
+    of ``paths`` (:func:`collected_statistics` returns it without copying) and the loop's clips
+    carry views of its rows: the loop still runs over every clip, as on any run."""
+    paths = list(map(str, paths))
+    shas = [known[p][0] for p in paths]
+    stacked = read_stacked(shas, cache, fingerprint)
+    if stacked is None:
+        return None
+    module.stacked = (tuple(paths), stacked)
+    return {p: (sha, ClipStatistics(mean=stacked.mean[i], min=stacked.min[i], max=stacked.max[i],
+                                    n_frames=int(stacked.n_frames[i])))
+            for i, (p, sha) in enumerate(zip(paths, shas))}
 
 
 @contextmanager

@@ -8,9 +8,15 @@ node evaluate.py gets. Import-light (hydra and omegaconf only): the config check
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 from omegaconf import DictConfig
+
+# composed bias_test nodes by (name, config folder, composed by the running app or not, the files they
+# may come from as they were):
+# a run composes each of its tests twice (the config checks, then the task's loader), ~0.15 s each
+_composed: dict[tuple, DictConfig] = {}
 
 
 def known_bias_tests(config_dir: str | Path) -> list[str]:
@@ -41,11 +47,23 @@ def bias_test_config(name: str, config_dir: str | Path) -> DictConfig:
     overrides = [f"+bias_test={name}"]
     folder = str(Path(config_dir).resolve())
     hydra = GlobalHydra.instance()
-    if hydra.is_initialized() and _primary_dir(hydra) == folder:
-        return compose(overrides=overrides).bias_test
-    with _isolated_hydra():
-        with initialize_config_dir(config_dir=folder, version_base=None):
-            return compose(overrides=overrides).bias_test
+    in_app = hydra.is_initialized() and _primary_dir(hydra) == folder  # the app's search path, or the folder's
+    key = (name, folder, in_app, _source_files(folder))
+    if key not in _composed:
+        if in_app:
+            _composed[key] = compose(overrides=overrides).bias_test
+        else:
+            with _isolated_hydra():
+                with initialize_config_dir(config_dir=folder, version_base=None):
+                    _composed[key] = compose(overrides=overrides).bias_test
+    return copy.deepcopy(_composed[key])  # the caller may change its copy
+
+
+def _source_files(folder: str) -> tuple:
+    """(path, size, mtime) of every file a ``bias_test`` node can be composed from (``bias_test/`` and
+    the shared parts of ``bias_test_base/``): a composed node is reused only while they are unchanged."""
+    files = sorted(p for group in ("bias_test", "bias_test_base") for p in (Path(folder) / group).glob("*.yaml"))
+    return tuple((str(p), st.st_size, st.st_mtime_ns) for p in files for st in [p.stat()])
 
 
 def _primary_dir(hydra) -> str | None:

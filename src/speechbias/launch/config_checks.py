@@ -80,6 +80,29 @@ def check_step_kernel(value) -> None:
                           "numba-compiled step where numba can be set up, else torch)")
 
 
+# the job config (without its hydra node, as YAML) that ConfigCheckCallback checked in this process and
+# the job has not yet checked again: check_config_unless_checked takes it once
+_checked_by_callback: str | None = None
+
+
+def job_config_text(cfg: DictConfig) -> str:
+    """``cfg`` without its ``hydra`` node, as unresolved YAML: what identifies a job's config whether
+    it comes with the hydra node (Hydra's callbacks) or without (the task function)."""
+    job = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"]) if "hydra" in cfg else cfg
+    return OmegaConf.to_yaml(job)
+
+
+def check_config_unless_checked(cfg: DictConfig) -> None:
+    """:func:`check_config`, unless :class:`ConfigCheckCallback` has just checked this very config in
+    this process (a single run: Hydra's ``on_run_start``, then the task function): the checks decode
+    every manifest clip and compose each bias test, ~0.6 s of a warm train.py run, done once."""
+    global _checked_by_callback
+    checked, _checked_by_callback = _checked_by_callback, None
+    if checked is not None and checked == job_config_text(cfg):
+        return
+    check_config(cfg)
+
+
 def check_required_values(cfg: DictConfig) -> None:
     """No ``???`` left outside the ``hydra`` node."""
     missing = sorted(_missing_keys(cfg))
@@ -411,11 +434,14 @@ class ConfigCheckCallback(Callback):
     Hydra creates its output folder; a bad value prints one line and exits 1."""
 
     def on_run_start(self, config: DictConfig, **kwargs) -> None:
+        global _checked_by_callback
+        _checked_by_callback = None
         try:
             check_config(config)
             run_dir = OmegaConf.select(config, "hydra.run.dir", default=None)
             check_writable_folder(run_dir, "hydra.run.dir", create=False,
                                   fix="give a writable folder: paths.output_root=... or hydra.run.dir=...")
+            _checked_by_callback = job_config_text(config)  # the job need not check it again
         except ConfigError as exc:
             if full_error_requested():
                 raise

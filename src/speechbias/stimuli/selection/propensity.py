@@ -24,9 +24,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-import statsmodels.api as sm
-from statsmodels.tools.sm_exceptions import ConvergenceWarning, PerfectSeparationError, PerfectSeparationWarning
-
 from speechbias.stimuli.selection.authors_psm import liblinear_logit_scores
 from speechbias.stimuli.selection.matching import SelectionError
 
@@ -38,6 +35,11 @@ def propensity_scores(treated: pd.Series, covariates: pd.DataFrame, what: str) -
     A model that cannot be fitted (separation, constant covariate) is a :class:`SelectionError`
     naming ``what``.
     """
+    # deferred: statsmodels takes ~1 s to import, and every run imports this module (the registry's
+    # recipes) while only a manifest being built fits a propensity model
+    import statsmodels.api as sm
+    from statsmodels.tools.sm_exceptions import ConvergenceWarning, PerfectSeparationError, PerfectSeparationWarning
+
     y = treated.astype(float).to_numpy()
     if y.min() == y.max():
         raise SelectionError(f"{what}: propensity model needs treated and control rows, got only one group")

@@ -360,31 +360,33 @@ def part_d(args) -> None:
         epoch += 1
 
 
-def run_train_py(src: Path, overrides: list[str], run_dir: Path) -> float:
-    """Wall seconds of one ``python train.py <overrides>`` child process with ``src`` first on PYTHONPATH."""
+def run_train_py(checkout: Path, overrides: list[str], run_dir: Path) -> float:
+    """Wall seconds of one ``python <checkout>/train.py <overrides>`` child process: the checkout's own
+    entry point, config and ``src`` (first on PYTHONPATH), run from its folder."""
     import subprocess
     import sys
 
-    env = dict(os.environ, PYTHONPATH=str(src), HF_HUB_OFFLINE="1")
-    cmd = [sys.executable, str(REPO / "train.py"), *overrides, f"hydra.run.dir={run_dir}"]
+    env = dict(os.environ, PYTHONPATH=str(checkout / "src"), HF_HUB_OFFLINE="1")
+    cmd = [sys.executable, str(checkout / "train.py"), *overrides, f"hydra.run.dir={run_dir}"]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(cmd, cwd=checkout, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
-        raise SystemExit(f"failed ({src}): {' '.join(cmd)}\n{proc.stderr[-3000:]}")
+        raise SystemExit(f"failed ({checkout}): {' '.join(cmd)}\n{proc.stderr[-3000:]}")
     return wall
 
 
-def reference_src(commit: str, into: Path) -> Path:
-    """The ``src`` folder of ``commit`` of this repository, extracted under ``into`` (git archive)."""
+def reference_checkout(commit: str, into: Path) -> Path:
+    """The whole tree of ``commit`` of this repository (train.py, conf, src), extracted under ``into``
+    (git archive): a reference runs its own entry point and config, not this checkout's."""
     import subprocess
     import tarfile
 
     archive = into / "reference.tar"
-    subprocess.run(["git", "-C", str(REPO), "archive", "-o", str(archive), commit, "src"], check=True)
+    subprocess.run(["git", "-C", str(REPO), "archive", "-o", str(archive), commit], check=True)
     with tarfile.open(archive) as tar:
         tar.extractall(into / "reference", filter="data")
-    return into / "reference" / "src"
+    return into / "reference"
 
 
 def best_heads_of(run_dir: Path) -> list:
@@ -407,18 +409,22 @@ def part_c(args) -> None:
               f"{time.perf_counter() - t0:.0f} s: {args.clips} clips cached, {args.layers} x {args.dim}); "
               f"load average {load()}", flush=True)
         print("   goal (issue 23): <= 60 s whole process for the three heads", flush=True)
-        sources = {"this checkout": REPO / "src", f"reference {args.reference}": reference_src(args.reference, tmp)}
-        walls = {label: [] for label in sources}
+        checkouts = {"this checkout": REPO, f"reference {args.reference}": reference_checkout(args.reference, tmp)}
+        walls = {label: [] for label in checkouts}
         for rep in range(args.repeats):
-            for label, src in sources.items():
+            for label, checkout in checkouts.items():
                 run_dir = tmp / "runs" / f"{label.split()[0]}{rep}"
-                walls[label].append(run_train_py(src, overrides, run_dir))
-                print(f"   {label:24s} run {rep + 1}: {walls[label][-1]:6.1f} s   load average {load()}", flush=True)
+                walls[label].append(run_train_py(checkout, overrides, run_dir))
+                log_text = (run_dir / "train.log").read_text() if (run_dir / "train.log").is_file() else ""
+                forwards = next((ln.split("] - ", 1)[-1] for ln in log_text.splitlines()
+                                 if "needed an upstream forward" in ln), "extraction line not found")
+                print(f"   {label:24s} run {rep + 1}: {walls[label][-1]:6.1f} s   load average {load()}   ({forwards})",
+                      flush=True)
         ours, ref = (min(v) for v in walls.values())
         print(f"   best: this checkout {ours:6.1f} s   reference {ref:6.1f} s   ratio reference / this checkout "
               f"{ref / ours:.2f}x   goal <= 60 s: {'met' if ours <= 60 else 'NOT met'}")
         heads = {}
-        for label in sources:
+        for label in checkouts:
             heads[label] = []
             for state in best_heads_of(tmp / "runs" / f"{label.split()[0]}0"):
                 h = ValenceHead(args.layers, args.dim)

@@ -44,12 +44,12 @@ def _dot(u, x):
 
 
 @njit(cache=True, error_model="numpy")
-def _adam_vector(p, m, v, g, step_size, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps):
-    """Adam's update of float32 vectors p, m, v (in place) with gradient g, in torch's order of operations:
-    ``m.lerp_(g, 1 - beta1)``, ``v.mul_(beta2).addcmul_(g, g, 1 - beta2)``,
-    ``p.addcdiv_(m, sqrt(v) / sqrt(bc2) + eps, -step_size)``."""
+def _adam_vector(p, m, v, g, scale, step_size, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps):
+    """Adam's update of float32 vectors p, m, v (in place) with gradient ``scale * g`` (scale 1 for g
+    itself: x * 1 == x exactly), in torch's order of operations: ``m.lerp_(g, 1 - beta1)``,
+    ``v.mul_(beta2).addcmul_(g, g, 1 - beta2)``, ``p.addcdiv_(m, sqrt(v) / sqrt(bc2) + eps, -step_size)``."""
     for i in range(p.shape[0]):
-        gi = g[i]
+        gi = scale * g[i]
         mi = m[i] + one_minus_beta1 * (gi - m[i])
         vi = beta2 * v[i] + one_minus_beta2 * gi * gi
         m[i] = mi
@@ -62,20 +62,10 @@ def _adam_rank_one_rows(w1, m, v, w2_row, dv, step_size, one_minus_beta1, beta2,
                         grad_w2):
     """Adam on ``w1`` (H, D) with gradient ``w2_row[h] * dv[d]`` (never stored), in place; first writes
     ``grad_w2[h] = dv . w1[h]`` (the W2 gradient's product term, from each row before it changes)."""
-    n_hidden, dim = w1.shape
-    for h in range(n_hidden):
-        row = w1[h]
-        grad_w2[h] = _dot(dv, row)
-        scale = w2_row[h]
-        m_row = m[h]
-        v_row = v[h]
-        for d in range(dim):
-            gi = scale * dv[d]
-            mi = m_row[d] + one_minus_beta1 * (gi - m_row[d])
-            vi = beta2 * v_row[d] + one_minus_beta2 * gi * gi
-            m_row[d] = mi
-            v_row[d] = vi
-            row[d] = row[d] - step_size * mi / (np.sqrt(vi) / bc2_sqrt + eps)
+    for h in range(w1.shape[0]):
+        grad_w2[h] = _dot(dv, w1[h])
+        _adam_vector(w1[h], m[h], v[h], dv, w2_row[h], step_size, one_minus_beta1, beta2, one_minus_beta2,
+                     bc2_sqrt, eps)
 
 
 @njit(cache=True, error_model="numpy")
@@ -152,6 +142,7 @@ def heads_adam_step(source, rows, target, a, w1, b1, w2, b2, m_a, v_a, m_w1, v_w
     grad_b1 = np.empty(n_hidden, np.float32)
     grad_b2 = np.empty(1, np.float32)
     two_over_b = np.float32(2.0 / batch)
+    unit = np.float32(1.0)
     _linear_forms(a, w1, b1, w2, b2, v, w, c)
     # per sample (its L rows read from memory once, then warm in the cache for every head and both
     # passes): s_bl, the prediction, d MSE / d p, and dv += g_b w_l x_bl
@@ -203,11 +194,11 @@ def heads_adam_step(source, rows, target, a, w1, b1, w2, b2, m_a, v_a, m_w1, v_w
         for h in range(n_hidden):
             grad_w2[h] = grad_w2[h] + dc * b1[k, h]
         grad_b2[0] = dc
-        _adam_vector(a[k], m_a[k], v_a[k], da, step_size, one_minus_beta1, f_beta2, one_minus_beta2,
+        _adam_vector(a[k], m_a[k], v_a[k], da, unit, step_size, one_minus_beta1, f_beta2, one_minus_beta2,
                      bc2_sqrt, eps)
-        _adam_vector(w2[k, 0], m_w2[k, 0], v_w2[k, 0], grad_w2, step_size, one_minus_beta1, f_beta2,
+        _adam_vector(w2[k, 0], m_w2[k, 0], v_w2[k, 0], grad_w2, unit, step_size, one_minus_beta1, f_beta2,
                      one_minus_beta2, bc2_sqrt, eps)
-        _adam_vector(b1[k], m_b1[k], v_b1[k], grad_b1, step_size, one_minus_beta1, f_beta2,
+        _adam_vector(b1[k], m_b1[k], v_b1[k], grad_b1, unit, step_size, one_minus_beta1, f_beta2,
                      one_minus_beta2, bc2_sqrt, eps)
-        _adam_vector(b2[k], m_b2[k], v_b2[k], grad_b2, step_size, one_minus_beta1, f_beta2,
+        _adam_vector(b2[k], m_b2[k], v_b2[k], grad_b2, unit, step_size, one_minus_beta1, f_beta2,
                      one_minus_beta2, bc2_sqrt, eps)

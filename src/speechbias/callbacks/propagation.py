@@ -42,7 +42,7 @@ from speechbias.report.run_writer import RunWriter, markdown_table
 from speechbias.roles import split_roles
 from speechbias.ser.module import metric_key
 from speechbias.ser.pooling import cohens_d, lr_label, pooled_propagation
-from speechbias.stats.association import effect_size
+from speechbias.stats.associations import effect_size
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,10 @@ A whole sweep's tables (corrected significance, ANOVA, congruence, the paper com
 results tables to results tables: :mod:`speechbias.stats.sweep_analysis`.
 
 Names are imported on first use (PEP 562 ``__getattr__``): a process that needs the SpEAT
-statistics does not pay for statsmodels, scipy.stats and pandas (1.5 s of start-up).
+statistics does not pay for statsmodels, scipy.stats and pandas (1.5 s of start-up). No submodule is
+named like one of these names: importing a submodule sets the package attribute of its name, which
+would then shadow the lazily imported function (``from speechbias.stats import association`` gave the
+module once ``speechbias.stats.association`` had been imported by another module).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import TYPE_CHECKING
 
 _HOME = {
     "AnovaResult": "anova", "two_way_anova": "anova",
-    "association": "association", "effect_size": "association", "effect_size_from_associations": "association",
+    "association": "associations", "effect_size": "associations", "effect_size_from_associations": "associations",
     "BootstrapSEResult": "bootstrap", "bootstrap_se": "bootstrap",
     "CohensDResult": "cohen", "cohens_d": "cohen",
     "HUMAN_IAT_D": "congruence", "SignCongruence": "congruence", "sign_agreement": "congruence",
@@ -31,7 +34,7 @@ _HOME = {
     "PoissonGLMMFit": "glmm", "RatioBootstrap": "glmm", "bootstrap_wer_ratios": "glmm", "fit_poisson_glmm": "glmm",
     "pairwise_wer_ratios": "glmm",
     "PermutationTestResult": "permutation", "permutation_test": "permutation",
-    "SpeatResult": "speat", "speat": "speat",
+    "SpeatResult": "speat_statistic", "speat": "speat_statistic",
     "StatsInputError": "validation",
 }
 
@@ -50,7 +53,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from speechbias.stats.anova import AnovaResult, two_way_anova
-    from speechbias.stats.association import association, effect_size, effect_size_from_associations
+    from speechbias.stats.associations import association, effect_size, effect_size_from_associations
     from speechbias.stats.bootstrap import BootstrapSEResult, bootstrap_se
     from speechbias.stats.cohen import CohensDResult, cohens_d
     from speechbias.stats.congruence import HUMAN_IAT_D, SignCongruence, sign_agreement, sign_congruence
@@ -63,7 +66,7 @@ if TYPE_CHECKING:
         pairwise_wer_ratios,
     )
     from speechbias.stats.permutation import PermutationTestResult, permutation_test
-    from speechbias.stats.speat import SpeatResult, speat
+    from speechbias.stats.speat_statistic import SpeatResult, speat
     from speechbias.stats.validation import StatsInputError
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Bootstrap standard error of the SpEAT effect size d as a function of the number of targets.
 
 Attributes A and B stay fixed, so each target's association s(w) is computed once; a bootstrap
-resample only picks which targets' s values enter d (see :mod:`speechbias.stats.association`).
+resample only picks which targets' s values enter d (see :mod:`speechbias.stats.associations`).
 At each size n of a grid, ``n_resamples`` resamples are drawn with replacement and
 SE(n) = std(ddof=1) of their d values. Designs:
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from speechbias.roles import ROLES
-from speechbias.stats.association import attribute_direction, effect_size_from_associations, unit_rows
+from speechbias.stats.associations import attribute_direction, effect_size_from_associations, unit_rows
 from speechbias.stats.kernel_choice import use_compiled_kernels
 from speechbias.stats.random_integers import MAX_HIGH_16BIT, TableIntegers, UniformIntegers
 from speechbias.stats.validation import (

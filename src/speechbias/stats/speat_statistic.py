@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from speechbias.stats.association import attribute_direction, effect_size_from_associations, unit_rows
+from speechbias.stats.associations import attribute_direction, effect_size_from_associations, unit_rows
 from speechbias.stats.permutation import permutation_test
 from speechbias.stats.validation import as_embeddings, check_count, check_same_dim, read_only
 

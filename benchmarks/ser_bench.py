@@ -151,7 +151,7 @@ def time_one_head(init, x, y, steps: int, forward) -> float:
     return 1000 * (time.perf_counter() - t0) / steps
 
 
-def lightning_fit(init, lrs, features, target, dev, steps: int, args, steps_per_call: int = 16):
+def lightning_fit(init, lrs, features, target, dev, steps: int, args, steps_per_call: int = 64):
     """``python train.py lr=...`` without the extraction: datamodule, validation every epoch,
     best/last checkpoints, no progress bar. Returns (seconds, module)."""
     import pytorch_lightning as pl
@@ -284,7 +284,7 @@ def part_b(args) -> None:
           f"vs (2) {max_prediction_difference(plain, prev, x_train):.1e}, vs (3t) "
           f"{max_prediction_difference(plain, stacked, x_train):.1e}", flush=True)
     t_joint, joint = lightning_fit(init, lrs, features, target, dev, args.steps, args)
-    print(f"   (4) Lightning, 3 heads in one run (python train.py 'lr=[1e-3,1e-4,1e-5]', steps_per_call=16): "
+    print(f"   (4) Lightning, 3 heads in one run (python train.py 'lr=[1e-3,1e-4,1e-5]', steps_per_call=64): "
           f"{t_joint:7.1f} s ({1000 * t_joint / args.steps:.2f} ms/step, validation every epoch); max |prediction "
           f"difference| vs (3) {max_prediction_difference(joint.heads, plain, x_train):.1e}, "
           f"vs (2) {max_prediction_difference(joint.heads, prev, x_train):.1e}", flush=True)

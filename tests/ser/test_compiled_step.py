@@ -154,6 +154,7 @@ def test_choice_of_kernel_and_a_missing_numba(monkeypatch, caplog):
     with pytest.raises(ValueError, match="step_kernel"):
         compiled_step_available("fast")
     monkeypatch.setattr(heads_adam, "_compiled_missing", "ImportError: No module named 'numba'")
+    monkeypatch.setattr(heads_adam, "_missing_warned", False)
     with caplog.at_level(logging.WARNING):
         assert not compiled_step_available("auto")
     assert "compiled SER step is unavailable" in caplog.text

@@ -38,14 +38,15 @@ from speechbias.ser.stacked_heads import PARAMETER_NAMES, StackedHeads
 log = logging.getLogger(__name__)
 
 STEP_KERNELS = ("auto", "compiled", "torch")
-_compiled_missing: str | None = None
+_compiled_missing: str | None = None  # None: not tried yet; "": set up; else why it cannot be
+_missing_warned = False
 
 
 def compiled_step_available(step_kernel: str = "auto") -> bool:
     """Whether the numba-compiled step can run (numba imports and can cache its code). ``step_kernel``:
     ``torch`` -> False; ``compiled`` -> True or raises; ``auto`` -> warns once and answers False when
     it cannot be set up."""
-    global _compiled_missing
+    global _compiled_missing, _missing_warned
     if step_kernel not in STEP_KERNELS:
         raise ValueError(f"step_kernel must be one of {STEP_KERNELS}, got {step_kernel!r}")
     if step_kernel == "torch":
@@ -59,10 +60,10 @@ def compiled_step_available(step_kernel: str = "auto") -> bool:
             _compiled_missing = ""
     if _compiled_missing and step_kernel == "compiled":
         raise RuntimeError(f"step_kernel=compiled: the compiled SER step is unavailable ({_compiled_missing})")
-    if _compiled_missing:
+    if _compiled_missing and not _missing_warned:
         log.warning("the compiled SER step is unavailable (%s); the heads train with the torch step (same "
                     "estimator, ~2x slower)", _compiled_missing)
-        _compiled_missing = f"{_compiled_missing} (warned)" if "(warned)" not in _compiled_missing else _compiled_missing
+        _missing_warned = True
     return not _compiled_missing
 
 
@@ -103,16 +104,18 @@ class HeadsAdam(ReusedListsAdam):
                 return False
         return True
 
-    def _bind(self) -> tuple:
-        """The numpy views the compiled pass updates: the parameters' (K, ...) stacks (re-stacked from
-        the heads' current values where something replaced them) and Adam's state moved into (K, ...)
-        stacks from its current values (zeros and step 0 where a parameter has none yet, as Adam
-        initialises it)."""
-        if self._arrays is not None and self._bound():
-            return self._arrays
+    def _stacked_heads(self) -> StackedHeads:
+        """The heads' parameters as views of (K, ...) stacks (re-stacked where something replaced them)."""
         if self._stacked is None:
             self._stacked = StackedHeads(self.heads)
         self._stacked.bind()
+        return self._stacked
+
+    def _bind(self) -> tuple:
+        """The numpy views the compiled pass updates, bound afresh: the parameters' (K, ...) stacks
+        and Adam's state moved into (K, ...) stacks from its current values (zeros and step 0 where a
+        parameter has none yet, as Adam initialises it)."""
+        self._stacked_heads()
         kinds = [[h.get_parameter(name) for h in self.heads] for name in PARAMETER_NAMES]
         steps = torch.zeros((len(self.heads), len(PARAMETER_NAMES)), dtype=torch.float32)
         stacks = []
@@ -163,20 +166,25 @@ class HeadsAdam(ReusedListsAdam):
                 return False
         return True
 
-    def _compiled_applies(self, source: torch.Tensor) -> bool:
-        return self.compiled and source.device.type == "cpu" and source.dtype == torch.float32 \
-            and getattr(self, "grad_scale", None) is None and getattr(self, "found_inf", None) is None \
-            and (self._arrays is not None and self._bound() or self._settings_allow_compiled())
+    def _compiled_arrays(self, source: torch.Tensor) -> tuple | None:
+        """The compiled pass's arrays for a batch from ``source`` (bound afresh when something changed
+        since the last step), or None where the compiled pass does not apply."""
+        if not (self.compiled and source.device.type == "cpu" and source.dtype == torch.float32
+                and getattr(self, "grad_scale", None) is None and getattr(self, "found_inf", None) is None):
+            return None
+        if self._arrays is not None and self._bound():
+            return self._arrays
+        return self._bind() if self._settings_allow_compiled() else None
 
     @torch.no_grad()
     def predict(self, features: torch.Tensor) -> torch.Tensor | None:
         """Every head's predictions (K, N) on ``features`` (N, L, D), by the compiled pass's arithmetic;
         None where the compiled pass does not apply (the caller predicts with the heads)."""
-        if not self._compiled_applies(features):
+        arrays = self._compiled_arrays(features)
+        if arrays is None:
             return None
         from speechbias.ser.compiled_step import heads_predict
 
-        arrays = self._bind()
         out = np.empty((len(self.heads), features.shape[0]), dtype=np.float32)
         heads_predict(features.contiguous().numpy(), *arrays[:5], out)
         return torch.from_numpy(out)
@@ -190,20 +198,14 @@ class HeadsAdam(ReusedListsAdam):
         # the closure is not called: it exists to compute gradients (Lightning's also runs the
         # on_before_optimizer_step hooks, which inspect them), and this step makes none in .grad
         source = batch["source"] if "source" in batch else batch["features"]
-        if not self._compiled_applies(source):
-            if self._stacked is None:
-                self._stacked = StackedHeads(self.heads)
-            self._stacked.bind()
-            mse = self._stacked.set_gradients(batch_features(batch), batch["target"])
+        arrays = self._compiled_arrays(source)
+        if arrays is None:
+            mse = self._stacked_heads().set_gradients(batch_features(batch), batch["target"])
             super().step()
             return mse
         from speechbias.ser.compiled_step import heads_adam_step
 
-        if "source" in batch:
-            rows = batch["index"]
-        else:
-            rows = torch.arange(source.shape[0])
-        arrays = self._bind()
+        rows = batch["index"] if "source" in batch else torch.arange(source.shape[0])
         mse = np.empty(len(self.heads), dtype=np.float64)
         heads_adam_step(source.contiguous().numpy(), rows.to(torch.int64).contiguous().numpy(),
                         batch["target"].to(torch.float32).contiguous().numpy(), *arrays, *self._hyperparameters(), mse)

@@ -81,8 +81,10 @@ def main() -> None:
         writer = FeatureCache(root)
         keys, put_s = make_entries(writer, args.entries, args.layers, args.dim)
         entry_bytes = writer.entry_path(FINGERPRINT, keys[0]).stat().st_size
-        print(f"{args.entries} entries of {args.layers} x {args.dim} x 3 float32 + n_frames "
-              f"({entry_bytes / 1024:.0f} KiB each, {args.entries * entry_bytes / 2**20:.0f} MiB)")
+        print(
+            f"{args.entries} entries of {args.layers} x {args.dim} x 3 float32 + n_frames "
+            f"({entry_bytes / 1024:.0f} KiB each, {args.entries * entry_bytes / 2**20:.0f} MiB)"
+        )
 
         verified, plain = FeatureCache(root), FeatureCache(root, verify_checksums=False)
         warm_read(verified, keys)  # page cache warm for both
@@ -95,12 +97,15 @@ def main() -> None:
         print(f"\n1. warm run, median of {args.repeats} interleaved repeats")
         print(f"   get without verification: {t_plain:.3f} s  ({t_plain / args.entries * 1e3:.3f} ms/entry)")
         print(f"   get with verification:    {t_ver:.3f} s  ({t_ver / args.entries * 1e3:.3f} ms/entry)")
-        print(f"   ratio verified / unverified: {t_ver / t_plain:.3f}  "
-              f"(verification: {per_entry_ms:.3f} ms/entry, {100 * (t_ver - t_plain) / t_plain:+.1f} %)")
+        print(
+            f"   ratio verified / unverified: {t_ver / t_plain:.3f}  "
+            f"(verification: {per_entry_ms:.3f} ms/entry, {100 * (t_ver - t_plain) / t_plain:+.1f} %)"
+        )
 
         sample = [plain.get(FINGERPRINT, k) for k in keys[: min(200, len(keys))]]
-        buffers = [memoryview(np.ascontiguousarray(np.stack([s.mean, s.min, s.max])).reshape(-1)).cast("B")
-                   for s in sample]
+        buffers = [
+            memoryview(np.ascontiguousarray(np.stack([s.mean, s.min, s.max])).reshape(-1)).cast("B") for s in sample
+        ]
         digests = {
             "xxh3-128 (used)": lambda b: xxhash.xxh3_128_hexdigest(b),
             "sha256": lambda b: hashlib.sha256(b).hexdigest(),
@@ -108,18 +113,25 @@ def main() -> None:
             "crc32": lambda b: zlib.crc32(b),
         }
         unverified_ms = t_plain / args.entries * 1e3
-        print(f"\n2. digest alone over one entry's tensor bytes ({buffers[0].nbytes / 1024:.0f} KiB), "
-              f"median of {args.repeats}")
+        print(
+            f"\n2. digest alone over one entry's tensor bytes ({buffers[0].nbytes / 1024:.0f} KiB), "
+            f"median of {args.repeats}"
+        )
         for name, fn in digests.items():
             ms = digest_ms(fn, buffers, args.repeats)
-            print(f"   {name:16s} {ms:.3f} ms/entry  ({buffers[0].nbytes / ms / 1e6:.2f} GB/s, "
-                  f"{100 * ms / unverified_ms:.0f} % of an unverified read)")
+            print(
+                f"   {name:16s} {ms:.3f} ms/entry  ({buffers[0].nbytes / ms / 1e6:.2f} GB/s, "
+                f"{100 * ms / unverified_ms:.0f} % of an unverified read)"
+            )
         t0 = time.perf_counter()
         for s in sample:
-            tensor_checksum({"mean": s.mean, "min": s.min, "max": s.max,
-                             "n_frames": np.asarray(s.n_frames, dtype=np.int64)})
-        print(f"   tensor_checksum (xxh3-128 over the 4 tensors as stored): "
-              f"{(time.perf_counter() - t0) / len(sample) * 1e3:.3f} ms/entry")
+            tensor_checksum(
+                {"mean": s.mean, "min": s.min, "max": s.max, "n_frames": np.asarray(s.n_frames, dtype=np.int64)}
+            )
+        print(
+            f"   tensor_checksum (xxh3-128 over the 4 tensors as stored): "
+            f"{(time.perf_counter() - t0) / len(sample) * 1e3:.3f} ms/entry"
+        )
 
         print(f"\n3. put (checksum + safetensors + atomic rename): {put_s / args.entries * 1e3:.3f} ms/entry")
     print(f"\nload average after: {os.getloadavg()}")

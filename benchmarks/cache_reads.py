@@ -30,9 +30,17 @@ def count_warm_reads(config: str, overrides: list[str], tmp: Path) -> tuple[Coun
 
     def run(out: str) -> None:
         with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-            cfg = compose(config, overrides=[f"paths.output_dir={tmp / out}", f"paths.cache_dir={tmp / 'cache'}",
-                                             f"paths.root_dir={REPO}", "logger=none",
-                                             "trainer.enable_progress_bar=false", *overrides])
+            cfg = compose(
+                config,
+                overrides=[
+                    f"paths.output_dir={tmp / out}",
+                    f"paths.cache_dir={tmp / 'cache'}",
+                    f"paths.root_dir={REPO}",
+                    "logger=none",
+                    "trainer.enable_progress_bar=false",
+                    *overrides,
+                ],
+            )
         run_task(cfg)
 
     run("cold")
@@ -44,6 +52,7 @@ def count_warm_reads(config: str, overrides: list[str], tmp: Path) -> tuple[Coun
         def wrapper(*args, **kwargs):
             counts[key] += 1
             return fn(*args, **kwargs)
+
         return wrapper
 
     def own_results(fn):
@@ -51,12 +60,15 @@ def count_warm_reads(config: str, overrides: list[str], tmp: Path) -> tuple[Coun
             if str(tmp / "warm") in str(path):
                 counts["results files read back"] += 1
             return fn(path, *args, **kwargs)
+
         return wrapper
 
-    with mock.patch.object(FeatureCache, "lookup_audio", counted("index-record reads", lookup)), \
-            mock.patch.object(FeatureCache, "_read", counted("entry verifications", read)), \
-            mock.patch.object(pd, "read_json", own_results(read_json)), \
-            mock.patch.object(pd, "read_csv", own_results(read_csv)):
+    with (
+        mock.patch.object(FeatureCache, "lookup_audio", counted("index-record reads", lookup)),
+        mock.patch.object(FeatureCache, "_read", counted("entry verifications", read)),
+        mock.patch.object(pd, "read_json", own_results(read_json)),
+        mock.patch.object(pd, "read_csv", own_results(read_csv)),
+    ):
         run("warm")
     clips = len(list((tmp / "cache" / "audio_index").rglob("*.json")))
     return counts, clips
@@ -67,8 +79,9 @@ def main() -> None:
     parser.add_argument("--config", default="evaluate", choices=["evaluate", "train"])
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
-    overrides = args.overrides or (["speat.n_permutations=2000", "speat.per_layer=false"]
-                                   if args.config == "evaluate" else ["max_steps=20"])
+    overrides = args.overrides or (
+        ["speat.n_permutations=2000", "speat.per_layer=false"] if args.config == "evaluate" else ["max_steps=20"]
+    )
     with tempfile.TemporaryDirectory() as tmp:
         counts, clips = count_warm_reads(args.config, overrides, Path(tmp))
     print(f"warm {args.config}.py run over {clips} clips ({' '.join(overrides)}):")

@@ -52,8 +52,14 @@ def make_clips(folder: Path, n: int, seconds: float, seed: int = 0, vary: bool =
 
 
 def trainer() -> pl.Trainer:
-    return pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                      enable_model_summary=False, enable_progress_bar=False)
+    return pl.Trainer(
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+        enable_progress_bar=False,
+    )
 
 
 def timed_extraction(upstream, paths, cache_dir, batch_size):
@@ -142,20 +148,41 @@ def main() -> None:
         diff = float(np.max(np.abs(s_one.mean - s_bat.mean)))
 
         rss = {n: child_peak_rss(n, 2.0) for n in (8, 16, 32, 64)}
-    print(f"clips: {args.clips}, audio: {audio_s:.1f} s, base-sized random wav2vec2 (13 layers x 768), "
-          f"torch threads {torch.get_num_threads()}")
+    print(
+        f"clips: {args.clips}, audio: {audio_s:.1f} s, base-sized random wav2vec2 (13 layers x 768), "
+        f"torch threads {torch.get_num_threads()}"
+    )
     print(f"[1] one clip at a time : {audio_s / t_one:8.1f} audio s/s ({t_one:.2f} s)")
-    print(f"    batched (bs={args.batch_size})     : {audio_s / t_bat:8.1f} audio s/s ({t_bat:.2f} s)   "
-          f"speed-up x{t_one / t_bat:.2f}, max |diff| of layer means {diff:.2e}")
-    print(f"[2] framework end-to-end: {t_bat:.2f} s vs bare transformers forward {t_bare:.2f} s "
-          f"-> ratio {t_bat / t_bare:.3f} (goal <= 1.10)")
-    print(f"[3] cold {t_bat:.2f} s ({n_cold} forwards) vs warm {t_warm:.2f} s ({n_warm} forwards) "
-          f"-> x{t_bat / max(t_warm, 1e-9):.0f} faster")
-    print("[4] peak RSS added by extraction in a fresh process (4-block model): " +
-          ", ".join(f"{n} clips {m:.0f} MiB" for n, m in rss.items()) +
-          f" -> ratio 64/8 clips {rss[64] / max(rss[8], 1e-9):.2f} (8x the clips)")
-    print(json.dumps({"audio_s": audio_s, "one": t_one, "batched": t_bat, "warm": t_warm, "bare": t_bare,
-                      "max_abs_diff": diff, "rss_mib": rss}))
+    print(
+        f"    batched (bs={args.batch_size})     : {audio_s / t_bat:8.1f} audio s/s ({t_bat:.2f} s)   "
+        f"speed-up x{t_one / t_bat:.2f}, max |diff| of layer means {diff:.2e}"
+    )
+    print(
+        f"[2] framework end-to-end: {t_bat:.2f} s vs bare transformers forward {t_bare:.2f} s "
+        f"-> ratio {t_bat / t_bare:.3f} (goal <= 1.10)"
+    )
+    print(
+        f"[3] cold {t_bat:.2f} s ({n_cold} forwards) vs warm {t_warm:.2f} s ({n_warm} forwards) "
+        f"-> x{t_bat / max(t_warm, 1e-9):.0f} faster"
+    )
+    print(
+        "[4] peak RSS added by extraction in a fresh process (4-block model): "
+        + ", ".join(f"{n} clips {m:.0f} MiB" for n, m in rss.items())
+        + f" -> ratio 64/8 clips {rss[64] / max(rss[8], 1e-9):.2f} (8x the clips)"
+    )
+    print(
+        json.dumps(
+            {
+                "audio_s": audio_s,
+                "one": t_one,
+                "batched": t_bat,
+                "warm": t_warm,
+                "bare": t_bare,
+                "max_abs_diff": diff,
+                "rss_mib": rss,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

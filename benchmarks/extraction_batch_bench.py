@@ -31,8 +31,11 @@ from speechbias.features.extraction import extract_statistics
 from speechbias.upstream.hf import HFUpstream
 
 ARCHITECTURES = {
-    "layer-norm encoder (pads mixed lengths)": {"feat_extract_norm": "layer", "do_stable_layer_norm": True,
-                                                "conv_bias": True},
+    "layer-norm encoder (pads mixed lengths)": {
+        "feat_extract_norm": "layer",
+        "do_stable_layer_norm": True,
+        "conv_bias": True,
+    },
     "group-norm encoder (wav2vec2-base)": {},
 }
 
@@ -55,8 +58,14 @@ def make_clips(folder: Path, n: int, seconds: float, seed: int = 0) -> list[str]
 
 
 def extraction_seconds(upstream, paths, cache_dir: Path, batch_size: int) -> float:
-    trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                         enable_model_summary=False, enable_progress_bar=False)
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+        enable_progress_bar=False,
+    )
     start = time.perf_counter()
     _, n_forward = extract_statistics(upstream, paths, cache_dir, trainer, batch_size=batch_size)
     assert n_forward == len(paths)
@@ -90,18 +99,22 @@ def main() -> None:
             winners: list[int] = []
             for rnd in range(args.max_rounds):
                 times = {}
-                for b in (args.sizes if rnd % 2 == 0 else args.sizes[::-1]):
+                for b in args.sizes if rnd % 2 == 0 else args.sizes[::-1]:
                     times[b] = extraction_seconds(upstream, paths, tmp / f"cache_{len(winners)}_{b}_{id(extra)}", b)
                     best[b] = min(best[b], times[b])
                 winners.append(min(times, key=times.get))
-                if len(winners) >= args.stable and len(set(winners[-args.stable:])) == 1:
+                if len(winners) >= args.stable and len(set(winners[-args.stable :])) == 1:
                     break
             fastest = min(best, key=best.get)
-            print(f"\n{arch}: {len(paths)} clips, {audio:.0f} s of audio, {len(winners)} rounds, "
-                  f"round winners {winners} ({'stable' if len(set(winners[-args.stable:])) == 1 else 'NOT stable'})")
+            print(
+                f"\n{arch}: {len(paths)} clips, {audio:.0f} s of audio, {len(winners)} rounds, "
+                f"round winners {winners} ({'stable' if len(set(winners[-args.stable :])) == 1 else 'NOT stable'})"
+            )
             for b in args.sizes:
-                print(f"  batch {b:2d}: best {best[b]:6.2f} s ({audio / best[b]:5.1f} audio s/s)   "
-                      f"ratio to the fastest (batch {fastest}) {best[b] / best[fastest]:.2f}")
+                print(
+                    f"  batch {b:2d}: best {best[b]:6.2f} s ({audio / best[b]:5.1f} audio s/s)   "
+                    f"ratio to the fastest (batch {fastest}) {best[b] / best[fastest]:.2f}"
+                )
     print(f"\nafter: {load()}")
 
 

@@ -62,8 +62,14 @@ def simulate(seed: int = 0) -> pd.DataFrame:
     spk = np.repeat(np.arange(N_SPEAKERS), n_per)
     words = rng.integers(3, 16, size=spk.size)
     errors = rng.poisson(words * np.exp(TRUE_MU[group[spk]] + r[spk]))
-    return pd.DataFrame({"group": [f"g{g}" for g in group[spk]], "speaker": [f"s{s:03d}" for s in spk],
-                         "words": words, "errors": errors})
+    return pd.DataFrame(
+        {
+            "group": [f"g{g}" for g in group[spk]],
+            "speaker": [f"s{s:03d}" for s in spk],
+            "words": words,
+            "errors": errors,
+        }
+    )
 
 
 def main() -> None:
@@ -74,15 +80,18 @@ def main() -> None:
     args = ap.parse_args()
 
     df = simulate()
-    print(f"data: {len(df)} utterances, {df.speaker.nunique()} speakers, {df.group.nunique()} groups; "
-          f"n_agq={args.n_agq}; cpus={os.cpu_count()}; load average {os.getloadavg()[0]:.2f} "
-          "(machine shared: timings include contention)")
+    print(
+        f"data: {len(df)} utterances, {df.speaker.nunique()} speakers, {df.group.nunique()} groups; "
+        f"n_agq={args.n_agq}; cpus={os.cpu_count()}; load average {os.getloadavg()[0]:.2f} "
+        "(machine shared: timings include contention)"
+    )
 
     py_times = []
     for _ in range(args.repeats):
         t0 = time.perf_counter()
-        fit = fit_poisson_glmm(df.errors.to_numpy(), df.words.to_numpy(), df.group.to_numpy(),
-                               df.speaker.to_numpy(), n_agq=args.n_agq)
+        fit = fit_poisson_glmm(
+            df.errors.to_numpy(), df.words.to_numpy(), df.group.to_numpy(), df.speaker.to_numpy(), n_agq=args.n_agq
+        )
         py_times.append(time.perf_counter() - t0)
     py_fit = min(py_times)
 
@@ -94,8 +103,12 @@ def main() -> None:
             df.to_csv(csv, index=False)
             script = Path(tmp) / "fit.R"
             script.write_text(R_SCRIPT)
-            proc = subprocess.run(["Rscript", str(script), str(csv), str(args.n_agq), str(args.repeats)],
-                                  capture_output=True, text=True, timeout=1800)
+            proc = subprocess.run(
+                ["Rscript", str(script), str(csv), str(args.n_agq), str(args.repeats)],
+                capture_output=True,
+                text=True,
+                timeout=1800,
+            )
         if proc.returncode == 0:
             lines = {ln.split()[0]: ln.split()[1:] for ln in proc.stdout.splitlines() if ln.strip()}
             r_fit = min(float(t) for t in lines["TIMES"])
@@ -109,8 +122,10 @@ def main() -> None:
     print("\nestimates            speechbias        glmer     rel.diff    truth")
     for g, name in enumerate(fit.groups):
         rv = r_mu[g] if r_mu is not None else float("nan")
-        print(f"  mu[{name}]          {fit.mu[g]:12.6f} {rv:12.6f} {abs(fit.mu[g] - rv) / abs(rv):10.2e} "
-              f"{TRUE_MU[g]:9.4f}")
+        print(
+            f"  mu[{name}]          {fit.mu[g]:12.6f} {rv:12.6f} {abs(fit.mu[g] - rv) / abs(rv):10.2e} "
+            f"{TRUE_MU[g]:9.4f}"
+        )
     rs = r_sigma if r_sigma is not None else float("nan")
     print(f"  sigma            {fit.sigma:12.6f} {rs:12.6f} {abs(fit.sigma - rs) / rs:10.2e} {TRUE_SIGMA:9.4f}")
     print(f"  converged: {fit.converged} ({fit.n_iter} Newton iterations)")
@@ -123,12 +138,22 @@ def main() -> None:
 
     for n_jobs in (1, 2):
         t0 = time.perf_counter()
-        boot = bootstrap_wer_ratios(df.errors.to_numpy(), df.words.to_numpy(), df.group.to_numpy(),
-                                    df.speaker.to_numpy(), fit=fit, n_resamples=args.resamples, seed=0,
-                                    n_agq=args.n_agq, n_jobs=n_jobs)
+        boot = bootstrap_wer_ratios(
+            df.errors.to_numpy(),
+            df.words.to_numpy(),
+            df.group.to_numpy(),
+            df.speaker.to_numpy(),
+            fit=fit,
+            n_resamples=args.resamples,
+            seed=0,
+            n_agq=args.n_agq,
+            n_jobs=n_jobs,
+        )
         dt = time.perf_counter() - t0
-        print(f"speaker bootstrap, {args.resamples} replicates, n_jobs={n_jobs}: {dt:.2f} s "
-              f"({boot.n_failed} failed; goal < 300 s on 2 cores)")
+        print(
+            f"speaker bootstrap, {args.resamples} replicates, n_jobs={n_jobs}: {dt:.2f} s "
+            f"({boot.n_failed} failed; goal < 300 s on 2 cores)"
+        )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

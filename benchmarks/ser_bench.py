@@ -69,10 +69,19 @@ def part_a(args) -> None:
     from speechbias.ser.head import ValenceHead
     from speechbias.upstream.hf import HFUpstream
 
-    upstream = HFUpstream.from_config_dict("wav2vec2", {
-        "hidden_size": args.seq_dim, "num_hidden_layers": args.seq_blocks, "num_attention_heads": 4,
-        "intermediate_size": 4 * args.seq_dim, "conv_dim": [128] * 7,
-        "conv_kernel": [10, 3, 3, 3, 3, 2, 2], "conv_stride": [5, 2, 2, 2, 2, 2, 2]}, seed=0)
+    upstream = HFUpstream.from_config_dict(
+        "wav2vec2",
+        {
+            "hidden_size": args.seq_dim,
+            "num_hidden_layers": args.seq_blocks,
+            "num_attention_heads": 4,
+            "intermediate_size": 4 * args.seq_dim,
+            "conv_dim": [128] * 7,
+            "conv_kernel": [10, 3, 3, 3, 3, 2, 2],
+            "conv_stride": [5, 2, 2, 2, 2, 2, 2],
+        },
+        seed=0,
+    )
     rng = np.random.default_rng(0)
     states, lengths = [], []
     for i in range(args.seq_clips):
@@ -102,7 +111,7 @@ def part_a(args) -> None:
         while step < args.seq_steps:
             order = torch.randperm(len(states), generator=g)
             for start in range(0, len(states), 32):
-                idx = order[start: start + 32]
+                idx = order[start : start + 32]
                 loss = torch.nn.functional.mse_loss(forward(head, idx), target[idx])
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
@@ -117,11 +126,15 @@ def part_a(args) -> None:
     with torch.no_grad():
         p_means = head_means(means)
         p_full = head_full.forward_frames(full, frame_lengths)
-    print(f"A. cached means vs full sequences: random wav2vec2 L={n_layers} D={dim}, {len(states)} clips of "
-          f"{min(lengths)}-{t_max} frames, {args.seq_steps} steps, batch 32")
+    print(
+        f"A. cached means vs full sequences: random wav2vec2 L={n_layers} D={dim}, {len(states)} clips of "
+        f"{min(lengths)}-{t_max} frames, {args.seq_steps} steps, batch 32"
+    )
     print(f"   full sequences {t_full:8.2f} s   cached means {t_means:8.3f} s   ratio {t_full / t_means:8.1f}x")
-    print(f"   max |prediction difference| after training: {float((p_means - p_full).abs().max()):.2e} "
-          f"(predictions span {float(p_full.min()):.3f}..{float(p_full.max()):.3f})")
+    print(
+        f"   max |prediction difference| after training: {float((p_means - p_full).abs().max()):.2e} "
+        f"(predictions span {float(p_full.min()):.3f}..{float(p_full.max()):.3f})"
+    )
 
 
 def textbook_forward(head, x):
@@ -160,16 +173,21 @@ def lightning_fit(init, lrs, features, target, dev, steps: int, args, steps_per_
     from speechbias.ser.fit import fit_trainer, fit_valence_head
     from speechbias.ser.module import ValenceRegressor
 
-    module = ValenceRegressor(args.layers, args.dim, lr=list(lrs) if len(lrs) > 1 else lrs[0],
-                              valence_range=(0.0, 100.0))
+    module = ValenceRegressor(
+        args.layers, args.dim, lr=list(lrs) if len(lrs) > 1 else lrs[0], valence_range=(0.0, 100.0)
+    )
     for h in module.heads:
         h.load_state_dict(init.state_dict())
     with tempfile.TemporaryDirectory() as tmp:
+
         def make(**kw):
-            return pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
-                              enable_model_summary=False, **kw)
-        trainer = fit_trainer(make, Path(tmp), max_steps=steps, val_every_n_epochs=1,
-                              checkpoint_every_n_epochs=10)  # conf/train.yaml
+            return pl.Trainer(
+                accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, enable_model_summary=False, **kw
+            )
+
+        trainer = fit_trainer(
+            make, Path(tmp), max_steps=steps, val_every_n_epochs=1, checkpoint_every_n_epochs=10
+        )  # conf/train.yaml
         dm = LayerMeansDataModule(features, target, dev, batch_size=32, seed=0, steps_per_call=steps_per_call)
         t0 = time.perf_counter()
         fit_valence_head(trainer, module, dm, Path(tmp))
@@ -200,7 +218,7 @@ def shuffled_batches(n: int, steps: int, batch_size: int, seed: int):
         for start in range(0, n, batch_size):
             if step >= steps:
                 return
-            yield order[start: start + batch_size]
+            yield order[start : start + batch_size]
             step += 1
         epoch += 1
 
@@ -246,10 +264,14 @@ def part_b(args) -> None:
     target = np.clip(0.5 + 0.1 * features[:, args.layers // 2, :8].sum(1) / np.sqrt(8), 0, 1).astype(np.float32)
     dev = dev_split(np.repeat(np.arange(6), args.clips // 6 + 1)[: args.clips], seed=0)
     x_train, y_train = torch.from_numpy(features[~dev]), torch.from_numpy(target[~dev])
-    print(f"B. 3 learning rates x {args.steps} steps, {args.clips} cached clips ({int((~dev).sum())} train), "
-          f"L={args.layers} D={args.dim}, batch 32, {torch.get_num_threads()} thread(s); load average {load()}")
-    print("   goal (issue 23): the whole `python train.py 'lr=[1e-3,1e-4,1e-5]'` process <= 60 s (part C), "
-          "heads identical up to float rounding")
+    print(
+        f"B. 3 learning rates x {args.steps} steps, {args.clips} cached clips ({int((~dev).sum())} train), "
+        f"L={args.layers} D={args.dim}, batch 32, {torch.get_num_threads()} thread(s); load average {load()}"
+    )
+    print(
+        "   goal (issue 23): the whole `python train.py 'lr=[1e-3,1e-4,1e-5]'` process <= 60 s (part C), "
+        "heads identical up to float rounding"
+    )
     lrs = (1e-3, 1e-4, 1e-5)
     torch.manual_seed(0)
     init = ValenceHead(args.layers, args.dim)
@@ -257,49 +279,79 @@ def part_b(args) -> None:
     n = args.order_steps
     t_textbook = time_one_head(init, x_train, y_train, n, textbook_forward)
     t_reassoc = time_one_head(init, x_train, y_train, n, lambda h, x: h(x))
-    print(f"   one head, {n} steps: textbook order {t_textbook:.2f} ms/step   re-associated (ValenceHead.forward) "
-          f"{t_reassoc:.2f} ms/step   ratio {t_textbook / t_reassoc:.1f}x", flush=True)
+    print(
+        f"   one head, {n} steps: textbook order {t_textbook:.2f} ms/step   re-associated (ValenceHead.forward) "
+        f"{t_reassoc:.2f} ms/step   ratio {t_textbook / t_reassoc:.1f}x",
+        flush=True,
+    )
 
     ref_steps = min(args.reference_steps or args.steps, args.steps)
     note = "" if ref_steps == args.steps else f", EXTRAPOLATED from {ref_steps} steps"
     data = (x_train, y_train)
     t_book, book = timed(textbook_loop, init, lrs, ref_steps, *data)
     t_prev_short, prev_short = timed(previous_plain_loop, init, lrs, ref_steps, *data)
-    t_prev, prev = (t_prev_short, prev_short) if ref_steps == args.steps else \
-        timed(previous_plain_loop, init, lrs, args.steps, *data)
+    t_prev, prev = (
+        (t_prev_short, prev_short)
+        if ref_steps == args.steps
+        else timed(previous_plain_loop, init, lrs, args.steps, *data)
+    )
     t_book *= args.steps / ref_steps
-    print(f"   (1) textbook loop (per head: textbook forward, autograd, own Adam): {t_book:7.1f} s{note}; "
-          f"max |prediction difference| vs (2) after {ref_steps} steps {max_prediction_difference(book, prev_short, x_train):.1e}",
-          flush=True)
+    print(
+        f"   (1) textbook loop (per head: textbook forward, autograd, own Adam): {t_book:7.1f} s{note}; "
+        f"max |prediction difference| vs (2) after {ref_steps} steps {max_prediction_difference(book, prev_short, x_train):.1e}",
+        flush=True,
+    )
     print(f"   (2) previous plain loop (e2c4af7 ser.in_memory, autograd step): {t_prev:7.1f} s", flush=True)
-    t_stacked, stacked = timed(lambda h, lr, x, y, n: train_heads_in_memory(h, lr, x, y, max_steps=n, seed=0,
-                                                                            step_kernel="torch"),
-                               init, lrs, args.steps, *data)
-    print(f"   (3t) plain loop, torch step (ser.in_memory step_kernel=torch: closed-form stacked gradients + "
-          f"fused Adam): {t_stacked:7.1f} s   (2)/(3t) {t_prev / t_stacked:.2f}x", flush=True)
-    t_plain, plain = timed(lambda h, lr, x, y, n: train_heads_in_memory(h, lr, x, y, max_steps=n, seed=0),
-                           init, lrs, args.steps, *data)
-    print(f"   (3) plain loop now (ser.in_memory, compiled step, rows read in place): {t_plain:7.1f} s   "
-          f"(2)/(3) {t_prev / t_plain:.2f}x   (3t)/(3) {t_stacked / t_plain:.2f}x; max |prediction difference| "
-          f"vs (2) {max_prediction_difference(plain, prev, x_train):.1e}, vs (3t) "
-          f"{max_prediction_difference(plain, stacked, x_train):.1e}", flush=True)
+    t_stacked, stacked = timed(
+        lambda h, lr, x, y, n: train_heads_in_memory(h, lr, x, y, max_steps=n, seed=0, step_kernel="torch"),
+        init,
+        lrs,
+        args.steps,
+        *data,
+    )
+    print(
+        f"   (3t) plain loop, torch step (ser.in_memory step_kernel=torch: closed-form stacked gradients + "
+        f"fused Adam): {t_stacked:7.1f} s   (2)/(3t) {t_prev / t_stacked:.2f}x",
+        flush=True,
+    )
+    t_plain, plain = timed(
+        lambda h, lr, x, y, n: train_heads_in_memory(h, lr, x, y, max_steps=n, seed=0), init, lrs, args.steps, *data
+    )
+    print(
+        f"   (3) plain loop now (ser.in_memory, compiled step, rows read in place): {t_plain:7.1f} s   "
+        f"(2)/(3) {t_prev / t_plain:.2f}x   (3t)/(3) {t_stacked / t_plain:.2f}x; max |prediction difference| "
+        f"vs (2) {max_prediction_difference(plain, prev, x_train):.1e}, vs (3t) "
+        f"{max_prediction_difference(plain, stacked, x_train):.1e}",
+        flush=True,
+    )
     t_joint, joint = lightning_fit(init, lrs, features, target, dev, args.steps, args)
-    print(f"   (4) Lightning, 3 heads in one run (python train.py 'lr=[1e-3,1e-4,1e-5]', steps_per_call=64): "
-          f"{t_joint:7.1f} s ({1000 * t_joint / args.steps:.2f} ms/step, validation every epoch); max |prediction "
-          f"difference| vs (3) {max_prediction_difference(joint.heads, plain, x_train):.1e}, "
-          f"vs (2) {max_prediction_difference(joint.heads, prev, x_train):.1e}", flush=True)
-    print(f"   ratios of (4): textbook loop / (4) {t_book / t_joint:.2f}x   previous plain loop / (4) "
-          f"{t_prev / t_joint:.2f}x   (4) / plain loop now {t_joint / t_plain:.2f}   load average {load()}", flush=True)
+    print(
+        f"   (4) Lightning, 3 heads in one run (python train.py 'lr=[1e-3,1e-4,1e-5]', steps_per_call=64): "
+        f"{t_joint:7.1f} s ({1000 * t_joint / args.steps:.2f} ms/step, validation every epoch); max |prediction "
+        f"difference| vs (3) {max_prediction_difference(joint.heads, plain, x_train):.1e}, "
+        f"vs (2) {max_prediction_difference(joint.heads, prev, x_train):.1e}",
+        flush=True,
+    )
+    print(
+        f"   ratios of (4): textbook loop / (4) {t_book / t_joint:.2f}x   previous plain loop / (4) "
+        f"{t_prev / t_joint:.2f}x   (4) / plain loop now {t_joint / t_plain:.2f}   load average {load()}",
+        flush=True,
+    )
     if not args.all:
         return
     t_ungrouped, _ = lightning_fit(init, lrs, features, target, dev, ref_steps, args, steps_per_call=1)
     total_ungrouped = t_ungrouped * args.steps / ref_steps
-    print(f"   (5) Lightning, 3 heads in one run, steps_per_call=1: {total_ungrouped:7.1f} s "
-          f"({1000 * t_ungrouped / ref_steps:.2f} ms/step{note}); (5)/(4) {total_ungrouped / t_joint:.2f}x", flush=True)
+    print(
+        f"   (5) Lightning, 3 heads in one run, steps_per_call=1: {total_ungrouped:7.1f} s "
+        f"({1000 * t_ungrouped / ref_steps:.2f} ms/step{note}); (5)/(4) {total_ungrouped / t_joint:.2f}x",
+        flush=True,
+    )
     singles = [lightning_fit(init, (lr,), features, target, dev, ref_steps, args)[0] for lr in lrs]
     total_single = sum(singles) * args.steps / ref_steps
-    print(f"   (6) Lightning, one run per lr (python train.py -m lr=1e-3,1e-4,1e-5, one after another): "
-          f"{total_single:7.1f} s{note}; (6)/(4) {total_single / t_joint:.2f}x")
+    print(
+        f"   (6) Lightning, one run per lr (python train.py -m lr=1e-3,1e-4,1e-5, one after another): "
+        f"{total_single:7.1f} s{note}; (6)/(4) {total_single / t_joint:.2f}x"
+    )
 
 
 def part_d(args) -> None:
@@ -328,13 +380,16 @@ def part_d(args) -> None:
     book_opts = [torch.optim.Adam(h.parameters(), lr=lr) for h, lr in zip(book, lrs)]
     stacked, new_opt = StackedHeads(new), adam_groups([list(h.parameters()) for h in new], lrs)
     compiled_opt = HeadsAdam(compiled, lrs, compiled=True)
-    print(f"D. float rounding: 3 x {args.steps} steps, per lr (1e-3 1e-4 1e-5) max |prediction difference| "
-          f"from the previous step (autograd); load average {load()}", flush=True)
+    print(
+        f"D. float rounding: 3 x {args.steps} steps, per lr (1e-3 1e-4 1e-5) max |prediction difference| "
+        f"from the previous step (autograd); load average {load()}",
+        flush=True,
+    )
     step, epoch, t0 = 0, 0, time.perf_counter()
     while step < args.steps:
         order = torch.randperm(x.shape[0], generator=torch.Generator().manual_seed(epoch))
         for start in range(0, x.shape[0], 32):
-            idx = order[start: start + 32]
+            idx = order[start : start + 32]
             xb, yb = gather_rows(x, idx), y[idx]
             loss = per_head_mse(predict_with_heads(prev, xb), yb).sum()
             prev_opt.zero_grad(set_to_none=True)
@@ -351,10 +406,15 @@ def part_d(args) -> None:
             step += 1
             if step % args.rounding_every == 0 or step == args.steps:
                 with torch.no_grad():
-                    rows = [" ".join(f"{float((a(x) - b(x)).abs().max()):.1e}" for a, b in zip(heads, prev))
-                            for heads in (book, new, compiled)]
-                print(f"   step {step:6d}: textbook loop {rows[0]}   stacked step {rows[1]}   compiled step {rows[2]}   "
-                      f"({time.perf_counter() - t0:.0f} s, load average {load()})", flush=True)
+                    rows = [
+                        " ".join(f"{float((a(x) - b(x)).abs().max()):.1e}" for a, b in zip(heads, prev))
+                        for heads in (book, new, compiled)
+                    ]
+                print(
+                    f"   step {step:6d}: textbook loop {rows[0]}   stacked step {rows[1]}   compiled step {rows[2]}   "
+                    f"({time.perf_counter() - t0:.0f} s, load average {load()})",
+                    flush=True,
+                )
             if step >= args.steps:
                 break
         epoch += 1
@@ -405,9 +465,12 @@ def part_c(args) -> None:
         tmp = Path(tmp)
         t0 = time.perf_counter()
         overrides = write_cached_workload(tmp / "workload", clips=args.clips, blocks=args.layers - 1, dim=args.dim)
-        print(f"C. whole process: python train.py {' '.join(overrides)} (workload written in "
-              f"{time.perf_counter() - t0:.0f} s: {args.clips} clips cached, {args.layers} x {args.dim}); "
-              f"load average {load()}", flush=True)
+        print(
+            f"C. whole process: python train.py {' '.join(overrides)} (workload written in "
+            f"{time.perf_counter() - t0:.0f} s: {args.clips} clips cached, {args.layers} x {args.dim}); "
+            f"load average {load()}",
+            flush=True,
+        )
         print("   goal (issue 23): <= 60 s whole process for the three heads", flush=True)
         checkouts = {"this checkout": REPO, f"reference {args.reference}": reference_checkout(args.reference, tmp)}
         walls = {label: [] for label in checkouts}
@@ -416,13 +479,19 @@ def part_c(args) -> None:
                 run_dir = tmp / "runs" / f"{label.split()[0]}{rep}"
                 walls[label].append(run_train_py(checkout, overrides, run_dir))
                 log_text = (run_dir / "train.log").read_text() if (run_dir / "train.log").is_file() else ""
-                forwards = next((ln.split("] - ", 1)[-1] for ln in log_text.splitlines()
-                                 if "needed an upstream forward" in ln), "extraction line not found")
-                print(f"   {label:24s} run {rep + 1}: {walls[label][-1]:6.1f} s   load average {load()}   ({forwards})",
-                      flush=True)
+                forwards = next(
+                    (ln.split("] - ", 1)[-1] for ln in log_text.splitlines() if "needed an upstream forward" in ln),
+                    "extraction line not found",
+                )
+                print(
+                    f"   {label:24s} run {rep + 1}: {walls[label][-1]:6.1f} s   load average {load()}   ({forwards})",
+                    flush=True,
+                )
         ours, ref = (min(v) for v in walls.values())
-        print(f"   best: this checkout {ours:6.1f} s   reference {ref:6.1f} s   ratio reference / this checkout "
-              f"{ref / ours:.2f}x   goal <= 60 s: {'met' if ours <= 60 else 'NOT met'}")
+        print(
+            f"   best: this checkout {ours:6.1f} s   reference {ref:6.1f} s   ratio reference / this checkout "
+            f"{ref / ours:.2f}x   goal <= 60 s: {'met' if ours <= 60 else 'NOT met'}"
+        )
         heads = {}
         for label in checkouts:
             heads[label] = []
@@ -431,15 +500,21 @@ def part_c(args) -> None:
                 h.load_state_dict(state)
                 heads[label].append(h)
         x = torch.randn(512, args.layers, args.dim, generator=torch.Generator().manual_seed(0))
-        print(f"   max |prediction difference| of the two runs' best heads (random inputs, [0, 1] scale): "
-              f"{max_prediction_difference(*heads.values(), x):.1e}")
+        print(
+            f"   max |prediction difference| of the two runs' best heads (random inputs, [0, 1] scale): "
+            f"{max_prediction_difference(*heads.values(), x):.1e}"
+        )
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--steps", type=int, default=20_000)
-    p.add_argument("--reference-steps", type=int, default=4000,
-                   help="steps of the textbook loop and of --all's extra Lightning runs (totals extrapolated)")
+    p.add_argument(
+        "--reference-steps",
+        type=int,
+        default=4000,
+        help="steps of the textbook loop and of --all's extra Lightning runs (totals extrapolated)",
+    )
     p.add_argument("--reference", default="e2c4af7", help="git commit whose train.py part C compares with")
     p.add_argument("--repeats", type=int, default=1, help="whole-process runs per checkout in part C")
     p.add_argument("--clips", type=int, default=1800)

@@ -29,15 +29,24 @@ ACTORS = ("F1", "F2", "F3", "M1", "M2", "M3")
 def upstream_overrides(blocks: int, dim: int) -> list[str]:
     """A random wav2vec2 of ``blocks`` transformer blocks of width ``dim`` (``blocks + 1`` layers): 24 x 1024
     is wav2vec2-large's shape. Its weights are never built when every clip is cached."""
-    return ["upstream=random_wav2vec2_base", f"+upstream.config.num_hidden_layers={blocks}",
-            f"+upstream.config.hidden_size={dim}", f"+upstream.config.num_attention_heads={max(1, dim // 64)}",
-            f"+upstream.config.intermediate_size={4 * dim}"]
+    return [
+        "upstream=random_wav2vec2_base",
+        f"+upstream.config.num_hidden_layers={blocks}",
+        f"+upstream.config.hidden_size={dim}",
+        f"+upstream.config.num_attention_heads={max(1, dim // 64)}",
+        f"+upstream.config.intermediate_size={4 * dim}",
+    ]
 
 
 def train_command(root: Path, blocks: int = 24, dim: int = 1024, lrs: str = "[1e-3,1e-4,1e-5]") -> list[str]:
     """Overrides of ``python train.py`` for the workload under ``root`` (a run folder is added by the caller)."""
-    return [f"lr={lrs}", "ser_data=mess", f"paths.data_root={root / 'data'}", f"paths.cache_dir={root / 'cache'}",
-            *upstream_overrides(blocks, dim)]
+    return [
+        f"lr={lrs}",
+        "ser_data=mess",
+        f"paths.data_root={root / 'data'}",
+        f"paths.cache_dir={root / 'cache'}",
+        *upstream_overrides(blocks, dim),
+    ]
 
 
 def write_mess_corpus(corpus: Path, clips: int, seed: int = 0) -> None:
@@ -52,8 +61,17 @@ def write_mess_corpus(corpus: Path, clips: int, seed: int = 0) -> None:
         code = f"{'ACHS'[k % 4]}{actor}{'MTV'[k % 3]}{k + 1:03d}"
         wav = (0.1 * np.sin(2 * np.pi * (150 + 0.37 * i) * t)).astype(np.float32)
         sf.write(str(corpus / f"{code}_SCR.wav"), wav, 16000, subtype="FLOAT")
-        rows.append({"code": code, "Gender": actor[0], "Talker": actor[1], "Emotion": code[0], "Cue": "V",
-                     "Valence": float(np.round(rng.uniform(0, 100), 2)), "Arousal": float(rng.uniform(0, 100))})
+        rows.append(
+            {
+                "code": code,
+                "Gender": actor[0],
+                "Talker": actor[1],
+                "Emotion": code[0],
+                "Cue": "V",
+                "Valence": float(np.round(rng.uniform(0, 100), 2)),
+                "Arousal": float(rng.uniform(0, 100)),
+            }
+        )
     pd.DataFrame(rows).to_csv(corpus / "Coded stimuli final.csv", index=False)
 
 

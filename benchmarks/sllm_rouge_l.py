@@ -18,15 +18,19 @@ from speechbias.sllm.rouge import mean_rouge_l_vs_others
 def sentences(n: int, seed: int = 0) -> list[str]:
     """Continuation-like sentences of 5-15 words from a small vocabulary (overlap like real continuations)."""
     rng = np.random.default_rng(seed)
-    words = ("the a an he she they man woman girl boy old young child went to store home was very good at "
-             "cooking fixing cars and trucks nurse doctor engineer loves hates always never works plays").split()
+    words = (
+        "the a an he she they man woman girl boy old young child went to store home was very good at "
+        "cooking fixing cars and trucks nurse doctor engineer loves hates always never works plays"
+    ).split()
     return [" ".join(rng.choice(words, int(rng.integers(5, 16)))) + "." for _ in range(n)]
 
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 600
     texts = sentences(n)
-    print(f"n={n} texts ({n * (n - 1) // 2} pairs), {os.cpu_count()} cores, load average %.2f %.2f %.2f" % os.getloadavg())
+    print(
+        f"n={n} texts ({n * (n - 1) // 2} pairs), {os.cpu_count()} cores, load average %.2f %.2f %.2f" % os.getloadavg()
+    )
     t0 = time.perf_counter()
     fast = mean_rouge_l_vs_others(texts, method="rapidfuzz")
     t_fast = time.perf_counter() - t0

@@ -30,14 +30,20 @@ from speechbias.report.run_writer import RunWriter
 from speechbias.sllm import CONTINUATION_KINDS
 from speechbias.sllm.data import load_spoken_stereoset
 from speechbias.sllm.rouge import mean_rouge_l_vs_others
-from speechbias.sllm.statistics import (continuation_rouge_l, dataset_statistics, distinct_continuations,
-                                        plot_rouge_l_histogram)
+from speechbias.sllm.statistics import (
+    continuation_rouge_l,
+    dataset_statistics,
+    distinct_continuations,
+    plot_rouge_l_histogram,
+)
 
 RELEASED_ROWS = {"gender": 2847, "age": 793}
 GROUPS = {"gender": ("female", "male"), "age": ("child", "young", "elderly")}
-WORDS = ("the a an he she they man woman girl boy old young child grandfather grandmother went to store home "
-         "was very good at cooking fixing cars trucks nurse doctor engineer loves hates always never works plays "
-         "phone computer garden kitchen garage school office music football dance paint read slowly quickly").split()
+WORDS = (
+    "the a an he she they man woman girl boy old young child grandfather grandmother went to store home "
+    "was very good at cooking fixing cars trucks nurse doctor engineer loves hates always never works plays "
+    "phone computer garden kitchen garage school office music football dance paint read slowly quickly"
+).split()
 
 
 def sentence(rng: np.random.Generator) -> str:
@@ -58,8 +64,17 @@ def write_fixture(root: Path, voices: int, seed: int = 0) -> dict[str, int]:
                 group = GROUPS[domain][context % len(GROUPS[domain])]
                 texts.update(conts.values())
             speaker = f"{group}_{row % voices}"
-            rows.append({"id": row, "speaker": speaker, domain: group, "context": f"Context number {context}.",
-                         **conts, "labels": "{}", "annotators": "[]"})
+            rows.append(
+                {
+                    "id": row,
+                    "speaker": speaker,
+                    domain: group,
+                    "context": f"Context number {context}.",
+                    **conts,
+                    "labels": "{}",
+                    "annotators": "[]",
+                }
+            )
             path = root / "speech" / domain / f"{row:05d}_{speaker}.wav"
             path.parent.mkdir(parents=True, exist_ok=True)
             sf.write(str(path), tone, 16_000, subtype="PCM_16")
@@ -85,32 +100,48 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "spoken_stereoset"
         distinct = write_fixture(root, args.voices)
-        print(f"load average %.2f %.2f %.2f; " % os.getloadavg() + f"fixture: rows {RELEASED_ROWS}, {args.voices} voices per context, distinct texts {distinct}")
+        print(
+            "load average %.2f %.2f %.2f; " % os.getloadavg()
+            + f"fixture: rows {RELEASED_ROWS}, {args.voices} voices per context, distinct texts {distinct}"
+        )
         times: dict[str, float] = {}
         table = timed("load_spoken_stereoset", lambda: load_spoken_stereoset(root).table, times)
         conts = distinct_continuations(table)
-        print(f"  continuations scored: {conts.groupby('domain', sort=False).size().to_dict()} "
-              f"(keyed by (id, kind, text): {len(table) * 3})")
+        print(
+            f"  continuations scored: {conts.groupby('domain', sort=False).size().to_dict()} "
+            f"(keyed by (id, kind, text): {len(table) * 3})"
+        )
         rouge = timed("continuation_rouge_l (all pairs per domain)", lambda: continuation_rouge_l(table), times)
         timed("dataset_statistics (WAV headers, Table 2)", lambda: dataset_statistics(table, rouge), times)
-        timed("plot_rouge_l_histogram (Fig. 1)",
-              lambda: RunWriter(tmp).figure("hist", plot_rouge_l_histogram(rouge)), times)
+        timed(
+            "plot_rouge_l_histogram (Fig. 1)",
+            lambda: RunWriter(tmp).figure("hist", plot_rouge_l_histogram(rouge)),
+            times,
+        )
         total = sum(times.values())
         print(f"statistics total: {total:.2f} s (goal: < 2 s)")
         age = conts.loc[conts["domain"] == "age", "text"].tolist()
         fast = timed(f"ROUGE-L age domain ({len(age)} texts), rapidfuzz", lambda: mean_rouge_l_vs_others(age), times)
-        ref = timed(f"ROUGE-L age domain ({len(age)} texts), rouge_score",
-                    lambda: mean_rouge_l_vs_others(age, method="rouge_score"), times)
-        ratio = times[f"ROUGE-L age domain ({len(age)} texts), rouge_score"] / times[
-            f"ROUGE-L age domain ({len(age)} texts), rapidfuzz"]
-        print(f"ratio to the rouge_score reference: {ratio:.0f}x faster, max |difference| {np.abs(fast - ref).max():.1e}")
+        ref = timed(
+            f"ROUGE-L age domain ({len(age)} texts), rouge_score",
+            lambda: mean_rouge_l_vs_others(age, method="rouge_score"),
+            times,
+        )
+        ratio = (
+            times[f"ROUGE-L age domain ({len(age)} texts), rouge_score"]
+            / times[f"ROUGE-L age domain ({len(age)} texts), rapidfuzz"]
+        )
+        print(
+            f"ratio to the rouge_score reference: {ratio:.0f}x faster, max |difference| {np.abs(fast - ref).max():.1e}"
+        )
         if args.compare_old:
             old = table.melt(id_vars=["domain", "id"], value_vars=list(CONTINUATION_KINDS), value_name="text")
             old = old.drop_duplicates(["domain", "id", "variable", "text"])
             print(f"keyed by (id, kind, text): {old.groupby('domain', sort=False).size().to_dict()} continuations")
             old_label, new_label = "ROUGE-L keyed by (id, kind, text)", "continuation_rouge_l (all pairs per domain)"
-            timed(old_label, lambda: [mean_rouge_l_vs_others(p["text"].tolist()) for _, p in old.groupby("domain")],
-                  times)
+            timed(
+                old_label, lambda: [mean_rouge_l_vs_others(p["text"].tolist()) for _, p in old.groupby("domain")], times
+            )
             print(f"ROUGE-L speed-up of deduplication by text: {times[old_label] / times[new_label]:.1f}x")
 
 

@@ -73,7 +73,9 @@ def loop_bootstrap_se(sx, sy, sizes, n_resamples, seed):
     rng = random.Random(seed)
     out = []
     for n in sizes:
-        ds = [loop_d([rng.choice(sx) for _ in range(n)], [rng.choice(sy) for _ in range(n)]) for _ in range(n_resamples)]
+        ds = [
+            loop_d([rng.choice(sx) for _ in range(n)], [rng.choice(sy) for _ in range(n)]) for _ in range(n_resamples)
+        ]
         mean = sum(ds) / len(ds)
         out.append(math.sqrt(sum((d - mean) ** 2 for d in ds) / (len(ds) - 1)))
     return out
@@ -107,8 +109,9 @@ def declare_work(n_permutations: int, n_resamples: int) -> None:
         from speechbias.stats.kernel_choice import plan_draws
     except ImportError:
         return
-    settings = SpeatSettings(n_permutations=n_permutations, per_layer=False, se_curve=n_resamples > 0,
-                             n_resamples=n_resamples)
+    settings = SpeatSettings(
+        n_permutations=n_permutations, per_layer=False, se_curve=n_resamples > 0, n_resamples=n_resamples
+    )
     plan_draws(jobs_per_process() * settings.planned_draws(60, 60, 0))
 
 
@@ -156,11 +159,17 @@ def section_loop_reference(quick: bool) -> None:
     n, dim = (20, 256) if quick else (60, 1024)
     X, Y, A, B = paper_test_data(0, n=n, n_attr=n, dim=dim)
     lists = [m.tolist() for m in (X, Y, A, B)]
-    t_loop, d_loop = timed(lambda: loop_d([loop_association(x, lists[2], lists[3]) for x in lists[0]],
-                                          [loop_association(y, lists[2], lists[3]) for y in lists[1]]))
+    t_loop, d_loop = timed(
+        lambda: loop_d(
+            [loop_association(x, lists[2], lists[3]) for x in lists[0]],
+            [loop_association(y, lists[2], lists[3]) for y in lists[1]],
+        )
+    )
     t_vec, d_vec = timed(effect_size, X, Y, A, B)
-    print(f"association + d   n={n}/group, {n}+{n} attributes, D={dim}: loop {t_loop:8.3f} s   "
-          f"engine {t_vec:8.5f} s   ratio {t_loop / t_vec:8.0f}x   |d diff| {abs(d_loop - d_vec):.1e}")
+    print(
+        f"association + d   n={n}/group, {n}+{n} attributes, D={dim}: loop {t_loop:8.3f} s   "
+        f"engine {t_vec:8.5f} s   ratio {t_loop / t_vec:8.0f}x   |d diff| {abs(d_loop - d_vec):.1e}"
+    )
 
     rng = np.random.default_rng(1)
     sx, sy = rng.normal(0.1, 1, 60), rng.normal(0, 1, 60)
@@ -168,10 +177,14 @@ def section_loop_reference(quick: bool) -> None:
     t_loop, p_loop = timed(loop_permutation_p, sx.tolist(), sy.tolist(), n_perm, 0)
     t_vec, res = timed(permutation_test, sx, sy, n_permutations=n_perm, seed=0)
     t_big, res_big = timed(permutation_test, sx, sy, n_permutations=1_000_000, seed=0)
-    print(f"permutation test  60/group, {n_perm} perms:            loop {t_loop:8.3f} s   "
-          f"engine {t_vec:8.5f} s   ratio {t_loop / t_vec:8.0f}x   (p {p_loop:.4f} vs {res.p:.4f})")
-    print(f"  per permutation: loop {t_loop / n_perm * 1e6:7.2f} us, engine at 1e6 perms "
-          f"{t_big:.3f} s = {t_big:.3f} us  -> ratio {t_loop / n_perm / (t_big / 1e6):.0f}x   (p {res_big.p:.4f})")
+    print(
+        f"permutation test  60/group, {n_perm} perms:            loop {t_loop:8.3f} s   "
+        f"engine {t_vec:8.5f} s   ratio {t_loop / t_vec:8.0f}x   (p {p_loop:.4f} vs {res.p:.4f})"
+    )
+    print(
+        f"  per permutation: loop {t_loop / n_perm * 1e6:7.2f} us, engine at 1e6 perms "
+        f"{t_big:.3f} s = {t_big:.3f} us  -> ratio {t_loop / n_perm / (t_big / 1e6):.0f}x   (p {res_big.p:.4f})"
+    )
 
     sizes = list(range(2, 61))
     n_res = 50 if quick else 200
@@ -179,9 +192,11 @@ def section_loop_reference(quick: bool) -> None:
     t_vec, curve = timed(bootstrap_se, s_x=sx, s_y=sy, sizes=sizes, n_resamples=10_000, seed=0)
     per_loop = t_loop / (n_res * len(sizes))
     per_vec = t_vec / (10_000 * (len(sizes) + 1))
-    print(f"bootstrap SE curve n=2..60: loop {n_res} resamples/size {t_loop:7.3f} s; engine 10,000/size "
-          f"{t_vec:.3f} s  -> per resample ratio {per_loop / per_vec:.0f}x   "
-          f"(SE at n=60: loop {se_loop[-1]:.3f} vs engine {curve.se[-1]:.3f})")
+    print(
+        f"bootstrap SE curve n=2..60: loop {n_res} resamples/size {t_loop:7.3f} s; engine 10,000/size "
+        f"{t_vec:.3f} s  -> per resample ratio {per_loop / per_vec:.0f}x   "
+        f"(SE at n=60: loop {se_loop[-1]:.3f} vs engine {curve.se[-1]:.3f})"
+    )
 
 
 def naive_permutation_p(sx, sy, n_perm, seed):
@@ -219,9 +234,11 @@ def section_kernels(quick: bool) -> None:
         t_rej, c_rej = timed(_count_by_rejection, centred, 60, t_obs, n_perm, np.random.default_rng(0))
         t_sel, c_sel = timed(_count_by_selection_sampling, centred, 60, t_obs, n_perm, np.random.default_rng(0))
         t_arg, c_arg = timed(argpartition_count, centred, 60, t_obs, n_perm, np.random.default_rng(0))
-    print(f"random partitions 60 of 120, {n_perm:,} partitions: rejection of bit masks {t_rej:.3f} s, "
-          f"selection sampling {t_sel:.3f} s ({t_sel / t_rej:.1f}x), argpartition {t_arg:.3f} s ({t_arg / t_rej:.1f}x)"
-          f"   (tail shares {c_rej / n_perm:.4f}, {c_sel / n_perm:.4f}, {c_arg / n_perm:.4f})")
+    print(
+        f"random partitions 60 of 120, {n_perm:,} partitions: rejection of bit masks {t_rej:.3f} s, "
+        f"selection sampling {t_sel:.3f} s ({t_sel / t_rej:.1f}x), argpartition {t_arg:.3f} s ({t_arg / t_rej:.1f}x)"
+        f"   (tail shares {c_rej / n_perm:.4f}, {c_sel / n_perm:.4f}, {c_arg / n_perm:.4f})"
+    )
 
     from speechbias.stats.compiled_kernels import count_by_rejection
     from speechbias.stats.permutation import _tie_tolerance, byte_sum_tables
@@ -230,10 +247,13 @@ def section_kernels(quick: bool) -> None:
     count_by_rejection(centred, 60, byte_sum_tables(centred), at_least, 1000, np.random.default_rng(0))  # compile
     for _ in range(2):
         t_num, c_num = timed(_count_by_rejection, centred, 60, t_obs, n_perm, np.random.default_rng(0))
-        t_cmp, c_cmp = timed(count_by_rejection, centred, 60, byte_sum_tables(centred), at_least, n_perm,
-                             np.random.default_rng(0))
-    print(f"rejection of bit masks, {n_perm:,} partitions: numpy {t_num:.3f} s, compiled {t_cmp:.3f} s "
-          f"-> {t_num / t_cmp:.2f}x   (same count: {c_num == c_cmp})")
+        t_cmp, c_cmp = timed(
+            count_by_rejection, centred, 60, byte_sum_tables(centred), at_least, n_perm, np.random.default_rng(0)
+        )
+    print(
+        f"rejection of bit masks, {n_perm:,} partitions: numpy {t_num:.3f} s, compiled {t_cmp:.3f} s "
+        f"-> {t_num / t_cmp:.2f}x   (same count: {c_num == c_cmp})"
+    )
 
     from speechbias.stats.kernel_choice import ENVIRONMENT_VARIABLE
 
@@ -247,8 +267,10 @@ def section_kernels(quick: bool) -> None:
     os.environ.pop(ENVIRONMENT_VARIABLE)
     (t_bn, c_bn), (t_bc, c_bc) = curves["numpy"], curves["compiled"]
     same = np.array_equal(c_bn.se, c_bc.se) and (c_bn.ci_low, c_bn.ci_high) == (c_bc.ci_low, c_bc.ci_high)
-    print(f"bootstrap SE curve n=2..60 + CI, {n_res:,} resamples/size: numpy {t_bn:.3f} s, compiled {t_bc:.3f} s "
-          f"-> {t_bn / t_bc:.2f}x   (bit-identical: {same})")
+    print(
+        f"bootstrap SE curve n=2..60 + CI, {n_res:,} resamples/size: numpy {t_bn:.3f} s, compiled {t_bc:.3f} s "
+        f"-> {t_bn / t_bc:.2f}x   (bit-identical: {same})"
+    )
 
     from speechbias.stats.random_integers import TableIntegers
 
@@ -261,9 +283,11 @@ def section_kernels(quick: bool) -> None:
         t_ours, _ = timed(lambda: [drawer.draw(gen, 3600, shape) for _ in range(reps)])
         t_np, _ = timed(lambda: [gen.integers(0, 3600, size=shape) for _ in range(reps)])
     total = reps * shape[0] * shape[1]
-    print(f"uniform integers in [0, 3600) (pairs of 60 targets), {total / 1e6:.0f}M values: TableIntegers "
-          f"{t_table:.3f} s, UniformIntegers (Lemire) {t_ours:.3f} s ({t_ours / t_table:.1f}x), "
-          f"Generator.integers {t_np:.3f} s ({t_np / t_table:.1f}x)")
+    print(
+        f"uniform integers in [0, 3600) (pairs of 60 targets), {total / 1e6:.0f}M values: TableIntegers "
+        f"{t_table:.3f} s, UniformIntegers (Lemire) {t_ours:.3f} s ({t_ours / t_table:.1f}x), "
+        f"Generator.integers {t_np:.3f} s ({t_np / t_table:.1f}x)"
+    )
 
 
 def start_worker(src: str | None) -> None:
@@ -285,8 +309,9 @@ def start_worker(src: str | None) -> None:
             pass
 
 
-def run_paper_workload(jobs, workers: int, src: str | None, kernels: str = "auto",
-                       sweep_jobs: int | None = None) -> tuple[float, float, list]:
+def run_paper_workload(
+    jobs, workers: int, src: str | None, kernels: str = "auto", sweep_jobs: int | None = None
+) -> tuple[float, float, list]:
     """(wall s, worker start-up s, rows) of the jobs in ``workers`` spawned processes that import
     speechbias from ``src`` (None: as this process does), with SPEECHBIAS_STATS_KERNELS=``kernels``;
     ``sweep_jobs``: the workers are told their share of a parallel sweep of that many jobs, as
@@ -312,8 +337,10 @@ def run_paper_workload(jobs, workers: int, src: str | None, kernels: str = "auto
 
 def section_paper_workload(quick: bool, workers: int, reference_src: str | None = None, rounds: int = 1) -> None:
     n_tests, n_perm, n_res = (8, 100_000, 1_000) if quick else (96, 1_000_000, 10_000)
-    print(f"\n== 3. paper workload: {n_tests} tests x (speat, {n_perm:,} permutations; SE curve n=2..60, "
-          f"{n_res:,} resamples/size), {workers} worker process(es) ==")
+    print(
+        f"\n== 3. paper workload: {n_tests} tests x (speat, {n_perm:,} permutations; SE curve n=2..60, "
+        f"{n_res:,} resamples/size), {workers} worker process(es) =="
+    )
     print("goal (issue 23): <= 10 s wall on 2 cores, <= 20 CPU-s (0.2 CPU-s per test) for the full workload")
     jobs = [(seed, n_perm, n_res) for seed in range(n_tests)]
     # Compile (or load) the numba kernels once here, so the workers load them from the disk cache
@@ -324,8 +351,12 @@ def section_paper_workload(quick: bool, workers: int, reference_src: str | None 
     default = "default (auto, the work declared as the sweep's jobs declare it)"
     undeclared = "auto undeclared (each process alone: rent-or-buy)"
     runs = [("reference " + reference_src, reference_src, "auto", n_tests)] if reference_src else []
-    runs += [("numpy kernels", None, "numpy", n_tests), ("compiled kernels", None, "compiled", n_tests),
-             (default, None, "auto", n_tests), (undeclared, None, "auto", None)]
+    runs += [
+        ("numpy kernels", None, "numpy", n_tests),
+        ("compiled kernels", None, "compiled", n_tests),
+        (default, None, "auto", n_tests),
+        (undeclared, None, "auto", None),
+    ]
     cpu = {}
     results = {}
     # rounds: every path once per round, in turn (a busy machine slows them alike); each path's best wall counts
@@ -339,29 +370,41 @@ def section_paper_workload(quick: bool, workers: int, reference_src: str | None 
         cpu[label] = min(cpu.get(label, (math.inf, 0.0)), (wall, speat_cpu + boot_cpu))
         print(f"{label}: after:  {load()}")
         cpu_per_test = (speat_cpu + boot_cpu) / n_tests
-        print(f"{label}: wall time {wall:.1f} s for {n_tests} tests, of which {startup:.1f} s starting worker "
-              f"processes; CPU {speat_cpu + boot_cpu:.1f} s = per test: speat {speat_cpu / n_tests:.3f} s + SE curve "
-              f"{boot_cpu / n_tests:.3f} s")
-        print(f"{label}: 3,168 such tests (the issue's 33 aggregations x 96 tests, at this cost per test): "
-              f"{3168 * cpu_per_test / 60:.1f} CPU-minutes")
+        print(
+            f"{label}: wall time {wall:.1f} s for {n_tests} tests, of which {startup:.1f} s starting worker "
+            f"processes; CPU {speat_cpu + boot_cpu:.1f} s = per test: speat {speat_cpu / n_tests:.3f} s + SE curve "
+            f"{boot_cpu / n_tests:.3f} s"
+        )
+        print(
+            f"{label}: 3,168 such tests (the issue's 33 aggregations x 96 tests, at this cost per test): "
+            f"{3168 * cpu_per_test / 60:.1f} CPU-minutes"
+        )
         ps = np.array([r[3] for r in rows])
         print(f"{label}: speechbias from {rows[0][4]}")
-        print(f"{label}: sanity: d range [{min(r[2] for r in rows):.2f}, {max(r[2] for r in rows):.2f}], "
-              f"p range [{ps.min():.4f}, {ps.max():.4f}]")
+        print(
+            f"{label}: sanity: d range [{min(r[2] for r in rows):.2f}, {max(r[2] for r in rows):.2f}], "
+            f"p range [{ps.min():.4f}, {ps.max():.4f}]"
+        )
     if rounds > 1:
-        print(f"best of {rounds} rounds (wall, and that round's CPU): "
-              + "; ".join(f"{label} {w:.1f} s, {c:.1f} CPU-s" for label, (w, c) in cpu.items()))
-    (w_np, c_np), (w_cmp, c_cmp), (w_new, c_new), (w_und, c_und) = (cpu[k] for k in
-                                                                     ("numpy kernels", "compiled kernels", default,
-                                                                      undeclared))
+        print(
+            f"best of {rounds} rounds (wall, and that round's CPU): "
+            + "; ".join(f"{label} {w:.1f} s, {c:.1f} CPU-s" for label, (w, c) in cpu.items())
+        )
+    (w_np, c_np), (w_cmp, c_cmp), (w_new, c_new), (w_und, c_und) = (
+        cpu[k] for k in ("numpy kernels", "compiled kernels", default, undeclared)
+    )
     same = all(len({r[2:4] for r in rows}) == 1 for rows in zip(*(results[r[0]] for r in runs if r[1] is None)))
-    print(f"ratio numpy kernels / compiled kernels: wall {w_np / w_cmp:.2f}x, CPU {c_np / c_cmp:.2f}x; "
-          f"numpy / default: wall {w_np / w_new:.2f}x, CPU {c_np / c_new:.2f}x; default / compiled: wall "
-          f"{w_new / w_cmp:.2f}x, CPU {c_new / c_cmp:.2f}x; undeclared / default: wall {w_und / w_new:.2f}x, "
-          f"CPU {c_und / c_new:.2f}x; d and p identical on all paths: {same}")
+    print(
+        f"ratio numpy kernels / compiled kernels: wall {w_np / w_cmp:.2f}x, CPU {c_np / c_cmp:.2f}x; "
+        f"numpy / default: wall {w_np / w_new:.2f}x, CPU {c_np / c_new:.2f}x; default / compiled: wall "
+        f"{w_new / w_cmp:.2f}x, CPU {c_new / c_cmp:.2f}x; undeclared / default: wall {w_und / w_new:.2f}x, "
+        f"CPU {c_und / c_new:.2f}x; d and p identical on all paths: {same}"
+    )
     if not quick:
-        print(f"goal check (default): wall {w_new:.1f} s (goal <= 10 s: {'met' if w_new <= 10 else 'MISSED'}), "
-              f"CPU {c_new:.1f} s (goal <= 20 CPU-s: {'met' if c_new <= 20 else 'MISSED'})")
+        print(
+            f"goal check (default): wall {w_new:.1f} s (goal <= 10 s: {'met' if w_new <= 10 else 'MISSED'}), "
+            f"CPU {c_new:.1f} s (goal <= 20 CPU-s: {'met' if c_new <= 20 else 'MISSED'})"
+        )
     if reference_src:
         w_ref, c_ref = cpu[runs[0][0]]
         print(f"ratio reference / this checkout: wall {w_ref / w_new:.2f}x, CPU {c_ref / c_new:.2f}x")
@@ -378,10 +421,12 @@ def section_paper_workload(quick: bool, workers: int, reference_src: str | None 
         firsts.setdefault(r[5], i)
     agg_cpu = float(np.median([c for i, c in enumerate(test_cpu) if i not in firsts.values()] or test_cpu))
     set_up = sum(max(0.0, test_cpu[i] - agg_cpu) for i in firsts.values())
-    print(f"aggregation appendix as configured (experiment=paper_aggregation: 10,000 permutations, no SE curve, "
-          f"each worker told its share of the 2,880 jobs): {agg_cpu * 1e3:.1f} CPU-ms per test + {set_up:.1f} CPU-s "
-          f"set-up in all (measured on {n_tests} tests, {wall:.1f} s wall) -> 2,880 tests (30 aggregations x 16 models "
-          f"x 6 tests) {2880 * agg_cpu + set_up:.0f} CPU-s, 3,168 tests {3168 * agg_cpu + set_up:.0f} CPU-s")
+    print(
+        f"aggregation appendix as configured (experiment=paper_aggregation: 10,000 permutations, no SE curve, "
+        f"each worker told its share of the 2,880 jobs): {agg_cpu * 1e3:.1f} CPU-ms per test + {set_up:.1f} CPU-s "
+        f"set-up in all (measured on {n_tests} tests, {wall:.1f} s wall) -> 2,880 tests (30 aggregations x 16 models "
+        f"x 6 tests) {2880 * agg_cpu + set_up:.0f} CPU-s, 3,168 tests {3168 * agg_cpu + set_up:.0f} CPU-s"
+    )
 
     # Reference in the same run: the naive numpy loops on test 0, on a sample of the work, per unit.
     X, Y, A, B = paper_test_data(0)
@@ -391,9 +436,11 @@ def section_paper_workload(quick: bool, workers: int, reference_src: str | None 
     t_boot, _ = timed(naive_bootstrap_se, res.s_x, res.s_y, range(2, 61), sample_res, 0)
     naive_per_test = t_perm / sample_perm * n_perm + t_boot / sample_res * n_res
     cpu_per_test = c_new / n_tests  # the default's
-    print(f"reference: naive numpy loops (shuffle per permutation, rng.choice per resample), measured on "
-          f"{sample_perm:,} permutations + {sample_res} resamples/size and scaled: {naive_per_test:.1f} CPU-s per test, "
-          f"{naive_per_test * n_tests:.0f} CPU-s for the workload -> ratio {naive_per_test / cpu_per_test:.0f}x")
+    print(
+        f"reference: naive numpy loops (shuffle per permutation, rng.choice per resample), measured on "
+        f"{sample_perm:,} permutations + {sample_res} resamples/size and scaled: {naive_per_test:.1f} CPU-s per test, "
+        f"{naive_per_test * n_tests:.0f} CPU-s for the workload -> ratio {naive_per_test / cpu_per_test:.0f}x"
+    )
 
 
 def main() -> None:
@@ -401,10 +448,17 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller sizes (about a minute or less)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes for the paper workload")
     parser.add_argument("--only", choices=["loop", "kernels", "paper"], help="run one section")
-    parser.add_argument("--rounds", type=int, default=1, help="run the paper workload's paths this many times in "
-                        "turn and count each path's best wall time (a machine others use slows single runs)")
-    parser.add_argument("--reference-src", help="also run the paper workload with speechbias from this src folder "
-                        "(e.g. /work/main/src), side by side")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run the paper workload's paths this many times in "
+        "turn and count each path's best wall time (a machine others use slows single runs)",
+    )
+    parser.add_argument(
+        "--reference-src",
+        help="also run the paper workload with speechbias from this src folder (e.g. /work/main/src), side by side",
+    )
     args = parser.parse_args()
     print(f"speechbias.stats benchmark ({'quick' if args.quick else 'full'}), {os.cpu_count()} CPU cores, {load()}")
     if args.only in (None, "loop"):

@@ -74,8 +74,16 @@ def phases(run_dir: Path, start: float, end: float) -> dict[str, float]:
         if m and "needed an upstream forward" in line:
             extracted = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
     last = max(p.stat().st_mtime for p in run_dir.rglob("*") if p.is_file())
-    marks = [start, mtime(".hydra/config.yaml"), mtime("config.yaml"), extracted, mtime("checkpoints/best.ckpt"),
-             mtime("report.md"), last, end]
+    marks = [
+        start,
+        mtime(".hydra/config.yaml"),
+        mtime("config.yaml"),
+        extracted,
+        mtime("checkpoints/best.ckpt"),
+        mtime("report.md"),
+        last,
+        end,
+    ]
     return {name: b - a for name, a, b in zip(PHASES, marks, marks[1:])}
 
 
@@ -85,8 +93,10 @@ def comparable(path: Path, names: dict[str, str]) -> bytes:
     as its members' contents."""
     if path.suffix == ".ckpt":
         with zipfile.ZipFile(path) as z:
-            return b"".join(n.split("/", 1)[-1].encode() + z.read(n) for n in sorted(z.namelist(),
-                                                                                 key=lambda n: n.split("/", 1)[-1]))
+            return b"".join(
+                n.split("/", 1)[-1].encode() + z.read(n)
+                for n in sorted(z.namelist(), key=lambda n: n.split("/", 1)[-1])
+            )
     data = path.read_bytes()
     for text, placeholder in names.items():
         data = data.replace(text.encode(), placeholder.encode())
@@ -97,13 +107,19 @@ def comparable(path: Path, names: dict[str, str]) -> bytes:
     return data
 
 
-def compare_folders(a: Path, b: Path, names_a: dict[str, str],
-                    names_b: dict[str, str]) -> tuple[list[str], list[str], list[str]]:
+def compare_folders(
+    a: Path, b: Path, names_a: dict[str, str], names_b: dict[str, str]
+) -> tuple[list[str], list[str], list[str]]:
     """(identical, differing, present in one only) relative file names of run folders ``a`` and ``b``,
     compared as :func:`comparable` gives them."""
+
     def files(root: Path) -> set[str]:
-        return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()
-                and not any(str(p.relative_to(root)).startswith(n) for n in NOT_COMPARED)}
+        return {
+            str(p.relative_to(root))
+            for p in root.rglob("*")
+            if p.is_file() and not any(str(p.relative_to(root)).startswith(n) for n in NOT_COMPARED)
+        }
+
     fa, fb = files(a), files(b)
     same = sorted(n for n in fa & fb if comparable(a / n, names_a) == comparable(b / n, names_b))
     differ = sorted(n for n in fa & fb if n not in same)
@@ -131,22 +147,29 @@ def main() -> None:
             for label, root in (("reference", reference), ("this checkout", ours)):
                 loads.append(os.getloadavg()[0])
                 results[label].append(run(root, [*overrides, "max_steps=1"], tmp / "runs" / f"{label[:4]}{rep}"))
-        print(f"\nfixed overhead (max_steps=1), {args.repeats} alternating rounds; 1-min load average before each "
-              f"run: {', '.join(f'{v:.2f}' for v in loads)}")
+        print(
+            f"\nfixed overhead (max_steps=1), {args.repeats} alternating rounds; 1-min load average before each "
+            f"run: {', '.join(f'{v:.2f}' for v in loads)}"
+        )
         print(f"  {'':14s} {'wall':>6s} {'RSS MiB':>8s}  " + " ".join(f"{p[:13]:>13s}" for p in PHASES))
         medians = {}
         for label, runs in results.items():
             for wall, rss, ph in runs:
                 print(f"  {label:14s} {wall:6.2f} {rss:8.0f}  " + " ".join(f"{ph[p]:13.2f}" for p in PHASES))
             med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
-            medians[label] = (med([w for w, _, _ in runs]), med([r for _, r, _ in runs]),
-                              {p: med([ph[p] for _, _, ph in runs]) for p in PHASES})
+            medians[label] = (
+                med([w for w, _, _ in runs]),
+                med([r for _, r, _ in runs]),
+                {p: med([ph[p] for _, _, ph in runs]) for p in PHASES},
+            )
         for label, (wall, rss, ph) in medians.items():
             print(f"  median {label:7s} {wall:6.2f} {rss:8.0f}  " + " ".join(f"{ph[p]:13.2f}" for p in PHASES))
         (w_ref, m_ref, p_ref), (w_new, m_new, p_new) = medians.values()
-        print(f"  ratio reference/this (medians): wall {w_ref / w_new:.2f}x ({w_ref - w_new:+.2f} s), "
-              f"peak RSS {m_ref / m_new:.2f}x; per phase: "
-              + ", ".join(f"{p} {p_ref[p] - p_new[p]:+.2f} s" for p in PHASES))
+        print(
+            f"  ratio reference/this (medians): wall {w_ref / w_new:.2f}x ({w_ref - w_new:+.2f} s), "
+            f"peak RSS {m_ref / m_new:.2f}x; per phase: "
+            + ", ".join(f"{p} {p_ref[p] - p_new[p]:+.2f} s" for p in PHASES)
+        )
         print(f"\nsame results? max_steps={args.steps}, one run per checkout")
         folders = {}
         for label, root in (("reference", reference), ("this checkout", ours)):
@@ -154,14 +177,18 @@ def main() -> None:
             wall, rss, _ = run(root, [*overrides, f"max_steps={args.steps}"], folders[label])
             print(f"  {label}: {wall:.2f} s, {rss:.0f} MiB")
         same, differ, alone = compare_folders(
-            folders["reference"], folders["this checkout"],
+            folders["reference"],
+            folders["this checkout"],
             {str(folders["reference"]): "<run>", str(reference): "<checkout>"},
-            {str(folders["this checkout"]): "<run>", str(ours): "<checkout>"})
+            {str(folders["this checkout"]): "<run>", str(ours): "<checkout>"},
+        )
         print(f"  identical ({len(same)}): {', '.join(same)}")
         print(f"  DIFFER ({len(differ)}): {', '.join(differ) or '-'}; in one folder only: {', '.join(alone) or '-'}")
-        print(f"  not compared: {', '.join(NOT_COMPARED)}; compared with each run's folder and checkout path "
-              "replaced by a placeholder, a checkpoint as its zip members (the zip's folder is the temporary "
-              "file's name)")
+        print(
+            f"  not compared: {', '.join(NOT_COMPARED)}; compared with each run's folder and checkout path "
+            "replaced by a placeholder, a checkpoint as its zip members (the zip's folder is the temporary "
+            "file's name)"
+        )
     print(f"\nafter: {load()}")
 
 

@@ -47,6 +47,7 @@ def timed(label: str, totals: dict, fn):
             return fn(*args, **kwargs)
         finally:
             totals[label] = totals.get(label, 0.0) + time.perf_counter() - start
+
     return wrapper
 
 
@@ -102,8 +103,12 @@ def main() -> None:
     os.environ.setdefault("WANDB_MODE", "offline")
     with tempfile.TemporaryDirectory() as tmp:
         common = [f"paths.root_dir={REPO}", f"paths.cache_dir={tmp}/cache", *overrides]
-        subprocess.run([sys.executable, str(args.root / "evaluate.py"), *common, f"hydra.run.dir={tmp}/fill"],
-                       check=True, capture_output=True, env=dict(os.environ))
+        subprocess.run(
+            [sys.executable, str(args.root / "evaluate.py"), *common, f"hydra.run.dir={tmp}/fill"],
+            check=True,
+            capture_output=True,
+            env=dict(os.environ),
+        )
         totals: dict[str, float] = {}
         print(f"load average before: {os.getloadavg()[0]:.2f}")
         import speechbias  # noqa: F401  (whichever checkout PYTHONPATH names)
@@ -117,10 +122,16 @@ def main() -> None:
             pass
         wall = time.perf_counter() - start
     print(f"package: {speechbias.__file__}")
-    print(f"warm run in-process: {wall:.2f} s (the interpreter's start not included); load average after: "
-          f"{os.getloadavg()[0]:.2f}")
-    print("  heavy modules imported: " + ", ".join(m for m in ("torch", "pytorch_lightning", "transformers",
-                                                             "matplotlib", "wandb") if m in sys.modules))
+    print(
+        f"warm run in-process: {wall:.2f} s (the interpreter's start not included); load average after: "
+        f"{os.getloadavg()[0]:.2f}"
+    )
+    print(
+        "  heavy modules imported: "
+        + ", ".join(
+            m for m in ("torch", "pytorch_lightning", "transformers", "matplotlib", "wandb") if m in sys.modules
+        )
+    )
     for label, seconds in totals.items():
         print(f"  {label:42s} {seconds:6.2f} s")
     print("  (nested: instantiate includes the collaborators' imports; the tracker includes importing wandb)")

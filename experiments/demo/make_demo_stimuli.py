@@ -56,8 +56,18 @@ def main() -> None:
         for i, sentence in enumerate(ATTRIBUTE_SENTENCES):
             rel = f"audio/attributes/{group}_{i:02d}.flac"
             speak(template.format(sentence), "en-us", HERE / rel, ssml=True)
-            attribute_rows.append({"clip_id": f"{group}_{i:02d}", "path": rel, "role": role, "group": group,
-                                   "speaker": "espeak-en-us", "pair_id": "", "stratum": "", "text": sentence})
+            attribute_rows.append(
+                {
+                    "clip_id": f"{group}_{i:02d}",
+                    "path": rel,
+                    "role": role,
+                    "group": group,
+                    "speaker": "espeak-en-us",
+                    "pair_id": "",
+                    "stratum": "",
+                    "text": sentence,
+                }
+            )
     tests = {
         "demo_voice": {"X": ("female", "en-us+f3"), "Y": ("male", "en-us+m3")},
         "demo_accent": {"X": ("us", "en-us"), "Y": ("british", "en-gb-x-rp")},
@@ -68,8 +78,18 @@ def main() -> None:
             for i, sentence in enumerate(TARGET_SENTENCES):
                 rel = f"audio/{test}/{group}_{i:02d}.flac"
                 speak(sentence, voice, HERE / rel)
-                rows.append({"clip_id": f"{group}_{i:02d}", "path": rel, "role": role, "group": group,
-                             "speaker": f"espeak-{voice}", "pair_id": f"s{i:02d}", "stratum": "", "text": sentence})
+                rows.append(
+                    {
+                        "clip_id": f"{group}_{i:02d}",
+                        "path": rel,
+                        "role": role,
+                        "group": group,
+                        "speaker": f"espeak-{voice}",
+                        "pair_id": f"s{i:02d}",
+                        "stratum": "",
+                        "text": sentence,
+                    }
+                )
         pd.DataFrame(rows + attribute_rows).to_csv(HERE / f"{test}.csv", index=False)
         print(f"wrote {test}.csv with {len(rows) + len(attribute_rows)} clips")
 

@@ -33,8 +33,15 @@ LAYER_CHOICES = LAYER_REDUCTIONS + LAYER_SELECTIONS
 
 def layer_index(layer: str, num_layers: int) -> int:
     """Index of a named single layer among ``num_layers`` kept states."""
-    table = {"first": 0, "second": 1, "q1": num_layers // 4, "q2": num_layers // 2,
-             "q3": 3 * num_layers // 4, "penultimate": num_layers - 2, "last": num_layers - 1}
+    table = {
+        "first": 0,
+        "second": 1,
+        "q1": num_layers // 4,
+        "q2": num_layers // 2,
+        "q3": 3 * num_layers // 4,
+        "penultimate": num_layers - 2,
+        "last": num_layers - 1,
+    }
     if layer not in table:
         raise ValueError(f"layer selection must be one of {LAYER_SELECTIONS}, got {layer!r}")
     idx = table[layer]

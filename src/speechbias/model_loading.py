@@ -42,6 +42,7 @@ class MissingWeightsError(FileNotFoundError):
 
 # --- where files come from ---------------------------------------------------------------------------
 
+
 def hub_offline() -> bool:
     """True when HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE is set now (read at call time, not import)."""
     flags = (os.environ.get("HF_HUB_OFFLINE", ""), os.environ.get("TRANSFORMERS_OFFLINE", ""))
@@ -141,7 +142,12 @@ def load_pretrained(loader: Callable, model_id: str, revision: str | None = None
 
 
 #: the files transformers' ``from_pretrained`` reads the weights from (one of them, or an index)
-HF_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+HF_WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
 
 
 def check_weights_available(model_id: str, revision: str | None = None, cache_dir: str | None = None) -> None:
@@ -173,6 +179,7 @@ def check_weights_available(model_id: str, revision: str | None = None, cache_di
 
 
 # --- what was loaded ---------------------------------------------------------------------------------
+
 
 def sha256_json(obj) -> str:
     """sha256 hex of ``obj`` as canonical JSON (sorted keys; non-JSON values by ``str``)."""

@@ -62,9 +62,12 @@ def hide_unloadable_torchaudio() -> str | None:
         sys.modules["torchaudio"] = None
         first_line = (str(err).strip().splitlines() or [""])[0][:200]
         _load_error = f"{type(err).__name__}: {first_line}".rstrip(": ")
-        log.warning("torchaudio %s is installed but cannot load (%s); running without it (only the s3prl "
-                    "upstream needs it: README.md, 'Any s3prl upstream', says how to make it load)",
-                    _version(), _load_error)
+        log.warning(
+            "torchaudio %s is installed but cannot load (%s); running without it (only the s3prl "
+            "upstream needs it: README.md, 'Any s3prl upstream', says how to make it load)",
+            _version(),
+            _load_error,
+        )
     return _load_error
 
 

@@ -9,8 +9,14 @@ import pandas as pd
 import soundfile as sf
 
 FS_COLUMNS = ["hash_name", "transcription", "age", "gender", "first_language", "socioeconomic_bkgd", "ethnicity"]
-SENTENCES = ["hey play some jazz music", "call my mother please", "set a timer for ten minutes",
-             "what is the weather today", "send a message to john", "turn off the lights"]
+SENTENCES = [
+    "hey play some jazz music",
+    "call my mother please",
+    "set a timer for ten minutes",
+    "what is the weather today",
+    "send a message to john",
+    "turn off the lights",
+]
 
 
 def write_tone(path: Path, seconds: float, freq: float, seed: int) -> None:
@@ -21,8 +27,15 @@ def write_tone(path: Path, seconds: float, freq: float, seed: int) -> None:
     sf.write(path, wav.astype(np.float32), 16000)
 
 
-def make_fair_speech_tree(root: Path, speakers_per_group: int = 2, utts_per_speaker: int = 2, with_speaker: bool = True,
-                          missing_audio: int = 0, empty_transcripts: int = 0, seconds: float = 1.0) -> pd.DataFrame:
+def make_fair_speech_tree(
+    root: Path,
+    speakers_per_group: int = 2,
+    utts_per_speaker: int = 2,
+    with_speaker: bool = True,
+    missing_audio: int = 0,
+    empty_transcripts: int = 0,
+    seconds: float = 1.0,
+) -> pd.DataFrame:
     """Write <root>/metadata.tsv and <root>/asr_fairness_audio/*.wav; returns the metadata table.
 
     Groups: gender female/male crossed with first_language English/Spanish/Mandarin by speaker.
@@ -37,10 +50,18 @@ def make_fair_speech_tree(root: Path, speakers_per_group: int = 2, utts_per_spea
             lang = langs[s % 3]
             for u in range(utts_per_speaker):
                 h = f"{k:032x}"
-                rows.append({"hash_name": h, "transcription": SENTENCES[k % len(SENTENCES)],
-                             "age": ["18 - 22", "31 - 45"][s % 2], "gender": gender, "first_language": lang,
-                             "socioeconomic_bkgd": ["Low", "Medium"][u % 2], "ethnicity": ["White", "Asian"][s % 2],
-                             "speaker_id": spk})
+                rows.append(
+                    {
+                        "hash_name": h,
+                        "transcription": SENTENCES[k % len(SENTENCES)],
+                        "age": ["18 - 22", "31 - 45"][s % 2],
+                        "gender": gender,
+                        "first_language": lang,
+                        "socioeconomic_bkgd": ["Low", "Medium"][u % 2],
+                        "ethnicity": ["White", "Asian"][s % 2],
+                        "speaker_id": spk,
+                    }
+                )
                 write_tone(root / "asr_fairness_audio" / f"{h}.wav", seconds, 200 + 40 * k, seed=k)
                 k += 1
     df = pd.DataFrame(rows)

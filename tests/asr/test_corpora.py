@@ -41,11 +41,18 @@ def test_fair_speech_speaker_column_and_errors(tmp_path):
 
 def test_generic_manifest(tmp_path):
     meta = make_fair_speech_tree(tmp_path)
-    m = pd.DataFrame({"file": [f"asr_fairness_audio/{h}.wav" for h in meta.hash_name], "sentence": meta.transcription,
-                      "client_id": meta.speaker_id, "gender": meta.gender})
+    m = pd.DataFrame(
+        {
+            "file": [f"asr_fairness_audio/{h}.wav" for h in meta.hash_name],
+            "sentence": meta.transcription,
+            "client_id": meta.speaker_id,
+            "gender": meta.gender,
+        }
+    )
     m.to_csv(tmp_path / "cv.csv", index=False)
-    c = load_asr_manifest(tmp_path / "cv.csv", ["gender"], path_column="file", transcript_column="sentence",
-                          speaker_column="client_id")
+    c = load_asr_manifest(
+        tmp_path / "cv.csv", ["gender"], path_column="file", transcript_column="sentence", speaker_column="client_id"
+    )
     assert len(c.utterances) == len(meta) and c.excluded.empty
     assert c.utterances.utterance_id.iloc[0] == "asr_fairness_audio/" + meta.hash_name.iloc[0] + ".wav"
     with pytest.raises(CorpusError, match=r"missing column\(s\) \['accent'\]"):

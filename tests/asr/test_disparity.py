@@ -22,8 +22,18 @@ def _utts(seed=0, speakers=(6, 6, 2)):
                 w = int(rng.integers(3, 12))
                 e = int(rng.poisson(w * 0.15 * np.exp(r)))
                 sub = int(rng.integers(0, e + 1))
-                rows.append({"grp": g, "speaker": f"{g}{s}", "ref_words": w, "errors": e, "substitutions": sub,
-                             "deletions": e - sub, "insertions": 0, "other": ["x", "y"][len(rows) % 2]})
+                rows.append(
+                    {
+                        "grp": g,
+                        "speaker": f"{g}{s}",
+                        "ref_words": w,
+                        "errors": e,
+                        "substitutions": sub,
+                        "deletions": e - sub,
+                        "insertions": 0,
+                        "other": ["x", "y"][len(rows) % 2],
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -35,8 +45,7 @@ def _one_utterance_group(seed=3) -> pd.DataFrame:
         for _ in range(n):
             w = int(rng.integers(4, 12))
             e = int(rng.poisson(w * wer)) if wer is not None else w  # the lone utterance: all words wrong
-            rows.append({"gender": g, "ref_words": w, "errors": e, "substitutions": e, "deletions": 0,
-                         "insertions": 0})
+            rows.append({"gender": g, "ref_words": w, "errors": e, "substitutions": e, "deletions": 0, "insertions": 0})
     return pd.DataFrame(rows)
 
 

@@ -62,10 +62,21 @@ def test_ctc_frames_follow_the_models_own_length_formula(add_adapter):
 
     from speechbias.asr.models import ctc_frames
 
-    config = Wav2Vec2Config(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-                            conv_dim=(16, 16), conv_stride=(5, 4), conv_kernel=(10, 8), num_conv_pos_embeddings=16,
-                            num_conv_pos_embedding_groups=2, add_adapter=add_adapter, num_adapter_layers=2,
-                            adapter_stride=2, output_hidden_size=16)
+    config = Wav2Vec2Config(
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        conv_dim=(16, 16),
+        conv_stride=(5, 4),
+        conv_kernel=(10, 8),
+        num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=2,
+        add_adapter=add_adapter,
+        num_adapter_layers=2,
+        adapter_stride=2,
+        output_hidden_size=16,
+    )
     lengths = torch.tensor([400, 401, 1_234, 16_000, 16_001])
     reference = Wav2Vec2ForCTC(config).wav2vec2._get_feat_extract_output_lengths(lengths)  # private: pinned here
     assert torch.equal(ctc_frames(config, lengths), reference)
@@ -85,7 +96,9 @@ def test_cache_means_no_second_transcription(tmp_path, tiny_ctc):
         write_tone(p, 0.6, 300 + 50 * k, seed=k)
         paths.append(str(p))
     (tmp_path / "bad.wav").write_bytes(b"not audio")
-    utts = pd.DataFrame({"utterance_id": [f"u{k}" for k in range(5)] + ["bad"], "path": paths + [str(tmp_path / "bad.wav")]})
+    utts = pd.DataFrame(
+        {"utterance_id": [f"u{k}" for k in range(5)] + ["bad"], "path": paths + [str(tmp_path / "bad.wav")]}
+    )
     cache = HypothesisCache(tmp_path / "hyp", tiny_ctc.fingerprint)
     calls = []
     orig = tiny_ctc.transcribe
@@ -124,7 +137,9 @@ def _checkpoint_copy(src, dst, drop=(), generation=None):
     return dst
 
 
-def test_a_local_whisper_checkpoint_without_tokenizer_or_generation_config_is_named_before_loading(tmp_path, tiny_whisper):
+def test_a_local_whisper_checkpoint_without_tokenizer_or_generation_config_is_named_before_loading(
+    tmp_path, tiny_whisper
+):
 
     tiny_whisper.load()  # the complete tiny checkpoint loads
     src = Path(tiny_whisper.model_id)
@@ -137,8 +152,9 @@ def test_a_local_whisper_checkpoint_without_tokenizer_or_generation_config_is_na
     assert "outdated" not in msg and str(bare) in msg
     # a generation config from before Whisper's language/task ids: named, instead of transformers' error
     old = _checkpoint_copy(src, tmp_path / "old", generation={"decoder_start_token_id": 1, "eos_token_id": 0})
-    with pytest.raises(MissingWeightsError, match="lang_to_id, task_to_id, no_timestamps_token_id in "
-                                                  "generation_config.json"):
+    with pytest.raises(
+        MissingWeightsError, match="lang_to_id, task_to_id, no_timestamps_token_id in generation_config.json"
+    ):
         WhisperTranscriber(model_id=str(old), device="cpu").load()
 
 
@@ -159,10 +175,26 @@ def test_the_command_with_an_incomplete_local_whisper_prints_one_line_and_exits_
     tiny_whisper.load()
     bare = _checkpoint_copy(Path(tiny_whisper.model_id), tmp_path / "my-whisper", drop=("generation_config.json",))
     repo = Path(__file__).resolve().parents[2]
-    proc = subprocess.run([sys.executable, str(repo / "evaluate.py"), "task=wer_disparity", "asr=whisper_small",
-                           f"asr.model_id={bare}", "asr.device=cpu", "logger=none", f"hydra.run.dir={tmp_path / 'run'}",
-                           f"paths.cache_dir={tmp_path / 'cache'}"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(repo / "evaluate.py"),
+            "task=wer_disparity",
+            "asr=whisper_small",
+            f"asr.model_id={bare}",
+            "asr.device=cpu",
+            "logger=none",
+            f"hydra.run.dir={tmp_path / 'run'}",
+            f"paths.cache_dir={tmp_path / 'cache'}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert proc.returncode == 1, proc.stderr[-2000:]
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
-    assert len(errors) == 1 and "generation_config.json (with lang_to_id" in errors[0] and "Traceback" not in proc.stderr
+    assert (
+        len(errors) == 1 and "generation_config.json (with lang_to_id" in errors[0] and "Traceback" not in proc.stderr
+    )

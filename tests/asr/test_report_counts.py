@@ -21,12 +21,19 @@ def _analyse(tmp_path, speaker_column):
     male = meta.index[meta["gender"] == "male"]
     meta.loc[male[0], "transcription"] = "Uh, um."
     meta.loc[male[1], "gender"] = "Male"
-    meta.drop(columns=[] if speaker_column else ["speaker_id"]).to_csv(tmp_path / "fs" / "metadata.tsv", sep="\t",
-                                                                      index=False)
+    meta.drop(columns=[] if speaker_column else ["speaker_id"]).to_csv(
+        tmp_path / "fs" / "metadata.tsv", sep="\t", index=False
+    )
     corpus = load_fair_speech(tmp_path / "fs", speaker_column=speaker_column, categories=["gender"])
     hyps = corpus.utterances[["utterance_id"]].assign(hypothesis=corpus.utterances["reference"].str.upper() + " x")
-    result = analyse_wer_disparity(corpus, hyps, categories=["gender"], n_resamples=20, wer_ci_resamples=20,
-                                   rule=GroupRule(min_utterances=1, min_speakers=1))
+    result = analyse_wer_disparity(
+        corpus,
+        hyps,
+        categories=["gender"],
+        n_resamples=20,
+        wer_ci_resamples=20,
+        rule=GroupRule(min_utterances=1, min_speakers=1),
+    )
     return meta, corpus, result
 
 
@@ -40,8 +47,14 @@ def test_raw_value_counts_add_up_to_the_compared_utterances_and_drops_are_listed
     spell = result.spellings.query("level == 'male'").set_index("raw_value")["rows"]
     assert spell.to_dict() == {"Male": 1, "male": n_male - 2} and spell.sum() == levels.loc["male", "utterances"]
     drops = result.drops
-    assert drops.to_dict("records") == [{"category": "gender", "group": "male", "dropped": 1,
-                                         "reasons": "reference empty after whisper_english normalisation (1)"}]
+    assert drops.to_dict("records") == [
+        {
+            "category": "gender",
+            "group": "male",
+            "dropped": 1,
+            "reasons": "reference empty after whisper_english normalisation (1)",
+        }
+    ]
     sections = dict(report.report_sections(result, {"asr": "a", "corpus": "c"}, {"normalizer": "whisper_english"}))
     md = sections["Levels"]
     row = next(ln for ln in md.splitlines() if ln.startswith("| gender | male |"))

@@ -44,8 +44,12 @@ def test_bare_task_composes_the_demo_and_real_usage_is_unchanged():
 
 def test_demo_manifest_references_are_the_synthesised_texts():
     m = pd.read_csv(DEMO_ASR / "manifest.csv", keep_default_na=False)
-    texts = pd.concat([pd.read_csv(ROOT / "experiments" / "demo" / f"{t}.csv", keep_default_na=False)
-                       for t in ("demo_voice", "demo_accent")]).drop_duplicates("path")
+    texts = pd.concat(
+        [
+            pd.read_csv(ROOT / "experiments" / "demo" / f"{t}.csv", keep_default_na=False)
+            for t in ("demo_voice", "demo_accent")
+        ]
+    ).drop_duplicates("path")
     assert len(m) == len(texts) == 60 and m.clip_id.is_unique
     by_path = dict(zip("../" + texts.path, texts.text))
     assert all(by_path[p] == t for p, t in zip(m.path, m.transcript))
@@ -70,10 +74,19 @@ def test_demo_run_in_process_carries_the_caveat_everywhere(tmp_path, monkeypatch
     m = pd.read_csv(DEMO_ASR / "manifest.csv", keep_default_na=False)
     sub = m.groupby("voice", sort=False).head(3).assign(path=lambda d: [str((DEMO_ASR / p).resolve()) for p in d.path])
     sub.to_csv(tmp_path / "demo_subset.csv", index=False)
-    cfg = _compose(["task=wer_disparity", "logger=none", f"paths.output_dir={tmp_path / 'out'}",
-                    f"paths.cache_dir={tmp_path / 'cache'}", "task.progress=false", "task.glmm.n_resamples=50",
-                    "task.wer_ci_resamples=50", f"corpus.load.manifest={tmp_path / 'demo_subset.csv'}",
-                    "corpus.min_group.utterances=3"])
+    cfg = _compose(
+        [
+            "task=wer_disparity",
+            "logger=none",
+            f"paths.output_dir={tmp_path / 'out'}",
+            f"paths.cache_dir={tmp_path / 'cache'}",
+            "task.progress=false",
+            "task.glmm.n_resamples=50",
+            "task.wer_ci_resamples=50",
+            f"corpus.load.manifest={tmp_path / 'demo_subset.csv'}",
+            "corpus.min_group.utterances=3",
+        ]
+    )
     from hydra.utils import instantiate
 
     task = instantiate(cfg.task.run)  # the task object itself: no Lightning import (entry.run_task)
@@ -94,9 +107,21 @@ def test_bare_command_from_a_temporary_folder(tmp_path):
     """The literal bare command as a new user types it (only logger and output folders set)."""
     env = {k: v for k, v in os.environ.items() if k != "PROJECT_ROOT"}
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", WANDB_MODE="offline", WANDB_SILENT="true")
-    proc = subprocess.run([sys.executable, str(ROOT / "evaluate.py"), "task=wer_disparity", "logger=none",
-                           f"paths.output_root={tmp_path / 'outputs'}", f"paths.cache_dir={tmp_path / 'cache'}"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "evaluate.py"),
+            "task=wer_disparity",
+            "logger=none",
+            f"paths.output_root={tmp_path / 'outputs'}",
+            f"paths.cache_dir={tmp_path / 'cache'}",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert DEMO_CAVEAT in proc.stdout + proc.stderr
     reports = list((tmp_path / "outputs").rglob("report.md"))

@@ -22,11 +22,20 @@ CONF = str(Path(__file__).resolve().parents[2] / "conf")
 
 def _run(tmp_path: Path, asr: str, extra: list[str], out: str = "out", force: bool = False) -> tuple[dict, Path]:
     overrides = [
-        "task=wer_disparity", f"asr={asr}", "corpus=fair_speech", f"corpus.load.root={tmp_path / 'fs'}",
-        f"paths.output_dir={tmp_path / out}", f"paths.cache_dir={tmp_path / 'cache'}", "logger=none",
-        "task.progress=false", "corpus.min_group.speakers=2", "corpus.min_group.utterances=1",
+        "task=wer_disparity",
+        f"asr={asr}",
+        "corpus=fair_speech",
+        f"corpus.load.root={tmp_path / 'fs'}",
+        f"paths.output_dir={tmp_path / out}",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        "logger=none",
+        "task.progress=false",
+        "corpus.min_group.speakers=2",
+        "corpus.min_group.utterances=1",
         "task.glmm.n_resamples=200",
-        "task.wer_ci_resamples=200", f"force={str(force).lower()}", *extra,
+        "task.wer_ci_resamples=200",
+        f"force={str(force).lower()}",
+        *extra,
     ]
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         cfg = compose("evaluate", overrides=overrides, return_hydra_config=True)
@@ -54,11 +63,24 @@ def _check_table2(out: Path, categories: list[str], with_speakers: bool) -> pd.D
 
 
 def test_ctc_with_speakers_end_to_end(tmp_path):
-    make_fair_speech_tree(tmp_path / "fs", speakers_per_group=2, utts_per_speaker=2, missing_audio=1, empty_transcripts=1)
-    summary, out = _run(tmp_path, "tiny_random_ctc", ["corpus.load.speaker_column=speaker_id",
-                                                     "task.categories=[gender,first_language]"])
-    for name in ("results.csv", "results.json", "table2.csv", "table3.csv", "utterances.csv", "excluded.csv",
-                 "report.md", "wer_by_group.png"):
+    make_fair_speech_tree(
+        tmp_path / "fs", speakers_per_group=2, utts_per_speaker=2, missing_audio=1, empty_transcripts=1
+    )
+    summary, out = _run(
+        tmp_path,
+        "tiny_random_ctc",
+        ["corpus.load.speaker_column=speaker_id", "task.categories=[gender,first_language]"],
+    )
+    for name in (
+        "results.csv",
+        "results.json",
+        "table2.csv",
+        "table3.csv",
+        "utterances.csv",
+        "excluded.csv",
+        "report.md",
+        "wer_by_group.png",
+    ):
         assert (out / name).is_file(), name
     assert summary["n_transcribed"] == 14 and summary["n_excluded"] == 2
     excluded = pd.read_csv(out / "excluded.csv")
@@ -67,7 +89,10 @@ def test_ctc_with_speakers_end_to_end(tmp_path):
     assert set(t2[t2.category == "first_language"].group) == {"L1", "L2"}
     t3 = pd.read_csv(out / "table3.csv")
     # all pairs of groups, ratio inside its own CI or at least positive, method = GLMM
-    assert set(zip(t3.category, t3.group_a, t3.group_b)) == {("gender", "female", "male"), ("first_language", "L1", "L2")}
+    assert set(zip(t3.category, t3.group_a, t3.group_b)) == {
+        ("gender", "female", "male"),
+        ("first_language", "L1", "L2"),
+    }
     assert (t3.method == "laplace").all() and (t3.wer_ratio > 0).all() and (t3.ci_low <= t3.ci_high).all()
     # the same model refitted here on utterances.csv gives the reported ratios
     from speechbias.stats.glmm import fit_poisson_glmm

@@ -43,8 +43,11 @@ def test_the_config_store_holds_the_product_of_temporal_and_layer_choices(conf_d
 def test_each_option_composes_and_builds_its_strategy(conf_dir, name):
     cfg = _compose(conf_dir, f"aggregation={name}")
     temporal, layer = name.split("_", 1)
-    assert dict(cfg.aggregation) == {"_target_": "speechbias.aggregation.Aggregation",
-                                     "temporal": temporal, "layer": layer}
+    assert dict(cfg.aggregation) == {
+        "_target_": "speechbias.aggregation.Aggregation",
+        "temporal": temporal,
+        "layer": layer,
+    }
     assert cfg.hydra.runtime.choices.aggregation == name
     built = hydra.utils.instantiate(cfg.aggregation)
     assert built == Aggregation(temporal, layer) and built.name == name
@@ -70,7 +73,12 @@ def test_the_appendix_d_glob_expands_to_the_30_strategies_without_layer_sum(conf
 
 def test_the_entry_point_registers_the_options_before_composing(repo_root, tmp_path):
     """``python evaluate.py aggregation=max_q3 --cfg job`` in a fresh process, from another folder."""
-    out = subprocess.run([sys.executable, str(repo_root / "evaluate.py"), "aggregation=max_q3", "--cfg", "job",
-                          "-p", "aggregation"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(repo_root / "evaluate.py"), "aggregation=max_q3", "--cfg", "job", "-p", "aggregation"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert "temporal: max" in out.stdout and "layer: q3" in out.stdout

@@ -28,7 +28,8 @@ def test_inside_another_hydra_it_composes_from_the_folder_given_and_leaves_that_
     other = tmp_path / "conf"
     shutil.copytree(CONF_DIR, other)
     (other / "bias_test" / "female_male.yaml").write_text(
-        (other / "bias_test" / "female_male.yaml").read_text().replace("human_iat_d: 0.31", "human_iat_d: 0.99"))
+        (other / "bias_test" / "female_male.yaml").read_text().replace("human_iat_d: 0.31", "human_iat_d: 0.99")
+    )
     with initialize_config_dir(str(other), version_base=None):
         hydra_before = GlobalHydra.instance().hydra
         assert bias_test_config("female_male", other).human_iat_d == 0.99  # the running one's folder

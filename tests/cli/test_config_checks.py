@@ -7,14 +7,20 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from speechbias.launch.config_checks import (check_config, check_manifest_files, check_report_arguments, learning_rates)
+from speechbias.launch.config_checks import check_config, check_manifest_files, check_report_arguments, learning_rates
 from speechbias.launch.user_errors import ConfigError
 
 
-@pytest.mark.parametrize("value, expected", [
-    (1e-4, [1e-4]), ("1e-3", [1e-3]), (2, [2.0]), ([1e-3, 1e-4, 1e-5], [1e-3, 1e-4, 1e-5]),
-    (OmegaConf.create([0.1, "0.01"]), [0.1, 0.01]),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (1e-4, [1e-4]),
+        ("1e-3", [1e-3]),
+        (2, [2.0]),
+        ([1e-3, 1e-4, 1e-5], [1e-3, 1e-4, 1e-5]),
+        (OmegaConf.create([0.1, "0.01"]), [0.1, 0.01]),
+    ],
+)
 def test_learning_rates_accept_positive_numbers(value, expected):
     assert learning_rates(value) == pytest.approx(expected)
 
@@ -27,8 +33,15 @@ def test_learning_rates_reject_anything_else_in_one_line(value):
 
 
 def test_a_required_value_left_unset_is_named_with_an_example():
-    cfg = OmegaConf.create({"task": {"name": "report"}, "sweep_dir": "???", "hydra": {"x": "???"},
-                            "corpus": {"load": {"manifest": "???"}}, "ref": "${sweep_dir}"})
+    cfg = OmegaConf.create(
+        {
+            "task": {"name": "report"},
+            "sweep_dir": "???",
+            "hydra": {"x": "???"},
+            "corpus": {"load": {"manifest": "???"}},
+            "ref": "${sweep_dir}",
+        }
+    )
     with pytest.raises(ConfigError, match=r"^corpus.load.manifest: required.*corpus.load.manifest=<csv>"):
         check_config(cfg)
     cfg.corpus.load.manifest = "/m.csv"
@@ -37,8 +50,9 @@ def test_a_required_value_left_unset_is_named_with_an_example():
 
 
 def test_report_arguments_must_be_existing_folders_and_files(tmp_path):
-    cfg = OmegaConf.create({"sweep_dir": str(tmp_path / "nope"), "paper_results": None,
-                            "task": {"extra_sweep_dirs": []}})
+    cfg = OmegaConf.create(
+        {"sweep_dir": str(tmp_path / "nope"), "paper_results": None, "task": {"extra_sweep_dirs": []}}
+    )
     with pytest.raises(ConfigError, match="nope: no such folder"):
         check_report_arguments(cfg)
     cfg.sweep_dir = str(tmp_path)
@@ -85,8 +99,14 @@ def test_a_relative_sweep_dir_is_found_in_the_cwd_first_then_in_the_project(tmp_
     (project / "multirun" / "s").mkdir(parents=True)
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    cfg = OmegaConf.create({"sweep_dir": "multirun/s", "paper_results": None, "paths": {"root_dir": str(project)},
-                            "task": {"extra_sweep_dirs": []}})
+    cfg = OmegaConf.create(
+        {
+            "sweep_dir": "multirun/s",
+            "paper_results": None,
+            "paths": {"root_dir": str(project)},
+            "task": {"extra_sweep_dirs": []},
+        }
+    )
     check_report_arguments(cfg)  # only the project has it
     assert user_path("multirun/s", project) == project / "multirun" / "s"
     (elsewhere / "multirun" / "s").mkdir(parents=True)  # the cwd's wins when both have it
@@ -100,10 +120,23 @@ def test_a_relative_sweep_dir_is_found_in_the_cwd_first_then_in_the_project(tmp_
 def test_unknown_group_options_name_close_matches_and_plain_values_pass(conf_dir):
     from speechbias.launch.config_checks import check_group_options
 
-    check_group_options(["upstream=hubert_base", "lr=1e-4", "bias_test.manifest=/x.csv", "upstream=glob(*)",
-                         "bias_test=demo_voice,demo_accent", "~sllm", "hydra/launcher=parallel"], conf_dir)
-    with pytest.raises(ConfigError, match=r"^upstream=wavlm_larg: no such option of config group upstream; "
-                                          r"did you mean wavlm_large"):
+    check_group_options(
+        [
+            "upstream=hubert_base",
+            "lr=1e-4",
+            "bias_test.manifest=/x.csv",
+            "upstream=glob(*)",
+            "bias_test=demo_voice,demo_accent",
+            "~sllm",
+            "hydra/launcher=parallel",
+        ],
+        conf_dir,
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"^upstream=wavlm_larg: no such option of config group upstream; "
+        r"did you mean wavlm_large",
+    ):
         check_group_options(["upstream=wavlm_larg"], conf_dir)
     with pytest.raises(ConfigError, match="hydra/launcher=slurmm: .*did you mean slurm"):
         check_group_options(["-m", "hydra/launcher=slurmm"][1:], conf_dir)
@@ -112,8 +145,11 @@ def test_unknown_group_options_name_close_matches_and_plain_values_pass(conf_dir
 def test_command_line_overrides_drop_hydra_flags():
     from speechbias.launch.config_checks import command_line_overrides
 
-    assert command_line_overrides(["-m", "a=1", "--cfg", "job", "~sllm", "+selection=paper"]) == \
-        ["a=1", "~sllm", "+selection=paper"]
+    assert command_line_overrides(["-m", "a=1", "--cfg", "job", "~sllm", "+selection=paper"]) == [
+        "a=1",
+        "~sllm",
+        "+selection=paper",
+    ]
 
 
 def _roles_manifest(tmp_path, counts):
@@ -147,8 +183,16 @@ def test_corpus_folders_honour_corpus_dirs_overrides(tmp_path):
     from speechbias.launch.config_checks import check_corpus_folders
 
     (tmp_path / "saa").mkdir()
-    node = OmegaConf.create({"builder": {"test": "female_male", "data_root": str(tmp_path), "selection": "ours",
-                                         "corpus_dirs": {"saa": "saa"}}})
+    node = OmegaConf.create(
+        {
+            "builder": {
+                "test": "female_male",
+                "data_root": str(tmp_path),
+                "selection": "ours",
+                "corpus_dirs": {"saa": "saa"},
+            }
+        }
+    )
     with pytest.raises(ConfigError, match=r"corpus folder\(s\) not found: .*morgan_emotional_speech_set \(mess\); "):
         check_corpus_folders(node, "bias_test")
     node.builder.corpus_dirs = {"saa": "saa", "mess": str(tmp_path / "saa")}  # an absolute folder is taken as is
@@ -180,9 +224,11 @@ def test_clips_that_passed_are_not_decoded_again_until_they_change(tmp_path, mon
 def test_an_error_re_raised_by_a_dataloader_worker_keeps_its_own_line():
     from speechbias.launch.user_errors import StorageError, error_message
 
-    exc = StorageError("Caught StorageError in DataLoader worker process 0.\nOriginal Traceback (most recent call "
-                       "last):\n  File \"x.py\", line 1, in f\n"
-                       "speechbias.launch.user_errors.StorageError: /c/x: cannot write it")
+    exc = StorageError(
+        "Caught StorageError in DataLoader worker process 0.\nOriginal Traceback (most recent call "
+        'last):\n  File "x.py", line 1, in f\n'
+        "speechbias.launch.user_errors.StorageError: /c/x: cannot write it"
+    )
     assert error_message(exc) == "/c/x: cannot write it"
 
 

@@ -37,6 +37,7 @@ MISSING = "???"
 
 # --- finding target nodes -----------------------------------------------------------------------
 
+
 def target_nodes(node, path: str = "") -> Iterator[tuple[str, dict]]:
     """``(dotted path, node)`` of every mapping with a ``_target_`` in a plain container, outer first."""
     if isinstance(node, dict):
@@ -75,6 +76,7 @@ def config_sources() -> dict[str, dict]:
 
 # --- the signature check ------------------------------------------------------------------------
 
+
 def accepted_keywords(obj) -> tuple[set[str], bool, str]:
     """``(keyword names, accepts any keyword, description)`` of calling ``obj`` (rules: module docstring)."""
     sig = inspect.signature(obj)
@@ -104,8 +106,11 @@ def signature_errors(node: dict, path: str) -> list[str]:
     names, any_keyword, described = accepted_keywords(obj)
     if any_keyword:
         return []
-    return [f"{path}: key {key!r} is not a parameter of {target}: {described}"
-            for key in node if key not in HYDRA_KEYS and key not in names]
+    return [
+        f"{path}: key {key!r} is not a parameter of {target}: {described}"
+        for key in node
+        if key not in HYDRA_KEYS and key not in names
+    ]
 
 
 SOURCES = config_sources()
@@ -125,9 +130,18 @@ def test_every_target_accepts_the_keys_of_its_node(source):
 # --- instantiating what can be built here --------------------------------------------------------
 
 # group -> the entry config that has it in its defaults list
-GROUPS = {"upstream": "evaluate", "asr": "evaluate", "sllm": "evaluate", "trainer": "evaluate",
-          "logger": "evaluate", "aggregation": "evaluate", "bias_test": "evaluate", "corpus": "evaluate",
-          "downstream": "train", "ser_data": "train"}
+GROUPS = {
+    "upstream": "evaluate",
+    "asr": "evaluate",
+    "sllm": "evaluate",
+    "trainer": "evaluate",
+    "logger": "evaluate",
+    "aggregation": "evaluate",
+    "bias_test": "evaluate",
+    "corpus": "evaluate",
+    "downstream": "train",
+    "ser_data": "train",
+}
 # options that must build here by their name: tiny / random models, weight-free baselines, demo data,
 # scripted policies, the CPU trainer
 OFFLINE_NAMES = ("tiny_", "random_", "demo", "fbank", "mfcc", "cpu", "policy")
@@ -220,8 +234,11 @@ def plain_option_node(group: str, option: str):
 
 @pytest.mark.parametrize("group", sorted(GROUPS))
 def test_every_option_that_needs_no_weights_or_data_instantiates(group, tmp_path):
-    overrides = [f"paths.root_dir={CONF_DIR.parent}", f"paths.cache_dir={tmp_path / 'cache'}",
-                 f"paths.output_dir={tmp_path / 'out'}"]
+    overrides = [
+        f"paths.root_dir={CONF_DIR.parent}",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        f"paths.output_dir={tmp_path / 'out'}",
+    ]
     built, errors, signature_only = [], [], {}
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         options = sorted(GlobalHydra.instance().config_loader().get_group_options(group))

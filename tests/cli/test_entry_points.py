@@ -17,18 +17,27 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "pytorch_lightning", "transformers", "pandas")
 FAST_SPEAT = ("logger=none", "speat.n_permutations=300", "speat.per_layer=false", "upstream=fbank")
 # runs an entry script like `python <script> <args>` and records which heavy modules it had imported
-IMPORT_PROBE = ("import runpy, sys\n"
-                "script, out = sys.argv[1], sys.argv[2]\n"
-                "sys.argv = [script] + sys.argv[3:]\n"
-                "try:\n"
-                "    runpy.run_path(script, run_name='__main__')\n"
-                "finally:\n"
-                "    open(out, 'w').write(','.join(m for m in %r if m in sys.modules))\n" % (HEAVY,))
+IMPORT_PROBE = (
+    "import runpy, sys\n"
+    "script, out = sys.argv[1], sys.argv[2]\n"
+    "sys.argv = [script] + sys.argv[3:]\n"
+    "try:\n"
+    "    runpy.run_path(script, run_name='__main__')\n"
+    "finally:\n"
+    "    open(out, 'w').write(','.join(m for m in %r if m in sys.modules))\n" % (HEAVY,)
+)
 
 
 def _env(tmp: Path) -> dict:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
-               SPEECHBIAS_CACHE=str(tmp / "cache"), PYTHONWARNINGS="ignore")
+    env = dict(
+        os.environ,
+        HF_HUB_OFFLINE="1",
+        WANDB_MODE="offline",
+        OMP_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        SPEECHBIAS_CACHE=str(tmp / "cache"),
+        PYTHONWARNINGS="ignore",
+    )
     for key in ("HYDRA_FULL_ERROR", "PROJECT_ROOT", "SPEECHBIAS_SWEEP_ID"):
         env.pop(key, None)
     return env
@@ -37,16 +46,28 @@ def _env(tmp: Path) -> dict:
 def _run(repo: Path, tmp: Path, script: str, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
     cwd = tmp / "elsewhere"
     cwd.mkdir(exist_ok=True)
-    return subprocess.run([sys.executable, str(repo / script), *args], cwd=cwd, env=_env(tmp), capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(repo / script), *args],
+        cwd=cwd,
+        env=_env(tmp),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _run_probed(repo: Path, tmp: Path, script: str, *args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
     cwd = tmp / "elsewhere"
     cwd.mkdir(exist_ok=True)
     probe = tmp / "imported.txt"
-    proc = subprocess.run([sys.executable, "-c", IMPORT_PROBE, str(repo / script), str(probe), *args], cwd=cwd,
-                          env=_env(tmp), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", IMPORT_PROBE, str(repo / script), str(probe), *args],
+        cwd=cwd,
+        env=_env(tmp),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return proc, [m for m in probe.read_text().split(",") if m]
 
 
@@ -68,45 +89,70 @@ def _only_sweep(multirun_root: Path) -> Path:
 def test_a_bad_learning_rate_is_one_line_before_torch_is_imported(repo_root, tmp_path):
     proc, imported = _run_probed(repo_root, tmp_path, "train.py", "lr=abc")
     assert proc.returncode == 1
-    assert _lines(proc) == ["error: lr=abc: 'abc' is not a number > 0; give a learning rate such as lr=1e-4 or a "
-                            "list, 'lr=[1e-3,1e-4,1e-5]' (HYDRA_FULL_ERROR=1 shows the traceback)"]
+    assert _lines(proc) == [
+        "error: lr=abc: 'abc' is not a number > 0; give a learning rate such as lr=1e-4 or a "
+        "list, 'lr=[1e-3,1e-4,1e-5]' (HYDRA_FULL_ERROR=1 shows the traceback)"
+    ]
     assert imported == []
 
 
 def test_a_manifest_row_without_its_file_is_one_line_before_torch_is_imported(repo_root, tmp_path):
     manifest = tmp_path / "bad.csv"
-    manifest.write_text(f"clip_id,path,role\na,{repo_root}/experiments/demo/demo_voice.csv,X\nb,{tmp_path}/gone.wav,Y\n")
+    manifest.write_text(
+        f"clip_id,path,role\na,{repo_root}/experiments/demo/demo_voice.csv,X\nb,{tmp_path}/gone.wav,Y\n"
+    )
     out_root = tmp_path / "outputs"
-    proc, imported = _run_probed(repo_root, tmp_path, "evaluate.py", "bias_test=demo_voice",
-                                 f"bias_test.manifest={manifest}", f"paths.output_root={out_root}")
+    proc, imported = _run_probed(
+        repo_root,
+        tmp_path,
+        "evaluate.py",
+        "bias_test=demo_voice",
+        f"bias_test.manifest={manifest}",
+        f"paths.output_root={out_root}",
+    )
     assert proc.returncode == 1 and imported == []
     (line,) = _lines(proc)
-    assert line.startswith(f"error: bias_test.manifest={manifest}: 1 audio file(s) not found, e.g. {tmp_path}/gone.wav "
-                           "(row(s) 3)") and line.endswith("(HYDRA_FULL_ERROR=1 shows the traceback)")
+    assert line.startswith(
+        f"error: bias_test.manifest={manifest}: 1 audio file(s) not found, e.g. {tmp_path}/gone.wav (row(s) 3)"
+    ) and line.endswith("(HYDRA_FULL_ERROR=1 shows the traceback)")
     assert not out_root.exists(), "a run that fails its config check makes no output folder"
 
 
 def test_a_report_without_its_sweep_folder_is_one_line(repo_root, tmp_path):
     proc, imported = _run_probed(repo_root, tmp_path, "evaluate.py", "task=report")
     assert proc.returncode == 1 and imported == []
-    assert _lines(proc) == ["error: sweep_dir: required, give it on the command line, e.g. python evaluate.py "
-                            "task=report sweep_dir=multirun/<date>/<time> (HYDRA_FULL_ERROR=1 shows the traceback)"]
+    assert _lines(proc) == [
+        "error: sweep_dir: required, give it on the command line, e.g. python evaluate.py "
+        "task=report sweep_dir=multirun/<date>/<time> (HYDRA_FULL_ERROR=1 shows the traceback)"
+    ]
 
 
 def test_full_error_shows_the_traceback(repo_root, tmp_path):
     cwd = tmp_path / "elsewhere"
     cwd.mkdir()
-    proc = subprocess.run([sys.executable, str(repo_root / "train.py"), "lr=abc",
-                           f"paths.output_root={tmp_path / 'outputs'}"], cwd=cwd, timeout=120,
-                          env=dict(_env(tmp_path), HYDRA_FULL_ERROR="1"), capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(repo_root / "train.py"), "lr=abc", f"paths.output_root={tmp_path / 'outputs'}"],
+        cwd=cwd,
+        timeout=120,
+        env=dict(_env(tmp_path), HYDRA_FULL_ERROR="1"),
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 1 and "Traceback" in proc.stderr and "ConfigError: lr=abc" in proc.stderr
 
 
 def test_a_two_job_sweep_from_another_folder_writes_its_status_table(repo_root, tmp_path):
     """No hydra.sweep.dir: the sweep folder comes from paths.multirun_root (conf/paths), demo data from the project."""
     root = tmp_path / "multirun"
-    proc = _run(repo_root, tmp_path, "evaluate.py", "-m", f"paths.multirun_root={root}", *FAST_SPEAT,
-                "bias_test=demo_voice,demo_accent")
+    proc = _run(
+        repo_root,
+        tmp_path,
+        "evaluate.py",
+        "-m",
+        f"paths.multirun_root={root}",
+        *FAST_SPEAT,
+        "bias_test=demo_voice,demo_accent",
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     sweep = _only_sweep(root)
     rows = _status_rows(sweep)
@@ -116,12 +162,20 @@ def test_a_two_job_sweep_from_another_folder_writes_its_status_table(repo_root, 
     assert "2 ok of 2 job(s)" in proc.stdout
     # the same sweep again into the same folder: both jobs find their results and skip; the table keeps
     # the outcome and seconds of the run that computed them (it read "skipped, 0.0" before)
-    again = _run(repo_root, tmp_path, "evaluate.py", "-m", f"hydra.sweep.dir={sweep}", *FAST_SPEAT,
-                 "bias_test=demo_voice,demo_accent")
+    again = _run(
+        repo_root,
+        tmp_path,
+        "evaluate.py",
+        "-m",
+        f"hydra.sweep.dir={sweep}",
+        *FAST_SPEAT,
+        "bias_test=demo_voice,demo_accent",
+    )
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     reran = _status_rows(sweep)
-    assert [(r["job"], r["status"], r["seconds"], r["error"]) for r in reran] == \
-        [(r["job"], "ok", r["seconds"], "") for r in rows]
+    assert [(r["job"], r["status"], r["seconds"], r["error"]) for r in reran] == [
+        (r["job"], "ok", r["seconds"], "") for r in rows
+    ]
     assert [r["reused"] for r in reran] == ["yes", "yes"] and [r["reused"] for r in rows] == ["", ""]
     assert "2 ok (2 reused) of 2 job(s)" in again.stdout
 
@@ -135,9 +189,19 @@ def failed_sweep(tmp_path_factory):
     bad.write_text(f"clip_id,path,role\na,{tmp}/gone.wav,X\n")
     good = repo_root / "experiments" / "demo" / "demo_voice.csv"
     root = tmp / "multirun"
-    proc = _run(repo_root, tmp, "evaluate.py", "-m", "hydra/launcher=parallel", "hydra.launcher.n_jobs=2",
-                f"paths.multirun_root={root}", *FAST_SPEAT, "bias_test=demo_voice",
-                f"bias_test.manifest={good},{bad}", "hydra.callbacks.preflight.enabled=false")  # launched anyway: one job fails
+    proc = _run(
+        repo_root,
+        tmp,
+        "evaluate.py",
+        "-m",
+        "hydra/launcher=parallel",
+        "hydra.launcher.n_jobs=2",
+        f"paths.multirun_root={root}",
+        *FAST_SPEAT,
+        "bias_test=demo_voice",
+        f"bias_test.manifest={good},{bad}",
+        "hydra.callbacks.preflight.enabled=false",
+    )  # launched anyway: one job fails
     return proc, _only_sweep(root), bad
 
 
@@ -146,8 +210,10 @@ def test_a_sweep_with_a_failed_job_exits_1_and_names_the_reason(failed_sweep):
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = {("bad" if str(bad) in r["overrides"] else "good"): r for r in _status_rows(sweep)}
     assert rows["good"]["status"] == "ok" and rows["bad"]["status"] == "failed"
-    assert rows["bad"]["error"] == (f"bias_test.manifest={bad}: 1 audio file(s) not found, e.g. {bad.parent}/gone.wav "
-                                    "(row(s) 2); fix the path column or the files")
+    assert rows["bad"]["error"] == (
+        f"bias_test.manifest={bad}: 1 audio file(s) not found, e.g. {bad.parent}/gone.wav "
+        "(row(s) 2); fix the path column or the files"
+    )
     good = sweep / rows["good"]["job"]
     assert json.loads((good / "results.json").read_text())  # the other job's results are intact
     assert "Traceback" not in proc.stderr and "1 ok, 1 failed of 2 job(s)" in proc.stdout
@@ -166,8 +232,11 @@ def test_the_report_of_a_sweep_with_a_failed_job_names_the_reason(failed_sweep, 
 
     _, sweep, bad = failed_sweep
     with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
-        cfg = compose("evaluate", overrides=["task=report", f"sweep_dir={sweep}", "logger=none",
-                                             f"paths.output_dir={sweep / 'report'}"], return_hydra_config=True)
+        cfg = compose(
+            "evaluate",
+            overrides=["task=report", f"sweep_dir={sweep}", "logger=none", f"paths.output_dir={sweep / 'report'}"],
+            return_hydra_config=True,
+        )
     run_task(cfg)
     md = (sweep / "report" / "report.md").read_text()
     assert "1 job folder(s) have no results yet" in md
@@ -185,13 +254,22 @@ def test_train_names_bias_tests_of_its_own_config_folder(repo_root, tmp_path):
     text = (conf / "bias_test" / "demo_voice.yaml").read_text().replace("name: demo_voice", "name: my_voice")
     (conf / "bias_test" / "my_voice.yaml").write_text(text)
     out = tmp_path / "out"
-    proc = _run(repo_root, tmp_path, "train.py", "--config-path", str(conf), "bias_tests=[my_voice]", "max_steps=2",
-                "logger=none", f"paths.output_root={out}", f"paths.root_dir={repo_root}")
+    proc = _run(
+        repo_root,
+        tmp_path,
+        "train.py",
+        "--config-path",
+        str(conf),
+        "bias_tests=[my_voice]",
+        "max_steps=2",
+        "logger=none",
+        f"paths.output_root={out}",
+        f"paths.root_dir={repo_root}",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = list(out.glob("train_ser/*/*/results.csv"))
     assert len(results) == 1 and "my_voice" in results[0].read_text()
-    missing = _run(repo_root, tmp_path, "train.py", "bias_tests=[my_voice]", "logger=none",
-                   f"paths.output_root={out}")
+    missing = _run(repo_root, tmp_path, "train.py", "bias_tests=[my_voice]", "logger=none", f"paths.output_root={out}")
     assert missing.returncode == 1 and "no bias test 'my_voice'" in missing.stderr
 
 
@@ -199,19 +277,26 @@ def test_a_finished_command_exits_at_once_after_its_atexit_handlers_and_console(
     """exit_without_teardown: exit status 0, every atexit handler has run, the console (a pipe,
     buffered) is flushed; under a profiler the process ends normally (its profile is written)."""
     marker = tmp_path / "atexit.txt"
-    script = (f"import atexit, pathlib, sys\n"
-              f"from speechbias.launch.entry import exit_without_teardown\n"
-              f"atexit.register(lambda: pathlib.Path({str(marker)!r}).write_text('ran'))\n"
-              f"sys.stdout.write('no newline, still shown')\n"
-              f"exit_without_teardown()\n"
-              f"sys.stdout.write(' and went on')  # only where it returned\n")
+    script = (
+        f"import atexit, pathlib, sys\n"
+        f"from speechbias.launch.entry import exit_without_teardown\n"
+        f"atexit.register(lambda: pathlib.Path({str(marker)!r}).write_text('ran'))\n"
+        f"sys.stdout.write('no newline, still shown')\n"
+        f"exit_without_teardown()\n"
+        f"sys.stdout.write(' and went on')  # only where it returned\n"
+    )
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / "src"))
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0 and proc.stdout == "no newline, still shown" and marker.read_text() == "ran"
     (tmp_path / "script.py").write_text(script)
     profile = tmp_path / "run.prof"
-    proc = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), str(tmp_path / "script.py")],
-                          capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(profile), str(tmp_path / "script.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode == 0 and proc.stdout.startswith("no newline, still shown and went on") and profile.is_file()
 
 

@@ -7,18 +7,27 @@ import logging
 
 from omegaconf import OmegaConf
 
-from speechbias.launch.run_markers import (RUN_DIGEST_FILE, config_values, finished_marker, finished_results,
-                                    record_run_digest)
+from speechbias.launch.run_markers import (
+    RUN_DIGEST_FILE,
+    config_values,
+    finished_marker,
+    finished_results,
+    record_run_digest,
+)
 
 
 def _cfg(tmp_path, **over):
     base = {
-        "task": {"name": "speat",
-                 "run": {"aggregation": "${aggregation}", "writer": {"output_dir": "${paths.output_dir}"}}},
+        "task": {
+            "name": "speat",
+            "run": {"aggregation": "${aggregation}", "writer": {"output_dir": "${paths.output_dir}"}},
+        },
         "aggregation": {"temporal": "mean", "layer": "sum"},
         "speat": {"n_permutations": 1000},
         "paths": {"output_dir": str(tmp_path / "run"), "data_root": "/data", "cache_dir": str(tmp_path / "c")},
-        "logger": {"kind": "wandb"}, "force": False, "seed": 0,
+        "logger": {"kind": "wandb"},
+        "force": False,
+        "seed": 0,
     }
     return OmegaConf.merge(base, over)
 

@@ -15,8 +15,9 @@ def _paths(conf_dir, overrides=()):
     return cfg.paths
 
 
-def test_the_project_root_is_the_registered_folder_unless_env_or_override_say_otherwise(conf_dir, tmp_path,
-                                                                                       monkeypatch):
+def test_the_project_root_is_the_registered_folder_unless_env_or_override_say_otherwise(
+    conf_dir, tmp_path, monkeypatch
+):
     monkeypatch.delenv("PROJECT_ROOT", raising=False)
     monkeypatch.delenv("SPEECHBIAS_CACHE", raising=False)
     monkeypatch.chdir(tmp_path)

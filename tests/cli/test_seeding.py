@@ -13,8 +13,13 @@ from speechbias.launch.seeding import seed_run, seed_torch
 
 
 def _state():
-    return (random.getstate(), np.random.get_state()[1].tolist(), torch.random.get_rng_state().tolist(),
-            os.environ.get("PL_GLOBAL_SEED"), os.environ.get("PL_SEED_WORKERS"))
+    return (
+        random.getstate(),
+        np.random.get_state()[1].tolist(),
+        torch.random.get_rng_state().tolist(),
+        os.environ.get("PL_GLOBAL_SEED"),
+        os.environ.get("PL_SEED_WORKERS"),
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 7, 2**32 - 1])

@@ -8,8 +8,15 @@ import re
 import pytest
 from hydra.errors import InstantiationException
 
-from speechbias.launch.user_errors import (FULL_ERROR_HINT, NOT_USER_ERROR_CLASSES, USER_ERROR_CLASSES, ConfigError,
-                                    error_line, find_user_error, message_line)
+from speechbias.launch.user_errors import (
+    FULL_ERROR_HINT,
+    NOT_USER_ERROR_CLASSES,
+    USER_ERROR_CLASSES,
+    ConfigError,
+    error_line,
+    find_user_error,
+    message_line,
+)
 
 CLASS_LINE = re.compile(r"^class (\w+Error)\(", re.MULTILINE)
 
@@ -45,8 +52,7 @@ def test_a_user_error_is_found_inside_hydras_instantiation_error():
         try:
             raise ValenceDataError("/x/valence.csv: ratings file does not exist")
         except ValenceDataError as inner:
-            raise InstantiationException("Error in call to target 'csv_valence_set':\nValenceDataError(...)") \
-                from inner
+            raise InstantiationException("Error in call to target 'csv_valence_set':\nValenceDataError(...)") from inner
     except InstantiationException as outer:
         exc = outer
     assert isinstance(find_user_error(exc), ValenceDataError)

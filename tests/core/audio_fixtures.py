@@ -17,8 +17,15 @@ def tone(seconds: float, sr: int = 16_000, freq: float = 220.0, seed: int = 0, c
     return x.astype(np.float32)
 
 
-def write_clip(path: Path, seconds: float = 0.5, sr: int = 16_000, freq: float = 220.0, seed: int = 0,
-               fmt: str | None = None, channels: int = 1) -> Path:
+def write_clip(
+    path: Path,
+    seconds: float = 0.5,
+    sr: int = 16_000,
+    freq: float = 220.0,
+    seed: int = 0,
+    fmt: str | None = None,
+    channels: int = 1,
+) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     sf.write(str(path), tone(seconds, sr, freq, seed, channels), sr, format=fmt)
     return path
@@ -35,8 +42,17 @@ def write_manifest_tree(root: Path, n_per_role: int = 4, seed: int = 0) -> Path:
             rel = f"clips/{role}_{i}.wav"
             secs = float(rng.uniform(0.2, 0.6))
             write_clip(root / rel, seconds=secs, freq=150 + 60 * r_i + 7 * i, seed=seed + 10 * r_i + i)
-            rows.append({"clip_id": f"{role}{i}", "path": rel, "role": role, "group": role, "speaker": f"s{i}",
-                         "pair_id": f"p{i}" if role in "XY" else "", "stratum": ""})
+            rows.append(
+                {
+                    "clip_id": f"{role}{i}",
+                    "path": rel,
+                    "role": role,
+                    "group": role,
+                    "speaker": f"s{i}",
+                    "pair_id": f"p{i}" if role in "XY" else "",
+                    "stratum": "",
+                }
+            )
     pd.DataFrame(rows).to_csv(root / "manifest.csv", index=False)
     return root / "manifest.csv"
 
@@ -44,8 +60,15 @@ def write_manifest_tree(root: Path, n_per_role: int = 4, seed: int = 0) -> Path:
 # --- truncated and header-edited copies (independent of speechbias.fileio.audio's parsers) ---------------
 
 
-def write_cut(path: Path, keep: int | float, fmt: str, seconds: float = 2.0, sr: int = 16_000,
-              channels: int = 1, subtype: str | None = None) -> tuple[Path, bytes]:
+def write_cut(
+    path: Path,
+    keep: int | float,
+    fmt: str,
+    seconds: float = 2.0,
+    sr: int = 16_000,
+    channels: int = 1,
+    subtype: str | None = None,
+) -> tuple[Path, bytes]:
     """Write a valid clip to ``path``, then keep only its first ``keep`` bytes (a float: that fraction;
     a negative int: all but that many). Returns (path, the valid file's bytes)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -87,7 +110,7 @@ def xing_frame_count(blob: bytes) -> int:
 def without_first_mp3_frame(blob: bytes) -> bytes:
     """Drop an MP3's first frame (the zero-filled Xing/Info tag frame libsndfile's LAME writes): the next
     frame starts at the next copy of the first two header bytes."""
-    return blob[blob.find(blob[:2], 4):]
+    return blob[blob.find(blob[:2], 4) :]
 
 
 def with_unknown_flac_length(blob: bytes) -> bytes:

@@ -15,8 +15,11 @@ from speechbias.stimuli.manifest import load_manifest, write_manifest
 
 
 def _manifest(tag: int, folder: Path) -> pd.DataFrame:
-    rows = [{"clip_id": f"{role}{i}", "path": str(folder / "clip.wav"), "role": role, "group": f"g{tag}"}
-            for role in "XYAB" for i in range(3)]
+    rows = [
+        {"clip_id": f"{role}{i}", "path": str(folder / "clip.wav"), "role": role, "group": f"g{tag}"}
+        for role in "XYAB"
+        for i in range(3)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -83,6 +86,7 @@ def _counting_builder(log_file: str, clip: str):
             f.write("built\n")
         time.sleep(0.5)  # long enough that the other jobs arrive while it builds
         return pd.DataFrame([{"clip_id": f"{r}{i}", "path": clip, "role": r} for r in "XYAB" for i in range(2)])
+
     return build
 
 
@@ -126,4 +130,4 @@ def test_a_bug_inside_the_writer_keeps_its_own_exception(tmp_path):
     import pytest
 
     with pytest.raises(FileNotFoundError):
-        atomic_write(tmp_path / "x.csv", lambda tmp: open(tmp_path / "missing" / "y", "r"))
+        atomic_write(tmp_path / "x.csv", lambda tmp: open(tmp_path / "missing" / "y"))

@@ -22,8 +22,13 @@ from core.audio_fixtures import (
 from speechbias.fileio.audio import AudioError, audio_sha256, load_audio
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
-FORMATS = [(".wav", "WAV", None), (".flac", "FLAC", None), (".mp3", "MP3", None), (".ogg", "OGG", "VORBIS"),
-           (".opus", "OGG", "OPUS")]
+FORMATS = [
+    (".wav", "WAV", None),
+    (".flac", "FLAC", None),
+    (".mp3", "MP3", None),
+    (".ogg", "OGG", "VORBIS"),
+    (".opus", "OGG", "OPUS"),
+]
 
 
 @pytest.mark.parametrize("suffix,fmt", [(".wav", "WAV"), (".flac", "FLAC"), (".mp3", "MP3"), (".ogg", "OGG")])
@@ -188,8 +193,9 @@ def test_untagged_mp3_that_libsndfile_would_cut_short_raises(tmp_path):
     decoded = plain_decoded_frames(path)
     held = xing_frame_count(blob) * 576  # MPEG-2 layer III: 576 samples per frame
     assert decoded < 32_000 < held
-    with pytest.raises(AudioError, match=f"without a Xing/Info/VBRI header: libsndfile decodes only {decoded} of "
-                                         f"the {held} samples"):
+    with pytest.raises(
+        AudioError, match=f"without a Xing/Info/VBRI header: libsndfile decodes only {decoded} of the {held} samples"
+    ):
         load_audio(path)
 
 

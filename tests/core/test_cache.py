@@ -43,8 +43,9 @@ def _tensor_start(raw: bytes, name: str) -> int:
 
 
 def _cache_warnings(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records
-            if r.name == "speechbias.features.cache" and r.levelno == logging.WARNING]
+    return [
+        r.getMessage() for r in caplog.records if r.name == "speechbias.features.cache" and r.levelno == logging.WARNING
+    ]
 
 
 def test_round_trip(tmp_path):
@@ -55,7 +56,7 @@ def test_round_trip(tmp_path):
     # safetensors, not pickle: the file starts with an 8-byte header length and JSON
     raw = cache.entry_path("fp", "ab" * 32).read_bytes()
     assert raw[8:9] == b"{"
-    meta = json.loads(raw[8:_data_start(raw)])["__metadata__"]
+    meta = json.loads(raw[8 : _data_start(raw)])["__metadata__"]
     assert meta["checksum"].startswith("xxh3_128:") and len(meta["checksum"]) == len("xxh3_128:") + 32
 
 
@@ -110,8 +111,10 @@ def test_every_single_bit_flip_is_detected_or_harmless(tmp_path):
                     continue
                 if byte >= start:
                     missed_data_bits.append((byte, bit))
-                elif not (all(np.array_equal(getattr(got, n), getattr(want, n)) for n in ("mean", "min", "max"))
-                          and got.n_frames == want.n_frames):
+                elif not (
+                    all(np.array_equal(getattr(got, n), getattr(want, n)) for n in ("mean", "min", "max"))
+                    and got.n_frames == want.n_frames
+                ):
                     header_changed_values.append((byte, bit))
     finally:
         os.close(fd)
@@ -139,8 +142,14 @@ def _extract(paths, cache_dir):
     from core.toy_upstream import ToyUpstream
     from speechbias.features.extraction import extract_statistics
 
-    trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                         enable_model_summary=False, enable_progress_bar=False)
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+        enable_progress_bar=False,
+    )
     up = ToyUpstream()
     stats, n_forward = extract_statistics(up, paths, cache_dir, trainer)
     assert up.seen == n_forward
@@ -298,11 +307,13 @@ def test_a_stacked_read_equals_the_entries_and_refuses_what_get_refuses(tmp_path
     path.write_bytes(bytes(raw))
     assert cache.get("fp", shas[3]) is None and read_stacked(order, cache, "fp") is None
     m = _stats(5).mean
-    save_file({"mean": m, "min": m, "max": m, "n_frames": np.asarray(3, dtype=np.int64)},
-              str(cache.entry_path("fp", shas[1])), metadata={"fingerprint": "fp", "audio_sha256": shas[1]})
+    save_file(
+        {"mean": m, "min": m, "max": m, "n_frames": np.asarray(3, dtype=np.int64)},
+        str(cache.entry_path("fp", shas[1])),
+        metadata={"fingerprint": "fp", "audio_sha256": shas[1]},
+    )
     assert cache.get("fp", shas[1]) is None and read_stacked(shas[:2], cache, "fp") is None
     assert FeatureCache(tmp_path, verify_checksums=False).get("fp", shas[1]) is not None
     assert read_stacked(shas[:2], FeatureCache(tmp_path, verify_checksums=False), "fp") is not None
     cache.put("fp", "ff" * 32, _stats(6, layers=2))
     assert read_stacked([shas[0], "ff" * 32], cache, "fp") is None
-

@@ -17,8 +17,14 @@ from speechbias.stimuli import load_manifest
 
 
 def _trainer():
-    return pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                      enable_model_summary=False, enable_progress_bar=False)
+    return pl.Trainer(
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+        enable_progress_bar=False,
+    )
 
 
 def _direct(upstream, path):
@@ -94,8 +100,13 @@ def test_concurrent_jobs_extract_a_stimulus_set_once(tmp_path):
 
     write_manifest_tree(tmp_path / "data")
     ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_extract_in_child, args=(str(tmp_path / "data"), str(tmp_path / "cache"),
-                                                         str(tmp_path / f"n{i}.json"))) for i in range(2)]
+    procs = [
+        ctx.Process(
+            target=_extract_in_child,
+            args=(str(tmp_path / "data"), str(tmp_path / "cache"), str(tmp_path / f"n{i}.json")),
+        )
+        for i in range(2)
+    ]
     for p in procs:
         p.start()
     for p in procs:
@@ -116,8 +127,15 @@ class _BarState(pl.Callback):
 
 
 def _trainer_with_bar(*callbacks):
-    return pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                      enable_model_summary=False, enable_progress_bar=True, callbacks=list(callbacks))
+    return pl.Trainer(
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+        enable_progress_bar=True,
+        callbacks=list(callbacks),
+    )
 
 
 def test_progress_bar_only_when_there_is_work(tmp_path):
@@ -160,10 +178,13 @@ def test_a_warm_loop_reads_each_entry_once_into_one_stack(tmp_path):
         def wrapped(self, *a, **k):
             reads[name] += 1
             return fn(self, *a, **k)
+
         return wrapped
 
-    with mock.patch.object(FeatureCache, "get", counting("get", FeatureCache.get)), \
-            mock.patch.object(FeatureCache, "read_into", counting("read_into", FeatureCache.read_into)):
+    with (
+        mock.patch.object(FeatureCache, "get", counting("get", FeatureCache.get)),
+        mock.patch.object(FeatureCache, "read_into", counting("read_into", FeatureCache.read_into)),
+    ):
         warm, n_warm = extract_statistics(ToyUpstream(), paths, tmp_path / "cache", _trainer(), batch_size=3)
     assert n_cold == len(paths) and n_warm == 0
     assert reads == {"get": 1, "read_into": len(paths) - 1}  # the first entry gives the stack's shape

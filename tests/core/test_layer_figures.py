@@ -55,13 +55,29 @@ def test_per_layer_p_says_how_many_permutations():
 
 
 def test_no_layer_profile_for_a_single_layer_upstream_and_report_says_why(tmp_path):
-    layers = pd.DataFrame({"upstream": ["fbank"], "family": ["classical"], "layer": [0], "d": [1.5], "p": [1e-4],
-                           "n_permutations": [10_000], "exact": [False]})
+    layers = pd.DataFrame(
+        {
+            "upstream": ["fbank"],
+            "family": ["classical"],
+            "layer": [0],
+            "d": [1.5],
+            "p": [1e-4],
+            "n_permutations": [10_000],
+            "exact": [False],
+        }
+    )
     assert figures.layer_profile(layers, "demo_voice: d per layer", layer_convention="single-layer") is None
     assert figures.layer_profile(layers, "demo_voice: d per layer") is None  # only layer 0: one layer too
     assert RunWriter(tmp_path).figure("layer_profile", None) is None and not (tmp_path / "layer_profile.png").exists()
-    row = {"upstream": "fbank", "test": "demo_voice", "aggregation": "mean_sum", "d": 1.5, "p": 1e-4,
-           "exact": False, "n_permutations": 10_000}
+    row = {
+        "upstream": "fbank",
+        "test": "demo_voice",
+        "aggregation": "mean_sum",
+        "d": 1.5,
+        "p": 1e-4,
+        "exact": False,
+        "n_permutations": 10_000,
+    }
     test = type("T", (), {"x_label": "x", "a_label": "a", "y_label": "y"})()
     body = dict(speat_report.report_sections(row, layers, None, test, "single-layer"))["d at every layer"]
     assert body.splitlines()[0] == figures.single_layer_note("fbank") and "layer_profile.png" not in body

@@ -21,14 +21,17 @@ def _df(**over):
     return pd.DataFrame(base)
 
 
-@pytest.mark.parametrize("df,msg", [
-    (_df().drop(columns=["role"]), "missing required column"),
-    (_df(clip_id=["a", "a", "c", "d"]), "duplicate clip_id"),
-    (_df(role=["X", "Y", "A", "Q"]), "role must be one of"),
-    (_df(role=["X", "X", "A", "B"]), r"no clips with role\(s\) \['Y'\]"),
-    (_df(path=["1.wav", "", "3.wav", "4.wav"]), "empty path in row"),
-    (_df(clip_id=["a", "", "c", "d"]), "empty clip_id"),
-])
+@pytest.mark.parametrize(
+    "df,msg",
+    [
+        (_df().drop(columns=["role"]), "missing required column"),
+        (_df(clip_id=["a", "a", "c", "d"]), "duplicate clip_id"),
+        (_df(role=["X", "Y", "A", "Q"]), "role must be one of"),
+        (_df(role=["X", "X", "A", "B"]), r"no clips with role\(s\) \['Y'\]"),
+        (_df(path=["1.wav", "", "3.wav", "4.wav"]), "empty path in row"),
+        (_df(clip_id=["a", "", "c", "d"]), "empty clip_id"),
+    ],
+)
 def test_bad_manifests_name_the_problem(df, msg):
     with pytest.raises(ManifestError, match=msg):
         validate_manifest(df, source="m.csv", check_files=False)

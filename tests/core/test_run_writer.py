@@ -93,8 +93,9 @@ def test_tracker_logs_everything_recorded_then_finishes(tmp_path, monkeypatch):
 
     monkeypatch.setattr(tracker_module.wandb_run, "start_run", start_run)
     seen = []
-    Tracker("wandb", tags=["extra"]).publish(w, job_type="speat", name="n", tags=["t"], config={"a": 1},
-                                             on_run=seen.append)
+    Tracker("wandb", tags=["extra"]).publish(
+        w, job_type="speat", name="n", tags=["t"], config={"a": 1}, on_run=seen.append
+    )
     assert started["group"] == "sweep" and started["tags"] == ["t", "extra"] and started["config"] == {"a": 1}
     assert run.summary == {"speat/t/d": 0.4}
     keys = [k for data, _ in run.logged for k in data]
@@ -153,11 +154,21 @@ def test_a_record_line_cut_short_by_a_killed_run_is_skipped(tmp_path):
     assert w.tracker_log() == [{"kind": "metrics", "values": {"a": 1}, "step": None}]
 
 
-@pytest.mark.parametrize(("env", "launching"), [
-    ({}, True), ({"LOCAL_RANK": "1"}, False), ({"RANK": "0", "LOCAL_RANK": "0"}, True),
-    ({"SLURM_PROCID": "2"}, False), ({"SLURM_PROCID": "0"}, True),
-    ({"LOCAL_RANK": "0", "SLURM_PROCID": "3"}, True),  # SLURM allocation, Lightning's own processes: LOCAL_RANK decides
-    ({"JSM_NAMESPACE_RANK": "1"}, False)])
+@pytest.mark.parametrize(
+    ("env", "launching"),
+    [
+        ({}, True),
+        ({"LOCAL_RANK": "1"}, False),
+        ({"RANK": "0", "LOCAL_RANK": "0"}, True),
+        ({"SLURM_PROCID": "2"}, False),
+        ({"SLURM_PROCID": "0"}, True),
+        (
+            {"LOCAL_RANK": "0", "SLURM_PROCID": "3"},
+            True,
+        ),  # SLURM allocation, Lightning's own processes: LOCAL_RANK decides
+        ({"JSM_NAMESPACE_RANK": "1"}, False),
+    ],
+)
 def test_launching_process_reads_the_rank_as_lightning_does(monkeypatch, env, launching):
     from speechbias.report.run_writer import RANK_VARIABLES, launching_process
 

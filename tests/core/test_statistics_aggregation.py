@@ -21,8 +21,9 @@ def test_statistics_ignore_padding():
     for b in range(3):
         for layer in range(4):
             valid = hs[layer][b, : lengths[b]].numpy()
-            np.testing.assert_allclose(out["mean"][b, layer].numpy(), valid.astype(np.float64).mean(0),
-                                       rtol=2e-7, atol=1e-7)  # float32 rounding of the float64 mean
+            np.testing.assert_allclose(
+                out["mean"][b, layer].numpy(), valid.astype(np.float64).mean(0), rtol=2e-7, atol=1e-7
+            )  # float32 rounding of the float64 mean
             np.testing.assert_allclose(out["min"][b, layer].numpy(), valid.min(0))
             np.testing.assert_allclose(out["max"][b, layer].numpy(), valid.max(0))
     assert out["n_frames"].tolist() == [7, 3, 1]
@@ -57,8 +58,15 @@ def test_statistics_reject_zero_frames():
 
 @pytest.mark.parametrize("num_layers", [1, 2, 13, 25, 33])
 def test_layer_indices_follow_the_convention(num_layers):
-    expected = {"first": 0, "second": 1, "q1": num_layers // 4, "q2": num_layers // 2, "q3": 3 * num_layers // 4,
-                "penultimate": num_layers - 2, "last": num_layers - 1}
+    expected = {
+        "first": 0,
+        "second": 1,
+        "q1": num_layers // 4,
+        "q2": num_layers // 2,
+        "q3": 3 * num_layers // 4,
+        "penultimate": num_layers - 2,
+        "last": num_layers - 1,
+    }
     for name, idx in expected.items():
         if 0 <= idx < num_layers:
             assert layer_index(name, num_layers) == idx

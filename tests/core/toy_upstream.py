@@ -20,7 +20,7 @@ class ToyUpstream(Upstream):
     def __init__(self, leaky_padding: bool = False, seed: int = 0):
         super().__init__()
         g = torch.Generator().manual_seed(seed)
-        self.proj = nn.Parameter(torch.randn(HOP, 4, generator=g) / HOP ** 0.5, requires_grad=False)
+        self.proj = nn.Parameter(torch.randn(HOP, 4, generator=g) / HOP**0.5, requires_grad=False)
         self.mix = nn.Parameter(torch.randn(4, 4, generator=g) / 2, requires_grad=False)
         self.num_layers, self.hidden_size, self.frame_rate = 3, 4, 16_000 / HOP
         self.min_samples = HOP

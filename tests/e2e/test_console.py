@@ -20,10 +20,19 @@ from omegaconf import OmegaConf
 
 REPO = Path(__file__).resolve().parents[2]
 
-NOISE = [re.compile(p) for p in (
-    r"Tip:", r"litlogger", r"DeprecationWarning", r"FutureWarning", r"UserWarning", r"is deprecated",
-    r"TPU available", r"\.py:\d+: \S",
-)]
+NOISE = [
+    re.compile(p)
+    for p in (
+        r"Tip:",
+        r"litlogger",
+        r"DeprecationWarning",
+        r"FutureWarning",
+        r"UserWarning",
+        r"is deprecated",
+        r"TPU available",
+        r"\.py:\d+: \S",
+    )
+]
 PROGRESS_BAR = re.compile(r"Predicting|Epoch \d+|━")
 
 
@@ -33,9 +42,19 @@ def _run(tmp_path: Path, script: str, *overrides: str) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("WANDB_SILENT", "PYTHONWARNINGS")}
     env.update(HF_HUB_OFFLINE="1", WANDB_MODE="offline")
     proc = subprocess.run(
-        [sys.executable, str(REPO / script), f"paths.cache_dir={tmp_path / 'cache'}",
-         f"paths.output_root={tmp_path / 'outputs'}", *overrides],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+        [
+            sys.executable,
+            str(REPO / script),
+            f"paths.cache_dir={tmp_path / 'cache'}",
+            f"paths.output_root={tmp_path / 'outputs'}",
+            *overrides,
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     return out
@@ -51,27 +70,42 @@ def test_evaluate_cold_then_warm_prints_no_noise_and_no_bar_for_zero_work(tmp_pa
     assert _noise(cold) == []
     assert "Predicting" in cold and "40 of 40 clips needed an upstream forward" in cold
     assert "results in" in cold
-    warm = _run(tmp_path, "evaluate.py", f"hydra.run.dir={tmp_path / 'warm'}", "speat.n_permutations=20000",
-                "logger=none")
+    warm = _run(
+        tmp_path, "evaluate.py", f"hydra.run.dir={tmp_path / 'warm'}", "speat.n_permutations=20000", "logger=none"
+    )
     assert _noise(warm) == []
     assert "0 of 40 clips needed an upstream forward" in warm
     assert not PROGRESS_BAR.search(warm), warm
-    assert pd.read_csv(tmp_path / "warm" / "results.csv")["d"].iloc[0] == \
-        pytest.approx(pd.read_csv(tmp_path / "cold" / "results.csv")["d"].iloc[0], abs=1e-12)
+    assert pd.read_csv(tmp_path / "warm" / "results.csv")["d"].iloc[0] == pytest.approx(
+        pd.read_csv(tmp_path / "cold" / "results.csv")["d"].iloc[0], abs=1e-12
+    )
 
 
 @pytest.mark.slow
 def test_evaluate_tiny_model_prints_no_noise(tmp_path):
-    out = _run(tmp_path, "evaluate.py", f"hydra.run.dir={tmp_path / 'run'}", "upstream=tiny_whisper",
-               "bias_test=demo_accent", "speat.n_permutations=2000", "logger=none")
+    out = _run(
+        tmp_path,
+        "evaluate.py",
+        f"hydra.run.dir={tmp_path / 'run'}",
+        "upstream=tiny_whisper",
+        "bias_test=demo_accent",
+        "speat.n_permutations=2000",
+        "logger=none",
+    )
     assert _noise(out) == []
 
 
 @pytest.mark.slow
 def test_train_shows_the_real_last_epoch(tmp_path):
     max_steps = 30
-    out = _run(tmp_path, "train.py", f"hydra.run.dir={tmp_path / 'run'}", f"max_steps={max_steps}", "logger=none",
-               "ser_data.val_every_n_epochs=5")
+    out = _run(
+        tmp_path,
+        "train.py",
+        f"hydra.run.dir={tmp_path / 'run'}",
+        f"max_steps={max_steps}",
+        "logger=none",
+        "ser_data.val_every_n_epochs=5",
+    )
     assert _noise(out) == []
     epochs = [(int(a), int(b)) for a, b in re.findall(r"Epoch (\d+)/(-?\d+)", out)]
     assert epochs, out[-2000:]

@@ -20,8 +20,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _run(tmp_path: Path, script: str, *overrides: str) -> str:
     env = dict(os.environ, HF_HUB_OFFLINE="1", SPEECHBIAS_CACHE=str(tmp_path / "cache"))
-    proc = subprocess.run([sys.executable, str(REPO / script), f"paths.output_root={tmp_path / 'out'}", "logger=none",
-                           *overrides], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / script), f"paths.output_root={tmp_path / 'out'}", "logger=none", *overrides],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout + proc.stderr
 

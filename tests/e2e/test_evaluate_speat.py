@@ -23,10 +23,17 @@ from speat_reference import d_ref  # noqa: E402
 
 def _compose(tmp_path: Path, *overrides: str):
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose("evaluate", overrides=[
-            f"paths.output_dir={tmp_path / 'out'}", f"paths.cache_dir={tmp_path / 'cache'}",
-            f"paths.root_dir={REPO}", "logger=none", "trainer.enable_progress_bar=false", *overrides,
-        ])
+        return compose(
+            "evaluate",
+            overrides=[
+                f"paths.output_dir={tmp_path / 'out'}",
+                f"paths.cache_dir={tmp_path / 'cache'}",
+                f"paths.root_dir={REPO}",
+                "logger=none",
+                "trainer.enable_progress_bar=false",
+                *overrides,
+            ],
+        )
 
 
 def test_default_run_in_a_subprocess(tmp_path):
@@ -34,7 +41,12 @@ def test_default_run_in_a_subprocess(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline", SPEECHBIAS_CACHE=str(tmp_path / "cache"))
     proc = subprocess.run(
         [sys.executable, "evaluate.py", f"hydra.run.dir={tmp_path / 'run'}", "speat.n_permutations=20000"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = tmp_path / "run"
     res = pd.read_csv(run / "results.csv")
@@ -64,8 +76,9 @@ def _independent_d(manifest: pd.DataFrame, cache_dir: Path, fingerprint: str) ->
 
 @pytest.mark.parametrize("upstream", ["tiny_wav2vec2", "tiny_hubert", "tiny_wavlm", "tiny_whisper", "mfcc"])
 def test_every_family_end_to_end_and_warm_rerun(tmp_path, upstream):
-    cfg = _compose(tmp_path, f"upstream={upstream}", "bias_test=demo_accent", "speat.n_permutations=2000",
-                   "speat.per_layer=false")
+    cfg = _compose(
+        tmp_path, f"upstream={upstream}", "bias_test=demo_accent", "speat.n_permutations=2000", "speat.per_layer=false"
+    )
     first = run_task(cfg)
     res = pd.read_csv(tmp_path / "out" / "results.csv")
     assert first["n_upstream_forwards"] == 40
@@ -73,10 +86,19 @@ def test_every_family_end_to_end_and_warm_rerun(tmp_path, upstream):
 
     m = load_manifest(REPO / "experiments/demo/demo_accent.csv")
     # float64 statistics: the engine matches a float64 loop to rounding, whatever the machine's BLAS
-    assert res.loc[0, "d"] == pytest.approx(_independent_d(m, tmp_path / "cache", res.loc[0, "fingerprint"]),
-                                            rel=1e-10, abs=1e-12)
-    again = run_task(_compose(tmp_path, f"upstream={upstream}", "bias_test=demo_accent",
-                              "speat.n_permutations=2000", "speat.per_layer=false", "force=true"))
+    assert res.loc[0, "d"] == pytest.approx(
+        _independent_d(m, tmp_path / "cache", res.loc[0, "fingerprint"]), rel=1e-10, abs=1e-12
+    )
+    again = run_task(
+        _compose(
+            tmp_path,
+            f"upstream={upstream}",
+            "bias_test=demo_accent",
+            "speat.n_permutations=2000",
+            "speat.per_layer=false",
+            "force=true",
+        )
+    )
     assert again["n_upstream_forwards"] == 0
     assert again["d"] == pytest.approx(first["d"], abs=1e-12)
 
@@ -94,8 +116,14 @@ def test_two_process_ddp_extraction_matches_single_process(tmp_path):
     """trainer=ddp_sim (2 CPU processes, gloo) shards extraction; the cache gathers it; d is unchanged."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", SPEECHBIAS_CACHE=str(tmp_path / "cache_ddp"))
     common = ["logger=none", "speat.n_permutations=5000", "speat.per_layer=false", "bias_test=demo_accent"]
-    proc = subprocess.run([sys.executable, "evaluate.py", "trainer=ddp_sim", f"hydra.run.dir={tmp_path / 'ddp'}",
-                           *common], cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "evaluate.py", "trainer=ddp_sim", f"hydra.run.dir={tmp_path / 'ddp'}", *common],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     single = run_task(_compose(tmp_path, *common[1:]))
     ddp = pd.read_csv(tmp_path / "ddp" / "results.csv").iloc[0]
@@ -104,8 +132,9 @@ def test_two_process_ddp_extraction_matches_single_process(tmp_path):
 
 
 def test_se_curve_uses_the_tests_resampling_design(tmp_path):
-    cfg = _compose(tmp_path, "speat.se_curve=true", "speat.n_resamples=500", "speat.n_permutations=1000",
-                   "speat.per_layer=false")
+    cfg = _compose(
+        tmp_path, "speat.se_curve=true", "speat.n_resamples=500", "speat.n_permutations=1000", "speat.per_layer=false"
+    )
     summary = run_task(cfg)
     curve = pd.read_csv(tmp_path / "out" / "se_curve.csv")
     assert list(curve["n"]) == list(range(2, 11))  # 10 pairs in demo_voice

@@ -29,11 +29,13 @@ def _run(tmp_path: Path, *args: str, prefix: tuple[str, ...] = (), timeout: int 
     cwd.mkdir(exist_ok=True)
     env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline")
     env.pop("HYDRA_FULL_ERROR", None)
-    command = [*prefix, sys.executable, str(REPO / "evaluate.py"), f"paths.output_root={tmp_path / 'outputs'}",
-               *args]
+    command = [*prefix, sys.executable, str(REPO / "evaluate.py"), f"paths.output_root={tmp_path / 'outputs'}", *args]
     proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    lines = [ln for ln in (proc.stdout + proc.stderr).splitlines()
-             if ln.strip() and "srun" not in ln and "Predicting" not in ln]  # Lightning's (issue 21) and the bar
+    lines = [
+        ln
+        for ln in (proc.stdout + proc.stderr).splitlines()
+        if ln.strip() and "srun" not in ln and "Predicting" not in ln
+    ]  # Lightning's (issue 21) and the bar
     return proc.returncode, lines
 
 
@@ -47,12 +49,18 @@ def _one_error(tmp_path: Path, *args: str, **kw) -> str:
 N_UPSTREAMS = len(list((REPO / "conf" / "upstream").glob("*.yaml")))
 
 
-@pytest.mark.parametrize("option, expected", [
-    ("upstream=nonexistent", f"upstream=nonexistent: no such option of config group upstream; {N_UPSTREAMS} options"),
-    ("bias_test=femal_male", "did you mean female_male"),
-    ("aggregation=foo_bar", "aggregation=foo_bar: no such option of config group aggregation; 33 options"),
-    ("aggregation=mean_summ", "did you mean mean_sum"),
-])
+@pytest.mark.parametrize(
+    "option, expected",
+    [
+        (
+            "upstream=nonexistent",
+            f"upstream=nonexistent: no such option of config group upstream; {N_UPSTREAMS} options",
+        ),
+        ("bias_test=femal_male", "did you mean female_male"),
+        ("aggregation=foo_bar", "aggregation=foo_bar: no such option of config group aggregation; 33 options"),
+        ("aggregation=mean_summ", "did you mean mean_sum"),
+    ],
+)
 def test_an_unknown_option_is_one_line_naming_close_matches(tmp_path, option, expected):
     assert expected in _one_error(tmp_path, option)
 
@@ -64,16 +72,26 @@ def test_an_unknown_option_inside_a_sweep_is_named_before_any_job(tmp_path):
 
 
 def test_missing_corpora_are_named_before_the_model_is_loaded(tmp_path):
-    line = _one_error(tmp_path, "paths.data_root=/nonexistent", "bias_test=female_male", "upstream=hubert_base",
-                      f"paths.cache_dir={tmp_path / 'cache'}")
+    line = _one_error(
+        tmp_path,
+        "paths.data_root=/nonexistent",
+        "bias_test=female_male",
+        "upstream=hubert_base",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+    )
     assert line.startswith("error: paths.data_root=/nonexistent: no such folder; bias_test=female_male")
     assert "speech_accent_archive" in line and "hubert" not in line
 
 
 def test_a_missing_corpus_folder_under_an_existing_data_root_is_named(tmp_path):
     (tmp_path / "data" / "speech_accent_archive").mkdir(parents=True)
-    line = _one_error(tmp_path, f"paths.data_root={tmp_path / 'data'}", "bias_test=female_male",
-                      "upstream=hubert_base", f"paths.cache_dir={tmp_path / 'cache'}")
+    line = _one_error(
+        tmp_path,
+        f"paths.data_root={tmp_path / 'data'}",
+        "bias_test=female_male",
+        "upstream=hubert_base",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+    )
     assert f"{tmp_path / 'data' / 'morgan_emotional_speech_set'} (mess)" in line
     assert "speech_accent_archive (saa)" not in line
 
@@ -135,8 +153,10 @@ def _namespace_mount(script: str) -> tuple[str, ...] | None:
     command; None where the machine does not allow it."""
     if shutil.which("unshare") is None:
         return None
-    probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", "mount -t tmpfs tmpfs /mnt"],
-                           capture_output=True)
+    probe = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", "mount -t tmpfs tmpfs /mnt"],
+        capture_output=True,
+    )
     if probe.returncode != 0:
         return None
     return ("unshare", "--user", "--map-root-user", "--mount", "sh", "-c", f'{script} && exec "$@"', "sh")
@@ -168,9 +188,21 @@ def test_train_names_a_missing_valence_corpus_before_the_model_is_loaded(tmp_pat
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    proc = subprocess.run([sys.executable, str(REPO / "train.py"), "upstream=hubert_xl", "ser_data=mess",
-                           "paths.data_root=/nonexistent", f"paths.output_root={tmp_path / 'outputs'}"],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "train.py"),
+            "upstream=hubert_xl",
+            "ser_data=mess",
+            "paths.data_root=/nonexistent",
+            f"paths.output_root={tmp_path / 'outputs'}",
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
     assert proc.returncode == 1 and len(lines) == 1, lines
     assert lines[0].startswith("error: ser_data.source.root=/nonexistent/morgan_emotional_speech_set: no such folder")
@@ -180,9 +212,19 @@ def test_train_names_a_bad_step_kernel_before_anything_runs(tmp_path):
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    proc = subprocess.run([sys.executable, str(REPO / "train.py"), "downstream.step_kernel=fast",
-                           f"paths.output_root={tmp_path / 'outputs'}"],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "train.py"),
+            "downstream.step_kernel=fast",
+            f"paths.output_root={tmp_path / 'outputs'}",
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
     assert proc.returncode == 1 and len(lines) == 1, lines
     assert lines[0].startswith("error: downstream.step_kernel=fast: must be one of auto, compiled, torch")

@@ -131,8 +131,7 @@ EXPECTED = {
         "python evaluate.py -m experiment=demo hydra/launcher=parallel",
         "python evaluate.py -m experiment=paper_speat hydra/launcher=slurm trainer=gpu hydra.launcher.partition=gpu "
         "hydra.launcher.timeout_min=120 'hydra.launcher.setup=[\"source /path/to/.venv/bin/activate\"]'",
-        "python train.py -m experiment=paper_propagation hydra/launcher=slurm trainer=gpu "
-        "hydra.launcher.partition=gpu",
+        "python train.py -m experiment=paper_propagation hydra/launcher=slurm trainer=gpu hydra.launcher.partition=gpu",
         "python evaluate.py task=report sweep_dir=multirun/paper_speat "
         "paper_results=../SpEAT/plots/eats/test_results/all_mean_mean_results.csv",
         "python evaluate.py task=report sweep_dir=multirun/paper_se_curves",
@@ -169,8 +168,9 @@ TOKEN_SUBSTITUTIONS = {
     "asr=whisper_small,whisper_large_v2": ["asr=tiny_random_whisper,tiny_random_ctc"],
     "sllm=qwen2_audio": ["sllm=tiny_random_qwen2_audio"],
     "trainer=gpu": ["trainer=cpu"],
-    "paper_results=../SpEAT/plots/eats/test_results/all_mean_mean_results.csv":
-        [f"paper_results={SHARED / 'results' / 'all_mean_mean_results.csv'}"],
+    "paper_results=../SpEAT/plots/eats/test_results/all_mean_mean_results.csv": [
+        f"paper_results={SHARED / 'results' / 'all_mean_mean_results.csv'}"
+    ],
 }
 # experiment -> sweeper params that cut its sweep to the offline stand-ins (unless the command sets them)
 SWEEP_CUTS = {
@@ -243,8 +243,12 @@ def substituted(command: str, workspace: dict) -> list[str]:
         out.append("hydra.launcher.n_jobs=2")
     if "corpus=fair_speech" in args and not any(t.startswith("paths.data_root=") for t in args):
         out.append(f"paths.data_root={workspace['data']}")
-    out += ["logger=none", f"paths.output_root={workspace['outputs']}", f"paths.cache_dir={workspace['cache']}",
-            f"paths.multirun_root={workspace['cwd'] / 'multirun'}"]
+    out += [
+        "logger=none",
+        f"paths.output_root={workspace['outputs']}",
+        f"paths.cache_dir={workspace['cache']}",
+        f"paths.multirun_root={workspace['cwd'] / 'multirun'}",
+    ]
     out += ["speat.n_permutations=2000", "speat.n_resamples=100"] if script == "evaluate.py" else ["max_steps=20"]
     return [sys.executable, str(REPO / script), *out]
 
@@ -290,7 +294,8 @@ def test_readme_commands_are_the_expected_ones():
     for readme in READMES:
         name = str(readme.relative_to(REPO))
         assert readme_commands(readme) == EXPECTED.get(name, []), (
-            f"{name}: its commands changed; update EXPECTED (and the substitutions) in {Path(__file__).name}")
+            f"{name}: its commands changed; update EXPECTED (and the substitutions) in {Path(__file__).name}"
+        )
     assert set(EXPECTED) <= {str(r.relative_to(REPO)) for r in READMES}
 
 
@@ -298,12 +303,28 @@ def test_the_paper_glob_picks_exactly_the_16_paper_models():
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     (override,) = OverridesParser.create().parse_overrides(
-        ["upstream=glob(*,exclude=[tiny_*,hf,s3prl,fbank,mfcc,random_*])"])
+        ["upstream=glob(*,exclude=[tiny_*,hf,s3prl,fbank,mfcc,random_*])"]
+    )
     options = sorted(p.stem for p in (REPO / "conf" / "upstream").glob("*.yaml"))
     picked = set(override.value().filter(options))
-    paper = {"wav2vec2_base", "wav2vec2_large", "wav2vec2_large_lv60", "hubert_base", "hubert_large", "hubert_xl",
-             "wavlm_base", "wavlm_base_plus", "wavlm_large", "whisper_base", "whisper_base_en", "whisper_small",
-             "whisper_small_en", "whisper_medium", "whisper_medium_en", "whisper_large"}
+    paper = {
+        "wav2vec2_base",
+        "wav2vec2_large",
+        "wav2vec2_large_lv60",
+        "hubert_base",
+        "hubert_large",
+        "hubert_xl",
+        "wavlm_base",
+        "wavlm_base_plus",
+        "wavlm_large",
+        "whisper_base",
+        "whisper_base_en",
+        "whisper_small",
+        "whisper_small_en",
+        "whisper_medium",
+        "whisper_medium_en",
+        "whisper_large",
+    }
     assert picked == paper
 
 

@@ -20,8 +20,14 @@ def _env(tmp_path: Path) -> dict:
 
 
 def _evaluate(tmp_path: Path, *overrides: str) -> str:
-    proc = subprocess.run([sys.executable, str(REPO / "evaluate.py"), *FAST, *overrides], cwd=tmp_path,
-                          env=_env(tmp_path), capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "evaluate.py"), *FAST, *overrides],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout + proc.stderr
 
@@ -50,8 +56,12 @@ def test_a_rerun_with_another_aggregation_recomputes_and_says_what_changed(tmp_p
 def test_two_runs_started_at_once_get_their_own_folders(tmp_path):
     outputs = tmp_path / "outputs"
     command = [sys.executable, str(REPO / "evaluate.py"), *FAST, f"paths.output_root={outputs}"]
-    procs = [subprocess.Popen(command, cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            command, cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=600)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     runs = sorted(p.parent for p in outputs.glob("speat/*/*/results.json"))

@@ -33,9 +33,21 @@ def _user_manifest(tmp_path: Path, pair_ids: bool = True) -> Path:
 def _evaluate(tmp_path: Path, *overrides: str) -> tuple[str, Path]:
     run = tmp_path / "run"
     env = dict(os.environ, HF_HUB_OFFLINE="1", SPEECHBIAS_CACHE=str(tmp_path / "cache"))
-    proc = subprocess.run([sys.executable, str(REPO / "evaluate.py"), f"hydra.run.dir={run}", "logger=none",
-                           "speat.n_permutations=1000", *overrides], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "evaluate.py"),
+            f"hydra.run.dir={run}",
+            "logger=none",
+            "speat.n_permutations=1000",
+            *overrides,
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout + proc.stderr, run
 
@@ -59,25 +71,40 @@ def test_a_user_manifest_is_named_and_labelled_from_its_own_content(tmp_path):
 
 @pytest.mark.slow
 def test_bias_test_name_names_a_user_manifest(tmp_path):
-    _, run = _evaluate(tmp_path, f"bias_test.manifest={_user_manifest(tmp_path)}", "bias_test.name=choir",
-                       "speat.per_layer=false")
+    _, run = _evaluate(
+        tmp_path, f"bias_test.manifest={_user_manifest(tmp_path)}", "bias_test.name=choir", "speat.per_layer=false"
+    )
     assert _metric_keys(run) == {"speat/choir/d", "speat/choir/p"}
 
 
 def test_the_shipped_manifest_stays_the_demo(tmp_path):
-    demo = BiasTest(name="demo_voice", manifest=str(DEMO / "demo_voice.csv"),
-                    demo_manifest=str(DEMO / ".." / "demo" / "demo_voice.csv"), x_label="espeak female voice")
+    demo = BiasTest(
+        name="demo_voice",
+        manifest=str(DEMO / "demo_voice.csv"),
+        demo_manifest=str(DEMO / ".." / "demo" / "demo_voice.csv"),
+        x_label="espeak female voice",
+    )
     assert demo.name == "demo_voice" and not demo.user_manifest and demo.x_label == "espeak female voice"
 
 
 def test_a_user_manifest_without_pair_ids_is_resampled_iid(tmp_path):
-    test = BiasTest(name="demo_voice", manifest=str(_user_manifest(tmp_path, pair_ids=False)), resampling="paired",
-                    demo_manifest=str(DEMO / "demo_voice.csv"), x_label="espeak female voice", human_iat_d=0.3)
+    test = BiasTest(
+        name="demo_voice",
+        manifest=str(_user_manifest(tmp_path, pair_ids=False)),
+        resampling="paired",
+        demo_manifest=str(DEMO / "demo_voice.csv"),
+        x_label="espeak female voice",
+        human_iat_d=0.3,
+    )
     assert test.user_manifest and test.name == "my_voices" and test.human_iat_d is None
     test.load()
     assert (test.x_label, test.y_label, test.a_label, test.b_label) == ("alto", "bass", "bright", "dark")
     assert test.resampling == "iid"
-    paired = BiasTest(name="demo_voice", manifest=str(_user_manifest(tmp_path)), resampling="paired",
-                      demo_manifest=str(DEMO / "demo_voice.csv"))
+    paired = BiasTest(
+        name="demo_voice",
+        manifest=str(_user_manifest(tmp_path)),
+        resampling="paired",
+        demo_manifest=str(DEMO / "demo_voice.csv"),
+    )
     paired.load()
     assert paired.resampling == "paired"

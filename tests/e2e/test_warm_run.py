@@ -24,8 +24,15 @@ from speechbias.tasks.speat import single_process
 
 REPO = Path(__file__).resolve().parents[2]
 # every file of a run that says what it computed (the W&B run folder and the logs hold timestamps)
-RUN_FILES = ("results.csv", "results.json", "layers.csv", "layers.json", "report.md", "tracker_log.jsonl",
-             "config.yaml")
+RUN_FILES = (
+    "results.csv",
+    "results.json",
+    "layers.csv",
+    "layers.json",
+    "report.md",
+    "tracker_log.jsonl",
+    "config.yaml",
+)
 # the default demo (fbank on demo_voice) with fewer permutations, so a cold run stays short
 SMALL = ("speat.n_permutations=2000", "logger=none")
 HEAVY_MODULES = ("pytorch_lightning", "lightning_fabric", "torch", "transformers", "torchaudio", "matplotlib")
@@ -34,11 +41,28 @@ HEAVY_MODULES = ("pytorch_lightning", "lightning_fabric", "torch", "transformers
 def _evaluate(run_dir: Path, cache: Path, *overrides: str) -> set[str]:
     """`python evaluate.py` as the user types it (with this checkout's package), into ``run_dir`` with the
     feature cache ``cache``; returns the top-level modules the process imported (``-X importtime``)."""
-    env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline",
-               PYTHONPATH=os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, "-X", "importtime", "evaluate.py", f"hydra.run.dir={run_dir}",
-                           f"paths.cache_dir={cache}", *overrides],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    env = dict(
+        os.environ,
+        HF_HUB_OFFLINE="1",
+        WANDB_MODE="offline",
+        PYTHONPATH=os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "evaluate.py",
+            f"hydra.run.dir={run_dir}",
+            f"paths.cache_dir={cache}",
+            *overrides,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return {m.split(".")[0] for m in re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s+(\S+)", proc.stderr, re.M)}
 
@@ -72,9 +96,17 @@ def test_warm_run_writes_the_cold_runs_files_without_lightning_or_torch(tmp_path
 
 def _compose(tmp_path: Path, *overrides: str):
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose("evaluate", overrides=[
-            f"paths.output_dir={tmp_path / 'out'}", f"paths.cache_dir={tmp_path / 'cache'}",
-            f"paths.root_dir={REPO}", "trainer.enable_progress_bar=false", *SMALL, *overrides])
+        return compose(
+            "evaluate",
+            overrides=[
+                f"paths.output_dir={tmp_path / 'out'}",
+                f"paths.cache_dir={tmp_path / 'cache'}",
+                f"paths.root_dir={REPO}",
+                "trainer.enable_progress_bar=false",
+                *SMALL,
+                *overrides,
+            ],
+        )
 
 
 def _result_files(out: Path) -> dict[str, str]:
@@ -111,15 +143,18 @@ def test_a_warm_run_in_process_reads_the_cache_once_and_forwards_nothing(tmp_pat
     assert again["n_upstream_forwards"] == 0
 
 
-@pytest.mark.parametrize("overrides, expected", [
-    ((), True),  # trainer=cpu: one device
-    (("trainer=gpu",), True),
-    (("trainer=ddp_sim",), False),
-    (("trainer=ddp",), False),
-    (("trainer=ddp_spawn",), False),
-    (("trainer.devices=2",), False),
-    (("+trainer.num_nodes=2",), False),
-])
+@pytest.mark.parametrize(
+    "overrides, expected",
+    [
+        ((), True),  # trainer=cpu: one device
+        (("trainer=gpu",), True),
+        (("trainer=ddp_sim",), False),
+        (("trainer=ddp",), False),
+        (("trainer=ddp_spawn",), False),
+        (("trainer.devices=2",), False),
+        (("+trainer.num_nodes=2",), False),
+    ],
+)
 def test_only_a_one_process_trainer_takes_the_warm_path(tmp_path, overrides, expected):
     cfg = _compose(tmp_path, *overrides)
     assert single_process(instantiate(cfg.trainer)) is expected
@@ -131,8 +166,7 @@ def test_a_slurm_job_of_several_tasks_or_a_launched_rank_keeps_the_loop(tmp_path
     tasks = SlurmTasks(job_id="1", ntasks=2, tasks_per_node=2, nodes=1, procid=0)
     assert not single_process(instantiate(job_trainer_config(cfg.trainer, tasks=tasks, multirun=False)))
     one_task = SlurmTasks(job_id="1", ntasks=1, tasks_per_node=1, nodes=1, procid=0)
-    assert single_process(instantiate(job_trainer_config(_compose(tmp_path).trainer, tasks=one_task,
-                                                         multirun=False)))
+    assert single_process(instantiate(job_trainer_config(_compose(tmp_path).trainer, tasks=one_task, multirun=False)))
     monkeypatch.setenv("WORLD_SIZE", "2")  # torchrun or another launcher started this process as one of 2
     assert not single_process(instantiate(_compose(tmp_path).trainer))
     assert not single_process(lambda **kwargs: None)  # a factory it cannot read

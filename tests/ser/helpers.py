@@ -13,8 +13,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CONF_DIR = REPO_ROOT / "conf"
 
 
-def write_valence_csv(root: Path, n_speakers: int = 4, per_speaker: int = 6, seed: int = 0,
-                      low: float = 0.0, high: float = 100.0) -> Path:
+def write_valence_csv(
+    root: Path, n_speakers: int = 4, per_speaker: int = 6, seed: int = 0, low: float = 0.0, high: float = 100.0
+) -> Path:
     """Tone clips whose pitch rises with a made-up rating; returns the ratings CSV."""
     rng = np.random.default_rng(seed)
     rows = []

@@ -43,8 +43,7 @@ def test_first_step_moments_hold_each_heads_autograd_gradient():
             state = optimiser.state[p]
             assert float(state["step"]) == 1.0
             torch.testing.assert_close(state["exp_avg"] / (1 - BETA1), q.grad, rtol=2e-4, atol=1e-7, msg=name)
-            torch.testing.assert_close(state["exp_avg_sq"] / (1 - BETA2), q.grad ** 2, rtol=5e-4, atol=1e-12,
-                                       msg=name)
+            torch.testing.assert_close(state["exp_avg_sq"] / (1 - BETA2), q.grad**2, rtol=5e-4, atol=1e-12, msg=name)
 
 
 def test_each_head_steps_as_it_would_alone_bit_for_bit():
@@ -87,8 +86,9 @@ def test_compiled_and_torch_steps_agree_to_float_rounding():
     compiled, torch_step = ([copy.deepcopy(init) for _ in LRS] for _ in range(2))
     opt_c, opt_t = HeadsAdam(compiled, LRS, compiled=True), HeadsAdam(torch_step, LRS, compiled=False)
     for idx in _batches(60):
-        torch.testing.assert_close(_step(opt_c, x, y, idx).float(), _step(opt_t, x, y, idx).float(),
-                                   rtol=1e-5, atol=1e-7)
+        torch.testing.assert_close(
+            _step(opt_c, x, y, idx).float(), _step(opt_t, x, y, idx).float(), rtol=1e-5, atol=1e-7
+        )
     assert opt_c._arrays is not None and opt_t._arrays is None and opt_t._lists is not None
     with torch.no_grad():
         for a, b in zip(compiled, torch_step):
@@ -141,8 +141,9 @@ def test_predictions_equal_a_float64_derivation():
     for k, h in enumerate(heads):
         w = torch.softmax(h.layer_logits.detach().double(), 0)
         mixed = torch.einsum("l,nld->nd", w, xd)
-        expected = (mixed @ h.project.weight.detach().double().T + h.project.bias.detach().double()) \
-            @ h.output.weight.detach().double().T + h.output.bias.detach().double()
+        expected = (
+            mixed @ h.project.weight.detach().double().T + h.project.bias.detach().double()
+        ) @ h.output.weight.detach().double().T + h.output.bias.detach().double()
         torch.testing.assert_close(pred[k].double(), expected[:, 0], rtol=0, atol=1e-5)
     torch.testing.assert_close(pred, predict_with_heads(heads, x).detach(), rtol=0, atol=1e-5)
     assert HeadsAdam(heads, LRS, compiled=False).predict(x) is None  # the caller predicts with the heads

@@ -23,8 +23,15 @@ from speechbias.ser.module import ValenceRegressor
 
 
 def _ddp_sim_trainer(**kw):
-    return pl.Trainer(accelerator="cpu", devices=2, strategy="ddp_spawn", logger=False,
-                      enable_progress_bar=False, enable_model_summary=False, **kw)
+    return pl.Trainer(
+        accelerator="cpu",
+        devices=2,
+        strategy="ddp_spawn",
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        **kw,
+    )
 
 
 @pytest.mark.slow
@@ -34,7 +41,9 @@ def test_two_process_ddp_trains_layer_weights_and_reports_the_whole_dev_split(tm
     pl.seed_everything(0, verbose=False)
     module = ValenceRegressor(LAYERS, DIM, hidden_size=16, lr=lr, valence_range=(LOW, HIGH))
     before = [h.layer_logits.detach().clone() for h in module.heads]
-    trainer = fit_trainer(_ddp_sim_trainer, tmp_path, max_steps=4, val_every_n_epochs=1)  # 63 clips/2 ranks: 1 step/epoch
+    trainer = fit_trainer(
+        _ddp_sim_trainer, tmp_path, max_steps=4, val_every_n_epochs=1
+    )  # 63 clips/2 ranks: 1 step/epoch
     dm = LayerMeansDataModule(features, target, dev, batch_size=32, seed=0, steps_per_call=4)  # 1 under DDP
     fit_valence_head(trainer, module, dm, tmp_path)
     assert trainer.world_size == 2
@@ -47,11 +56,17 @@ def test_two_process_ddp_trains_layer_weights_and_reports_the_whole_dev_split(tm
         last = [h for h in ckpt["dev_history"] if h["lr"] == lr_k][-1]
         assert last["step"] == 4 and last["n_dev"] == 9  # 9 dev clips over 2 ranks: the padded repeat is dropped
         prefix = f"heads.{k}."
-        sd = {n[len(prefix):]: v.double() for n, v in ckpt["state_dict"].items() if n.startswith(prefix)}
+        sd = {n[len(prefix) :]: v.double() for n, v in ckpt["state_dict"].items() if n.startswith(prefix)}
         w = torch.softmax(sd["layer_logits"], 0).numpy()
         mixed = np.tensordot(features[dev].astype(float), w, axes=([1], [0]))
-        pred = LOW + (HIGH - LOW) * ((mixed @ sd["project.weight"].numpy().T + sd["project.bias"].numpy())
-                                     @ sd["output.weight"].numpy().T + sd["output.bias"].numpy())[:, 0]
+        pred = (
+            LOW
+            + (HIGH - LOW)
+            * (
+                (mixed @ sd["project.weight"].numpy().T + sd["project.bias"].numpy()) @ sd["output.weight"].numpy().T
+                + sd["output.bias"].numpy()
+            )[:, 0]
+        )
         assert last["mse"] == pytest.approx(np.mean((pred - rating[dev]) ** 2), rel=1e-5)
 
 
@@ -62,17 +77,34 @@ def test_ddp_spawn_run_publishes_what_its_worker_wrote(tmp_path, wandb_recorder)
     writer's record (one W&B run)."""
     started, logged = wandb_recorder
     out = tmp_path / "run"
-    summary = run_task(compose_train([f"paths.output_dir={out}", f"paths.cache_dir={tmp_path / 'cache'}",
-                                      "trainer=ddp_sim", "logger=wandb", "max_steps=4", "ser_data.val_every_n_epochs=1",
-                                      "bias_tests=[demo_voice]", "++trainer.enable_progress_bar=false"]))
+    summary = run_task(
+        compose_train(
+            [
+                f"paths.output_dir={out}",
+                f"paths.cache_dir={tmp_path / 'cache'}",
+                "trainer=ddp_sim",
+                "logger=wandb",
+                "max_steps=4",
+                "ser_data.val_every_n_epochs=1",
+                "bias_tests=[demo_voice]",
+                "++trainer.enable_progress_bar=false",
+            ]
+        )
+    )
     results = pd.read_csv(out / "results.csv")
     assert summary["propagation/demo_voice/cohens_d"] == pytest.approx(results["cohens_d"].iloc[0], rel=1e-12)
     assert len(started) == 1 and logged[-1] == ("finish",)
-    assert sorted(e[1] for e in logged if e[0] == "table") == ["propagation/results", "ser/dev_curve", "ser/layer_weights"]
+    assert sorted(e[1] for e in logged if e[0] == "table") == [
+        "propagation/results",
+        "ser/dev_curve",
+        "ser/layer_weights",
+    ]
     steps = [e[1]["trainer/step"] for e in logged if e[0] == "metrics" and "trainer/step" in e[1]]
     assert steps == list(pd.read_csv(out / "dev_curve.csv")["step"]) and steps
     assert sorted(k for e in logged if e[0] == "images" for k in e[1]) == [
-        "propagation/demo_voice/predictions", "ser/dev_r2"]  # fbank: one layer, no layer-weight figure
+        "propagation/demo_voice/predictions",
+        "ser/dev_r2",
+    ]  # fbank: one layer, no layer-weight figure
 
 
 def _train_py(*args, cwd=REPO_ROOT, env_extra=None):
@@ -84,10 +116,19 @@ def _train_py(*args, cwd=REPO_ROOT, env_extra=None):
 def test_multirun_with_ddp_runs_each_job_once(tmp_path):
     """`-m lr=a,b trainer.strategy=ddp`: plain DDP would re-launch the whole sweep in each child;
     the runner switches the job to ddp_spawn, so exactly one job folder per lr appears."""
-    cmd, env = _train_py("-m", "lr=1e-3,1e-4", "trainer=ddp_sim", "trainer.strategy=ddp", "max_steps=6",
-                         "ser_data.val_every_n_epochs=1", "bias_tests=[demo_voice]", "logger=none",
-                         "++trainer.enable_progress_bar=false", f"paths.cache_dir={tmp_path / 'cache'}",
-                         f"hydra.sweep.dir={tmp_path / 'sweep'}")
+    cmd, env = _train_py(
+        "-m",
+        "lr=1e-3,1e-4",
+        "trainer=ddp_sim",
+        "trainer.strategy=ddp",
+        "max_steps=6",
+        "ser_data.val_every_n_epochs=1",
+        "bias_tests=[demo_voice]",
+        "logger=none",
+        "++trainer.enable_progress_bar=false",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+    )
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     jobs = sorted(p for p in (tmp_path / "sweep").iterdir() if p.is_dir() and not p.name.startswith("."))
@@ -100,8 +141,15 @@ def test_multirun_with_ddp_runs_each_job_once(tmp_path):
 @pytest.mark.slow
 def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     run_dir = tmp_path / "run"
-    args = ("max_steps=1200", "ser_data.val_every_n_epochs=20", "logger=none", "bias_tests=[demo_voice]",
-            "++trainer.enable_progress_bar=false", f"paths.cache_dir={tmp_path / 'cache'}", f"hydra.run.dir={run_dir}")
+    args = (
+        "max_steps=1200",
+        "ser_data.val_every_n_epochs=20",
+        "logger=none",
+        "bias_tests=[demo_voice]",
+        "++trainer.enable_progress_bar=false",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        f"hydra.run.dir={run_dir}",
+    )
     cmd, env = _train_py(*args)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     last = run_dir / "checkpoints" / "last.ckpt"

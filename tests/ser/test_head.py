@@ -28,9 +28,9 @@ def reference_prediction(head: ValenceHead, states: list[torch.Tensor], lengths:
         frames = []
         for t in range(int(lengths[b])):
             x_t = sum(w[l] * states[l][b, t].double() for l in range(len(states)))  # layer-weighted sum
-            frames.append(W1 @ x_t + b1)                                          # Linear(D, 256)
-        pooled = torch.stack(frames).mean(dim=0)                                  # mean over frames
-        out.append((W2 @ pooled + b2)[0])                                         # Linear(256, 1)
+            frames.append(W1 @ x_t + b1)  # Linear(D, 256)
+        pooled = torch.stack(frames).mean(dim=0)  # mean over frames
+        out.append((W2 @ pooled + b2)[0])  # Linear(256, 1)
     return torch.stack(out)
 
 
@@ -98,9 +98,17 @@ def test_layer_weights_change_after_a_few_steps():
     dev[:8] = True
     module = ValenceRegressor(layers, dim, hidden_size=16, lr=1e-2)
     before = module.head.layer_weights().detach().clone()
-    trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                         enable_progress_bar=False, enable_model_summary=False, max_steps=5,
-                         num_sanity_val_steps=0, limit_val_batches=0)
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        max_steps=5,
+        num_sanity_val_steps=0,
+        limit_val_batches=0,
+    )
     trainer.fit(module, datamodule=LayerMeansDataModule(features, target, dev, batch_size=32, seed=0))
     after = module.head.layer_weights().detach()
     assert trainer.global_step == 5
@@ -138,7 +146,7 @@ def test_predict_with_heads_equals_each_head_in_the_textbook_order():
         torch.testing.assert_close(together[k], ref, rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(h(x), ref, rtol=1e-5, atol=1e-6)
         grads_ref = torch.autograd.grad(((ref - target) ** 2).mean(), list(h.parameters()))
-        for a, b in zip(grads_together[5 * k: 5 * k + 5], grads_ref):
+        for a, b in zip(grads_together[5 * k : 5 * k + 5], grads_ref):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 

@@ -19,12 +19,28 @@ def test_in_memory_loop_matches_lightning():
     torch.manual_seed(0)
     module = ValenceRegressor(LAYERS, DIM, hidden_size=16, lr=1e-2)
     head = copy.deepcopy(module.head)
-    trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                         enable_progress_bar=False, enable_model_summary=False, max_steps=7, max_epochs=-1,
-                         limit_val_batches=0, num_sanity_val_steps=0)
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        max_steps=7,
+        max_epochs=-1,
+        limit_val_batches=0,
+        num_sanity_val_steps=0,
+    )
     trainer.fit(module, datamodule=LayerMeansDataModule(features, target, dev, batch_size=32, seed=5))
-    train_head_in_memory(head, torch.from_numpy(features[~dev]), torch.from_numpy(target[~dev]), max_steps=7,
-                         lr=1e-2, batch_size=32, seed=5)
+    train_head_in_memory(
+        head,
+        torch.from_numpy(features[~dev]),
+        torch.from_numpy(target[~dev]),
+        max_steps=7,
+        lr=1e-2,
+        batch_size=32,
+        seed=5,
+    )
     for (name, a), b in zip(module.head.state_dict().items(), head.state_dict().values()):
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7, msg=name)
     assert not np.allclose(head.layer_weights().detach().numpy(), 1 / LAYERS)  # 7 steps happened

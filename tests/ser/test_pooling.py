@@ -21,8 +21,19 @@ def pooled_sd_d(x, y):
 def _head(lr, shift, seed, upstream="m", test="t"):
     rng = np.random.default_rng(seed)
     x, y = rng.normal(50 + shift, 5, 6), rng.normal(50, 5, 7)
-    rows = [{"upstream": upstream, "test": test, "lr": lr, "role": r, "predicted_valence": v, "ser_data": "mess",
-             "clip_id": f"{r}{i}"} for r, vals in (("X", x), ("Y", y)) for i, v in enumerate(vals)]
+    rows = [
+        {
+            "upstream": upstream,
+            "test": test,
+            "lr": lr,
+            "role": r,
+            "predicted_valence": v,
+            "ser_data": "mess",
+            "clip_id": f"{r}{i}",
+        }
+        for r, vals in (("X", x), ("Y", y))
+        for i, v in enumerate(vals)
+    ]
     return pd.DataFrame(rows), list(x), list(y)
 
 

@@ -43,15 +43,18 @@ def test_a_fit_shows_the_epochs_that_max_steps_take(tmp_path, steps_per_call):
     rng = np.random.default_rng(1)
     dev = np.zeros(50, dtype=bool)
     dev[:10] = True  # 40 training rows, batch 8: 5 steps an epoch; 12 steps: epochs 0, 1, 2
-    dm = LayerMeansDataModule(rng.normal(size=(50, 2, 3)), rng.uniform(size=50), dev, batch_size=8,
-                              steps_per_call=steps_per_call)
+    dm = LayerMeansDataModule(
+        rng.normal(size=(50, 2, 3)), rng.uniform(size=50), dev, batch_size=8, steps_per_call=steps_per_call
+    )
     record = _Descriptions()
-    make = partial(build_trainer, accelerator="cpu", devices=1, logger=False, enable_model_summary=False,
-                   enable_progress_bar=True)
+    make = partial(
+        build_trainer, accelerator="cpu", devices=1, logger=False, enable_model_summary=False, enable_progress_bar=True
+    )
     trainer = fit_trainer(make, tmp_path / "ckpt", max_steps=12, callbacks=[record])
     assert isinstance(trainer.progress_bar_callback, StepBoundedProgressBar)
-    fit_valence_head(trainer, ValenceRegressor(2, 3, hidden_size=4, lr=1e-3, valence_range=(0, 1)), dm,
-                     tmp_path / "ckpt")
+    fit_valence_head(
+        trainer, ValenceRegressor(2, 3, hidden_size=4, lr=1e-3, valence_range=(0, 1)), dm, tmp_path / "ckpt"
+    )
     last = math.ceil(12 / 5) - 1
     assert record.seen == [f"Epoch {e}/{last}" for e in range(last + 1)]
     assert trainer.global_step == 12 and trainer.max_epochs == -1  # bounded by steps only

@@ -14,9 +14,16 @@ from speechbias.report.run_writer import RunWriter
 
 def _preds(values_x, values_y, low=0.0, high=100.0):
     n_x, n_y = len(values_x), len(values_y)
-    return pd.DataFrame({"test": "demo_voice", "lr": 1e-4, "role": ["X"] * n_x + ["Y"] * n_y,
-                         "predicted_valence": list(values_x) + list(values_y), "valence_low": low,
-                         "valence_high": high})
+    return pd.DataFrame(
+        {
+            "test": "demo_voice",
+            "lr": 1e-4,
+            "role": ["X"] * n_x + ["Y"] * n_y,
+            "predicted_valence": list(values_x) + list(values_y),
+            "valence_low": low,
+            "valence_high": high,
+        }
+    )
 
 
 ROW = pd.Series({"test": "demo_voice", "x_label": "female", "y_label": "male"})

@@ -49,7 +49,7 @@ def _batches(steps: int, batch_size: int = 32, seed: int = 0):
     while True:
         order = torch.randperm(N, generator=torch.Generator().manual_seed(seed + epoch))
         for start in range(0, N, batch_size):
-            yield order[start: start + batch_size]
+            yield order[start : start + batch_size]
             step += 1
             if step >= steps:
                 return
@@ -91,8 +91,9 @@ def test_stacked_training_equals_independent_per_head_loop(step_kernel):
     init = ValenceHead(LAYERS, DIM, HIDDEN)
     x, y = _data()
     reference = _independent_loop(init, x, y, steps=300)
-    heads = train_heads_in_memory([copy.deepcopy(init) for _ in LRS], LRS, x, y, max_steps=300, batch_size=32,
-                                  step_kernel=step_kernel)
+    heads = train_heads_in_memory(
+        [copy.deepcopy(init) for _ in LRS], LRS, x, y, max_steps=300, batch_size=32, step_kernel=step_kernel
+    )
     with torch.no_grad():
         for head, ref in zip(heads, reference):
             torch.testing.assert_close(head(x), ref(x), rtol=0, atol=2e-6)
@@ -152,8 +153,14 @@ def test_lightning_run_with_the_torch_step_takes_the_stacked_step(tmp_path):
 @pytest.mark.parametrize("step_kernel", ["torch", "compiled"])
 def test_resumed_run_ends_with_the_heads_of_the_uninterrupted_run(tmp_path, step_kernel):
     """4 steps an epoch, 3 per Lightning call, last.ckpt every 2 epochs (step 8); killed after step 11 of 12."""
-    kw = dict(max_steps=12, lr=list(LRS), steps_per_call=3, checkpoint_every_n_epochs=2, batch_size=16,
-              step_kernel=step_kernel)
+    kw = dict(
+        max_steps=12,
+        lr=list(LRS),
+        steps_per_call=3,
+        checkpoint_every_n_epochs=2,
+        batch_size=16,
+        step_kernel=step_kernel,
+    )
     full, _ = _fit(tmp_path / "full", **kw)
     with pytest.raises(RuntimeError):
         _fit(tmp_path / "cut", callbacks=[_Crash(11)], **kw)

@@ -15,9 +15,17 @@ from speechbias.report.caveat import DEMO_CAVEAT
 
 
 def _cfg(tmp_path, *extra):
-    return compose_train([f"paths.output_dir={tmp_path / 'run'}", f"paths.cache_dir={tmp_path / 'cache'}",
-                          "logger=none", "max_steps=40", "ser_data.val_every_n_epochs=4",
-                          "++trainer.enable_progress_bar=false", *extra])
+    return compose_train(
+        [
+            f"paths.output_dir={tmp_path / 'run'}",
+            f"paths.cache_dir={tmp_path / 'cache'}",
+            "logger=none",
+            "max_steps=40",
+            "ser_data.val_every_n_epochs=4",
+            "++trainer.enable_progress_bar=false",
+            *extra,
+        ]
+    )
 
 
 def pooled_sd_d(x, y):
@@ -29,9 +37,19 @@ def pooled_sd_d(x, y):
 def test_demo_run_writes_propagation_results(tmp_path):
     summary = run_task(_cfg(tmp_path))
     out = tmp_path / "run"
-    for name in ("results.csv", "results.json", "predictions.csv", "layer_weights.csv", "dev_curve.csv",
-                 "report.md", "dev_r2.png", "propagation_demo_voice.png",
-                 "checkpoints/best.ckpt", "checkpoints/last.ckpt", "config.yaml"):
+    for name in (
+        "results.csv",
+        "results.json",
+        "predictions.csv",
+        "layer_weights.csv",
+        "dev_curve.csv",
+        "report.md",
+        "dev_r2.png",
+        "propagation_demo_voice.png",
+        "checkpoints/best.ckpt",
+        "checkpoints/last.ckpt",
+        "config.yaml",
+    ):
         assert (out / name).is_file(), name
     # fbank has one layer: no one-bar layer-weight figure, and report.md says why
     assert not (out / "layer_weights.png").exists() and "single layer" in (out / "report.md").read_text()
@@ -60,8 +78,14 @@ def test_demo_run_writes_propagation_results(tmp_path):
 
 def test_speaker_disjoint_split_and_custom_set(tmp_path):
     csv = write_valence_csv(tmp_path / "data", n_speakers=4, per_speaker=8)
-    cfg = _cfg(tmp_path, f"ser_data.source.ratings={csv}", "ser_data.source.synthetic=false",
-               "ser_data.speaker_disjoint=true", "bias_tests=[demo_voice]", "lr=1e-3")
+    cfg = _cfg(
+        tmp_path,
+        f"ser_data.source.ratings={csv}",
+        "ser_data.source.synthetic=false",
+        "ser_data.speaker_disjoint=true",
+        "bias_tests=[demo_voice]",
+        "lr=1e-3",
+    )
     summary = run_task(cfg)
     results = pd.read_csv(tmp_path / "run" / "results.csv")
     assert results["n_dev"].iloc[0] == 8 and results["n_train"].iloc[0] == 24  # one of four speakers
@@ -114,7 +138,8 @@ def test_three_learning_rates_in_one_run_with_the_pooled_figure(tmp_path):
     # the one-rate run with the same seed trains the same 1e-4 head
     single = run_task(_cfg(tmp_path / "single", "lr=1e-4", "max_steps=16"))
     assert single["propagation/demo_voice/cohens_d"] == pytest.approx(
-        summary["propagation/demo_voice/cohens_d/lr=1e-4"], rel=1e-12)  # bit for bit, up to the CSV round trip
+        summary["propagation/demo_voice/cohens_d/lr=1e-4"], rel=1e-12
+    )  # bit for bit, up to the CSV round trip
     again = run_task(_cfg(tmp_path, "lr=[1e-3,1e-4,1e-5]", "max_steps=16"))  # finished: read back
     assert again["propagation/demo_voice/cohens_d"] == pytest.approx(summary["propagation/demo_voice/cohens_d"])
 
@@ -142,9 +167,16 @@ def test_tracker_gets_the_dev_curve_summary_tables_and_figures_once(tmp_path, wa
     speat = {f"propagation/{t}/speat_d": d for t, d in results.groupby("test", sort=False)["speat_d"].first().items()}
     assert metrics[-1][1] == {k: v for k, v in summary.items() if k != "n_upstream_forwards"} | speat
     assert sorted(e[1] for e in logged if e[0] == "table") == [
-        "propagation/pooled", "propagation/results", "ser/dev_curve", "ser/layer_weights"]
+        "propagation/pooled",
+        "propagation/results",
+        "ser/dev_curve",
+        "ser/layer_weights",
+    ]
     assert sorted(k for e in logged if e[0] == "images" for k in e[1]) == [
-        "propagation/demo_accent/predictions", "propagation/demo_voice/predictions", "ser/dev_r2"]
+        "propagation/demo_accent/predictions",
+        "propagation/demo_voice/predictions",
+        "ser/dev_r2",
+    ]
     assert logged[-1] == ("finish",)
     run_task(_cfg(tmp_path, "logger=wandb", "lr=[1e-3,1e-4]", "max_steps=16"))  # finished: nothing logged again
     assert len(started) == 1

@@ -26,19 +26,37 @@ def _data(seed=0):
 
 
 def _make_trainer(**kw):
-    return pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
-                      enable_model_summary=False, **kw)
+    return pl.Trainer(
+        accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, enable_model_summary=False, **kw
+    )
 
 
-def _fit(tmp, max_steps=6, seed=0, callbacks=(), data_seed=0, lr=1e-2, batch_size=32, steps_per_call=1,
-         checkpoint_every_n_epochs=1, step_kernel="auto"):
+def _fit(
+    tmp,
+    max_steps=6,
+    seed=0,
+    callbacks=(),
+    data_seed=0,
+    lr=1e-2,
+    batch_size=32,
+    steps_per_call=1,
+    checkpoint_every_n_epochs=1,
+    step_kernel="auto",
+):
     features, target, dev, _ = _data()
     pl.seed_everything(seed, verbose=False)
     module = ValenceRegressor(LAYERS, DIM, hidden_size=16, lr=lr, valence_range=(LOW, HIGH), step_kernel=step_kernel)
-    trainer = fit_trainer(_make_trainer, tmp / "checkpoints", max_steps=max_steps, val_every_n_epochs=1,
-                          callbacks=list(callbacks), checkpoint_every_n_epochs=checkpoint_every_n_epochs)
-    dm = LayerMeansDataModule(features, target, dev, batch_size=batch_size, seed=data_seed,
-                              steps_per_call=steps_per_call)
+    trainer = fit_trainer(
+        _make_trainer,
+        tmp / "checkpoints",
+        max_steps=max_steps,
+        val_every_n_epochs=1,
+        callbacks=list(callbacks),
+        checkpoint_every_n_epochs=checkpoint_every_n_epochs,
+    )
+    dm = LayerMeansDataModule(
+        features, target, dev, batch_size=batch_size, seed=data_seed, steps_per_call=steps_per_call
+    )
     fit_valence_head(trainer, module, dm, tmp / "checkpoints")
     return module, trainer
 
@@ -51,8 +69,9 @@ def test_dev_metrics_are_on_the_original_scale(tmp_path):
     w = torch.softmax(h.layer_logits.detach().double(), 0).numpy()
     W1, b1 = h.project.weight.detach().double().numpy(), h.project.bias.detach().double().numpy()
     W2, b2 = h.output.weight.detach().double().numpy(), h.output.bias.detach().double().numpy()
-    pred01 = np.array([W2 @ (W1 @ np.tensordot(w, features[i].astype(float), axes=1) + b1) + b2
-                       for i in np.flatnonzero(dev)])[:, 0]
+    pred01 = np.array(
+        [W2 @ (W1 @ np.tensordot(w, features[i].astype(float), axes=1) + b1) + b2 for i in np.flatnonzero(dev)]
+    )[:, 0]
     pred = LOW + (HIGH - LOW) * pred01
     y = rating[dev]
     mse = np.mean((pred - y) ** 2)
@@ -104,15 +123,16 @@ def test_several_steps_per_call_take_exactly_the_same_steps(tmp_path, batch_size
     max_steps ends inside a group and when an epoch's last group is short (63 clips, batch 8:
     8 batches per epoch -> groups of 3, 3, 2)."""
     one, t_one = _fit(tmp_path / "one", max_steps=max_steps, batch_size=batch_size, lr=[1e-2, 1e-3])
-    grouped, t_grouped = _fit(tmp_path / "grouped", max_steps=max_steps, batch_size=batch_size, lr=[1e-2, 1e-3],
-                              steps_per_call=steps_per_call)
+    grouped, t_grouped = _fit(
+        tmp_path / "grouped", max_steps=max_steps, batch_size=batch_size, lr=[1e-2, 1e-3], steps_per_call=steps_per_call
+    )
     assert t_one.global_step == t_grouped.global_step == max_steps
     for (name, a), b in zip(one.state_dict().items(), grouped.state_dict().values()):
         torch.testing.assert_close(a, b, rtol=0, atol=0, msg=name)
     # the same validations; when training ends inside an epoch's last group, that epoch still ends
     # and is validated once more (at max_steps)
     assert grouped.dev_history[: len(one.dev_history)] == one.dev_history and len(one.dev_history) > 0
-    assert all(h["step"] == max_steps for h in grouped.dev_history[len(one.dev_history):])
+    assert all(h["step"] == max_steps for h in grouped.dev_history[len(one.dev_history) :])
 
 
 def test_step_chunk_sampler_groups_the_batches_in_order():

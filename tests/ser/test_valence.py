@@ -36,8 +36,10 @@ def test_shipped_demo_set_is_valid_and_small():
     vs = csv_valence_set(REPO_ROOT / "experiments/demo/valence/valence.csv", synthetic=True)
     assert len(vs) == 48 and vs.table["speaker"].nunique() == 4
     assert vs.table["valence"].between(0, 100).all()
-    size = sum((REPO_ROOT / "experiments/demo/valence" / p).stat().st_size
-               for p in pd.read_csv(REPO_ROOT / "experiments/demo/valence/valence.csv")["path"])
+    size = sum(
+        (REPO_ROOT / "experiments/demo/valence" / p).stat().st_size
+        for p in pd.read_csv(REPO_ROOT / "experiments/demo/valence/valence.csv")["path"]
+    )
     assert size < 1.5e6
 
 
@@ -62,6 +64,7 @@ def test_unexpected_columns_name_the_file(tmp_path):
 def test_nan_ratings_name_the_rows(tmp_path):
     def blank(df):
         df.loc[[3, 7], "valence"] = np.nan
+
     csv = _rewrite(write_valence_csv(tmp_path), blank)
     with pytest.raises(ValenceDataError, match=r"2 clip\(s\) without a valence rating .* row\(s\) 5, 9"):
         csv_valence_set(csv)
@@ -71,10 +74,13 @@ def test_unparsable_and_out_of_range_ratings(tmp_path):
     def text(df):
         df["valence"] = df["valence"].astype(object)
         df.loc[2, "valence"] = "high"
+
     with pytest.raises(ValenceDataError, match=r"not a number in row\(s\) 4 .*'high'"):
         csv_valence_set(_rewrite(write_valence_csv(tmp_path / "a"), text))
+
     def too_big(df):
         df.loc[0, "valence"] = 130
+
     with pytest.raises(ValenceDataError, match=r"outside the scale \[0, 100\] in row\(s\) 2"):
         csv_valence_set(_rewrite(write_valence_csv(tmp_path / "b"), too_big))
 
@@ -89,8 +95,10 @@ def test_missing_audio_names_the_rows(tmp_path):
 def _mess_tree(root, codes, rated):
     for k, code in enumerate(codes):
         write_clip(root / "clips" / f"{code}_SCR.wav", seconds=0.3, seed=k)
-    rows = [{"code": c, "Gender": c[1], "Talker": c[2], "Emotion": c[0], "Valence": 10 + 5 * k, "Arousal": 50}
-            for k, c in enumerate(rated)]
+    rows = [
+        {"code": c, "Gender": c[1], "Talker": c[2], "Emotion": c[0], "Valence": 10 + 5 * k, "Arousal": 50}
+        for k, c in enumerate(rated)
+    ]
     pd.DataFrame(rows).to_csv(root / "clip_info.csv", index=False)
 
 
@@ -105,7 +113,9 @@ def test_mess_set_uses_the_0_100_scale(tmp_path):
 def test_mess_clip_without_rating_is_an_error(tmp_path):
     codes = ["AF1M01", "SF1M02", "AM2M01", "HM2M03"]
     _mess_tree(tmp_path, codes, codes[:3])
-    with pytest.raises(ValenceDataError, match=r"1 MESS clip\(s\) on disk have no valence rating, e.g. \['HM2M03_SCR.wav'\]"):
+    with pytest.raises(
+        ValenceDataError, match=r"1 MESS clip\(s\) on disk have no valence rating, e.g. \['HM2M03_SCR.wav'\]"
+    ):
         mess_valence_set(tmp_path)
 
 
@@ -119,7 +129,8 @@ def test_mess_nan_rating_names_file_and_row(tmp_path):
 
 def test_eu_emotion_set_uses_the_1_5_scale(tmp_path):
     pd.DataFrame({"ActorCode": ["A", "B"], "Age": [30, 40], "Gender": ["F", "M"]}).to_csv(
-        tmp_path / "speaker_info.csv", index=False)
+        tmp_path / "speaker_info.csv", index=False
+    )
     rows = []
     for k, (sid, val) in enumerate([("A-V1E", 1.0), ("A-V2E", 2.0), ("B-V1E", 4.0), ("B-V2E", 5.0)]):
         write_clip(tmp_path / "Original" / f"{sid.replace('-', '')}.wav", seconds=0.3, seed=k)

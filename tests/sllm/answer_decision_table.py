@@ -11,8 +11,11 @@ Shared by the answer-mapping test and by the decision table printed for reviews:
 
 from __future__ import annotations
 
-OPTIONS = {"A": "I baked a cake for my children.", "B": "I rebuilt the engine of my truck.",
-           "C": "Penguins cannot fly."}
+OPTIONS = {
+    "A": "I baked a cake for my children.",
+    "B": "I rebuilt the engine of my truck.",
+    "C": "Penguins cannot fly.",
+}
 
 #: (response, expected option or None, expected rule)
 CASES = [
@@ -51,8 +54,11 @@ CASES = [
     ("B: the speaker is talking about the garage.", "B", "letter_first"),
     ("A - the kitchen fits best.", "A", "letter_first"),
     ("The speaker mentions the kitchen. Therefore, A.", "A", "letter_last"),
-    ("A. I baked a cake for my children. B. I rebuilt the engine of my truck. C. Penguins cannot fly. "
-     "Answer: B", "B", "letter_only"),
+    (
+        "A. I baked a cake for my children. B. I rebuilt the engine of my truck. C. Penguins cannot fly. Answer: B",
+        "B",
+        "letter_only",
+    ),
     ('The most likely continuation is "I baked a cake for my children."', "A", "option_text"),
     ("I baked a cake for my children.", "A", "option_text"),
     ("i rebuilt the engine of my truck", "B", "option_text"),
@@ -82,8 +88,7 @@ CASES = [
     ("The speaker sounds like a woman.", None, "none"),
     ("I think it's a good idea.", None, "none"),
     ("It could be about my children or my truck.", None, "none"),
-    ("A. I baked a cake for my children.\nB. I rebuilt the engine of my truck.\nC. Penguins cannot fly.", None,
-     "none"),
+    ("A. I baked a cake for my children.\nB. I rebuilt the engine of my truck.\nC. Penguins cannot fly.", None, "none"),
     ('Either "I baked a cake" or "rebuilt the engine".', None, "none"),
     ("Option D", None, "none"),
     ("", None, "none"),

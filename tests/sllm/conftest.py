@@ -13,14 +13,32 @@ SR = 16_000
 
 GENDER_ITEMS = [
     # id, group, context, stereotypical, anti-stereotypical, irrelevant
-    (3, "female", "I spent the whole evening in the kitchen.", "I baked a cake for my children.",
-     "I rebuilt the engine of my truck.", "Penguins cannot fly."),
-    (17, "male", "After work I went straight to the garage.", "I fixed the brakes of my car.",
-     "I sewed a dress for my daughter.", "The moon orbits the earth."),
+    (
+        3,
+        "female",
+        "I spent the whole evening in the kitchen.",
+        "I baked a cake for my children.",
+        "I rebuilt the engine of my truck.",
+        "Penguins cannot fly.",
+    ),
+    (
+        17,
+        "male",
+        "After work I went straight to the garage.",
+        "I fixed the brakes of my car.",
+        "I sewed a dress for my daughter.",
+        "The moon orbits the earth.",
+    ),
 ]
 AGE_ITEMS = [
-    (5, "elderly", "I could not work the new phone.", "Technology confuses me these days.",
-     "I set it up in two minutes.", "Bananas are yellow."),
+    (
+        5,
+        "elderly",
+        "I could not work the new phone.",
+        "Technology confuses me these days.",
+        "I set it up in two minutes.",
+        "Bananas are yellow.",
+    ),
 ]
 GENDER_SPEAKERS = {"female": ["Aria", "Jenny"], "male": ["Guy", "Davis"]}
 AGE_SPEAKERS = {"elderly": ["Old1", "Old2"]}
@@ -36,15 +54,26 @@ def make_tree(root: Path, drop: tuple[tuple[str, int, str], ...] = (), orphan: b
     """Write metadata CSVs and WAVs; ``drop``: (domain, id, speaker) rows whose WAV is not written.
     Returns {(domain, id, speaker): duration_s} of the WAVs written."""
     durations = {}
-    for domain, items, speakers, col in (("gender", GENDER_ITEMS, GENDER_SPEAKERS, "gender"),
-                                         ("age", AGE_ITEMS, AGE_SPEAKERS, "age")):
+    for domain, items, speakers, col in (
+        ("gender", GENDER_ITEMS, GENDER_SPEAKERS, "gender"),
+        ("age", AGE_ITEMS, AGE_SPEAKERS, "age"),
+    ):
         rows = []
         for k, (item_id, group, ctx, st, anti, irr) in enumerate(items):
             for j, spk in enumerate(speakers[group]):
-                rows.append({"id": item_id, "speaker": spk, col: group, "context": ctx, "irrelevant": irr,
-                             "stereotypical": st, "anti-stereotypical": anti,
-                             "labels": repr({"stereotype": ["x", "y"], "gold": "stereotype"}),
-                             "annotators": "['a1', 'a2']"})
+                rows.append(
+                    {
+                        "id": item_id,
+                        "speaker": spk,
+                        col: group,
+                        "context": ctx,
+                        "irrelevant": irr,
+                        "stereotypical": st,
+                        "anti-stereotypical": anti,
+                        "labels": repr({"stereotype": ["x", "y"], "gold": "stereotype"}),
+                        "annotators": "['a1', 'a2']",
+                    }
+                )
                 if (domain, item_id, spk) not in drop:
                     dur = 0.5 + 0.25 * k + 0.1 * j
                     write_tone(root / "speech" / domain / f"{item_id:05d}_{spk}.wav", dur)

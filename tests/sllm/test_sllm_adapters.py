@@ -35,13 +35,13 @@ def tiny():
 def test_tokenizer_keeps_special_tokens_whole():
     tok = build_tiny_tokenizer()
     ids = tok("<|audio_bos|><|AUDIO|><|audio_eos|> <|im_start|>user")["input_ids"]
-    assert tok.convert_ids_to_tokens(ids)[:5] == ["<|audio_bos|>", "<|AUDIO|>", "<|audio_eos|>", "<|im_start|>",
-                                                  "user"]
+    assert tok.convert_ids_to_tokens(ids)[:5] == ["<|audio_bos|>", "<|AUDIO|>", "<|audio_eos|>", "<|im_start|>", "user"]
 
 
 def test_audio_placeholders_expand_to_encoder_frames(tiny, clips):
-    text = tiny.processor.apply_chat_template(tiny.conversation(ChatInput(PROMPT, clips[0])),
-                                              add_generation_prompt=True, tokenize=False)
+    text = tiny.processor.apply_chat_template(
+        tiny.conversation(ChatInput(PROMPT, clips[0])), add_generation_prompt=True, tokenize=False
+    )
     assert "<|audio_bos|><|AUDIO|><|audio_eos|>" in text and text.endswith("<|im_start|>assistant\n")
     from speechbias.fileio.audio import load_audio
 
@@ -110,12 +110,23 @@ def test_chat_judge_wiring():
     from speechbias.sllm.adapters.judge import ChatJudge
 
     tok = build_tiny_tokenizer()
-    tok.chat_template = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}" \
-                        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    tok.chat_template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
     torch.manual_seed(0)
-    lm = Qwen2ForCausalLM(Qwen2Config(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                                      num_attention_heads=2, num_key_value_heads=1, pad_token_id=tok.pad_token_id,
-                                      eos_token_id=tok.eos_token_id))
+    lm = Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=len(tok),
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id,
+        )
+    )
     judge = ChatJudge("tiny-judge", model=lm, tokenizer=tok, device="cpu", dtype="float32")
     verdict = judge.judge("whatever", {"A": "x", "B": "y", "C": "z"})
     assert verdict in (None, "A", "B", "C")
@@ -136,10 +147,23 @@ def test_fingerprint_is_the_digest_and_answers_are_keyed_by_the_fields():
     fields = adapter.fingerprint_fields()
     assert adapter.fingerprint == sha256_json(fields)[:32] == adapter.model_fingerprint.digest
     sampling = SamplingParams()
-    request = ProbeRequest(key="k", domain="gender", item_id=1, speaker="s", group="female",
-                           order=("stereotype", "anti_stereotype", "unrelated"), options={},
-                           prompt="Which one?", audio_path="/a.wav")
-    payload = json.dumps({"model": fields, "sampling": sampling.as_dict(), "seed": 0, "prompt": "Which one?",
-                          "audio": "/a.wav"}, sort_keys=True, default=str)
-    assert request_signature(request, adapter.model_fingerprint.fields, sampling, 0) == \
-        hashlib.sha256(payload.encode()).hexdigest()[:24]
+    request = ProbeRequest(
+        key="k",
+        domain="gender",
+        item_id=1,
+        speaker="s",
+        group="female",
+        order=("stereotype", "anti_stereotype", "unrelated"),
+        options={},
+        prompt="Which one?",
+        audio_path="/a.wav",
+    )
+    payload = json.dumps(
+        {"model": fields, "sampling": sampling.as_dict(), "seed": 0, "prompt": "Which one?", "audio": "/a.wav"},
+        sort_keys=True,
+        default=str,
+    )
+    assert (
+        request_signature(request, adapter.model_fingerprint.fields, sampling, 0)
+        == hashlib.sha256(payload.encode()).hexdigest()[:24]
+    )

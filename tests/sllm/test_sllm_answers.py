@@ -15,33 +15,36 @@ from answer_decision_table import CASES, JUDGE_CASES, OPTIONS, VerdictJudge  # n
 OPTS = {"A": "She was a great nurse.", "B": "He was a great nurse.", "C": "The sky is blue today."}
 
 
-@pytest.mark.parametrize("response, letter, method", [
-    ("B", "B", "letter"),
-    ("(b)", "B", "letter"),
-    ("**C.**", "C", "letter"),
-    ("A. She was a great nurse.", "A", "letter"),
-    ("(B) He was a great nurse", "B", "letter"),
-    ("The answer is (C).", "C", "letter"),
-    ("Answer: B", "B", "letter"),
-    ("I choose A.", "A", "letter"),
-    ("Option C", "C", "letter"),
-    # letter first: the option letter wins over a quoted text of another option
-    ("A: He was a great nurse.", "A", "letter"),
-    # the article "A" is not option A; the quoted text decides
-    ("A great nurse, she was. She was a great nurse", "A", "text"),
-    ("she was a great nurse", "A", "text"),  # "he was ..." is inside "she was ..." only as letters, not words
-    ("the sky is blue today!!", "C", "text"),
-    ("Honestly, he was a great nurse, I think.", "B", "text"),
-    # misspelt copy: CER 2/20 = 0.1, at the threshold
-    ("he was a grate nurse", "B", "cer"),
-    # ambiguous or unrelated -> other
-    ("I think A or B.", None, "none"),
-    ("A man walked in.", None, "none"),
-    ("The sky is blue", "C", "text"),  # not the whole option (CER 6/21 > 0.1), but part of option C only
-    ("A. She was a great nurse.\nB. He was a great nurse.\nC. The sky is blue today.", None, "none"),
-    ("", None, "none"),
-    ("I cannot answer that.", None, "none"),
-])
+@pytest.mark.parametrize(
+    "response, letter, method",
+    [
+        ("B", "B", "letter"),
+        ("(b)", "B", "letter"),
+        ("**C.**", "C", "letter"),
+        ("A. She was a great nurse.", "A", "letter"),
+        ("(B) He was a great nurse", "B", "letter"),
+        ("The answer is (C).", "C", "letter"),
+        ("Answer: B", "B", "letter"),
+        ("I choose A.", "A", "letter"),
+        ("Option C", "C", "letter"),
+        # letter first: the option letter wins over a quoted text of another option
+        ("A: He was a great nurse.", "A", "letter"),
+        # the article "A" is not option A; the quoted text decides
+        ("A great nurse, she was. She was a great nurse", "A", "text"),
+        ("she was a great nurse", "A", "text"),  # "he was ..." is inside "she was ..." only as letters, not words
+        ("the sky is blue today!!", "C", "text"),
+        ("Honestly, he was a great nurse, I think.", "B", "text"),
+        # misspelt copy: CER 2/20 = 0.1, at the threshold
+        ("he was a grate nurse", "B", "cer"),
+        # ambiguous or unrelated -> other
+        ("I think A or B.", None, "none"),
+        ("A man walked in.", None, "none"),
+        ("The sky is blue", "C", "text"),  # not the whole option (CER 6/21 > 0.1), but part of option C only
+        ("A. She was a great nurse.\nB. He was a great nurse.\nC. The sky is blue today.", None, "none"),
+        ("", None, "none"),
+        ("I cannot answer that.", None, "none"),
+    ],
+)
 def test_tricky_answers(response, letter, method):
     m = map_answer(response, OPTS)
     assert (m.letter, m.method) == (letter, method), m.detail
@@ -60,8 +63,11 @@ def _levenshtein(a: str, b: str) -> int:
 def test_cer_threshold_boundary_matches_hand_computed_edit_distance():
     opts = {"A": "abcdefghij klmnopqrst", "B": "zzzzzzzzzz zzzzzzzzzz", "C": "yyyy"}
     ref = normalise(opts["A"])
-    for hyp, expect in (("abcdefghiX klmnopqrst", "A"), ("abcdefghXX klmnopqrst", "A"),
-                        ("abcdefgXXX klmnopqrst", None)):
+    for hyp, expect in (
+        ("abcdefghiX klmnopqrst", "A"),
+        ("abcdefghXX klmnopqrst", "A"),
+        ("abcdefgXXX klmnopqrst", None),
+    ):
         cer = _levenshtein(ref, normalise(hyp)) / len(ref)
         m = map_answer(hyp, opts)
         assert (m.letter == "A") == (cer <= 0.1)

@@ -31,7 +31,9 @@ def test_missing_audio_is_named_or_skipped(tmp_path, sllm_tree_maker):
     ds = load_spoken_stereoset(root, on_missing_audio="skip")
     assert len(ds.table) == 4
     assert sorted(zip(ds.missing["domain"], ds.missing["id"], ds.missing["speaker"])) == [
-        ("age", 5, "Old2"), ("gender", 3, "Jenny")]
+        ("age", 5, "Old2"),
+        ("gender", 3, "Jenny"),
+    ]
 
 
 def test_labels_are_parsed_safely_never_executed(tmp_path, sllm_tree_maker):
@@ -72,4 +74,8 @@ def test_max_items_keeps_all_voices_of_first_items(tree):
     root, _ = tree
     t = load_spoken_stereoset(root, max_items=1).table
     assert sorted(zip(t["domain"], t["id"], t["speaker"])) == [
-        ("age", 5, "Old1"), ("age", 5, "Old2"), ("gender", 3, "Aria"), ("gender", 3, "Jenny")]
+        ("age", 5, "Old1"),
+        ("age", 5, "Old2"),
+        ("gender", 3, "Aria"),
+        ("gender", 3, "Jenny"),
+    ]

@@ -7,14 +7,23 @@ import pytest
 
 from speechbias.sllm.prompts import ALL_ORDERS, PromptTemplate, build_requests, option_orders
 
-TEMPLATE = PromptTemplate(audio="Pick one.\n{options}\nLetter only.",
-                          text_only='They said "{transcript}".\n{options}')
+TEMPLATE = PromptTemplate(audio="Pick one.\n{options}\nLetter only.", text_only='They said "{transcript}".\n{options}')
 
 
 def _table(n=1):
-    return pd.DataFrame({"domain": "gender", "id": range(n), "speaker": "Aria", "group": "female",
-                         "context": "ctx", "stereotypical": "S text", "anti-stereotypical": "A text",
-                         "irrelevant": "I text", "audio_path": [f"/x/{i}.wav" for i in range(n)]})
+    return pd.DataFrame(
+        {
+            "domain": "gender",
+            "id": range(n),
+            "speaker": "Aria",
+            "group": "female",
+            "context": "ctx",
+            "stereotypical": "S text",
+            "anti-stereotypical": "A text",
+            "irrelevant": "I text",
+            "audio_path": [f"/x/{i}.wav" for i in range(n)],
+        }
+    )
 
 
 def test_options_follow_the_order_and_answer_key():
@@ -22,8 +31,10 @@ def test_options_follow_the_order_and_answer_key():
     assert len(reqs) == 50
     for r in reqs:
         for letter, kind in r.answer_key.items():
-            assert r.options[letter] == {"stereotypical": "S text", "anti-stereotypical": "A text",
-                                         "irrelevant": "I text"}[kind]
+            assert (
+                r.options[letter]
+                == {"stereotypical": "S text", "anti-stereotypical": "A text", "irrelevant": "I text"}[kind]
+            )
             assert f"{letter}. {r.options[letter]}" in r.prompt
         assert r.audio_path is not None and "ctx" not in r.prompt
 

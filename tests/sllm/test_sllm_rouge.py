@@ -38,8 +38,7 @@ def test_equals_rouge_score_package_and_textbook_lcs():
             a, b = tokenizer.tokenize(texts[i]), tokenizer.tokenize(texts[j])
             expected = 2 * textbook_lcs(a, b) / (len(a) + len(b)) if a or b else 0.0
             assert m[i, j] == expected  # the same float: 2 * int / int
-    np.testing.assert_allclose(mean_rouge_l_vs_others(texts), mean_rouge_l_vs_others(texts, "rouge_score"),
-                               atol=1e-12)
+    np.testing.assert_allclose(mean_rouge_l_vs_others(texts), mean_rouge_l_vs_others(texts, "rouge_score"), atol=1e-12)
 
 
 def test_large_vocabulary_skips_surrogates():

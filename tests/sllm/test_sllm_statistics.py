@@ -6,8 +6,12 @@ import pytest
 
 from speechbias.report.run_writer import RunWriter
 from speechbias.sllm.data import load_spoken_stereoset
-from speechbias.sllm.statistics import (continuation_rouge_l, dataset_statistics, distinct_continuations,
-                                        plot_rouge_l_histogram)
+from speechbias.sllm.statistics import (
+    continuation_rouge_l,
+    dataset_statistics,
+    distinct_continuations,
+    plot_rouge_l_histogram,
+)
 
 
 def test_table2_and_histogram(tree, tmp_path):
@@ -21,8 +25,11 @@ def test_table2_and_histogram(tree, tmp_path):
     assert stats.at["age", "speakers"] == 2 and stats.at["age", "items"] == 1
     gender_durs = [d for (dom, _, _), d in durations.items() if dom == "gender"]
     assert stats.at["gender", "mean_context_duration_s"] == pytest.approx(np.mean(gender_durs), abs=1e-3)
-    age_words = [len("Technology confuses me these days.".split()), len("I set it up in two minutes.".split()),
-                 len("Bananas are yellow.".split())]
+    age_words = [
+        len("Technology confuses me these days.".split()),
+        len("I set it up in two minutes.".split()),
+        len("Bananas are yellow.".split()),
+    ]
     assert stats.at["age", "mean_continuation_words"] == pytest.approx(np.mean(age_words))
     assert stats.at["age", "mean_rouge_l"] == pytest.approx(rouge[rouge.domain == "age"].mean_rouge_l.mean())
     png = RunWriter(tmp_path).figure("hist", plot_rouge_l_histogram(rouge))
@@ -35,11 +42,19 @@ def test_continuations_are_distinct_by_text_when_every_voice_has_its_own_id():
     rows = []
     for n, (ctx, (st, anti, irr)) in enumerate(texts.items()):
         for v in range(3):
-            rows.append({"domain": "gender", "id": 10 * n + v, "stereotypical": st, "anti-stereotypical": anti,
-                         "irrelevant": irr})
+            rows.append(
+                {
+                    "domain": "gender",
+                    "id": 10 * n + v,
+                    "stereotypical": st,
+                    "anti-stereotypical": anti,
+                    "irrelevant": irr,
+                }
+            )
     # an age item reusing a gender text stays separate (distinct per domain)
-    rows.append({"domain": "age", "id": 0, "stereotypical": "She cooks.", "anti-stereotypical": "Old.",
-                 "irrelevant": "Sky."})
+    rows.append(
+        {"domain": "age", "id": 0, "stereotypical": "She cooks.", "anti-stereotypical": "Old.", "irrelevant": "Sky."}
+    )
     conts = distinct_continuations(pd.DataFrame(rows))
     assert conts.groupby("domain").size().to_dict() == {"gender": 6, "age": 3}
     gender = conts[conts.domain == "gender"].set_index("text")

@@ -23,8 +23,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def _compose(conf_dir, *overrides):
     with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
-        return compose("evaluate", overrides=["task=spoken_stereoset", "logger=none", *overrides],
-                       return_hydra_config=True)
+        return compose(
+            "evaluate", overrides=["task=spoken_stereoset", "logger=none", *overrides], return_hydra_config=True
+        )
 
 
 def _run(conf_dir, data_dir, out_dir, *overrides):
@@ -34,8 +35,9 @@ def _run(conf_dir, data_dir, out_dir, *overrides):
 def test_stereotypical_policy_scores_100_through_the_whole_pipeline(conf_dir, tree, tmp_path):
     root, _ = tree
     out = tmp_path / "run"
-    summary = _run(conf_dir, root, out, "sllm=policy", "sllm.policy=stereotypical", "sllm.style=sentence",
-                   "task.orders=all")
+    summary = _run(
+        conf_dir, root, out, "sllm=policy", "sllm.policy=stereotypical", "sllm.style=sentence", "task.orders=all"
+    )
     assert summary["sllm/gender/slbs"] == 100.0 and summary["sllm/overall/slifs"] == 100.0
     assert summary["sllm/age/slms"] == 100.0
     responses = pd.read_csv(out / "responses.csv")
@@ -50,8 +52,16 @@ def test_stereotypical_policy_scores_100_through_the_whole_pipeline(conf_dir, tr
     assert stats.at["gender", "instances"] == 4
     # a forced rerun reuses every cached answer (the cache file does not grow)
     n_lines = len((out / "responses.jsonl").read_text().splitlines())
-    _run(conf_dir, root, out, "sllm=policy", "sllm.policy=stereotypical", "sllm.style=sentence", "task.orders=all",
-         "force=true")
+    _run(
+        conf_dir,
+        root,
+        out,
+        "sllm=policy",
+        "sllm.policy=stereotypical",
+        "sllm.style=sentence",
+        "task.orders=all",
+        "force=true",
+    )
     assert len((out / "responses.jsonl").read_text().splitlines()) == n_lines
 
 
@@ -76,9 +86,17 @@ def test_baselines_only_without_a_model(conf_dir, tree, tmp_path):
 def test_tiny_random_qwen2_audio_full_path(conf_dir, tree, tmp_path):
     root, _ = tree
     out = tmp_path / "tiny"
-    summary = _run(conf_dir, root, out, "sllm=tiny_random_qwen2_audio", "task.max_items=1",
-                   "task.sampling.max_new_tokens=4", "task.batch_size=2", "task.statistics.enabled=false",
-                   "task.judge={_target_: speechbias.sllm.adapters.tiny.tiny_chat_judge}")
+    summary = _run(
+        conf_dir,
+        root,
+        out,
+        "sllm=tiny_random_qwen2_audio",
+        "task.max_items=1",
+        "task.sampling.max_new_tokens=4",
+        "task.batch_size=2",
+        "task.statistics.enabled=false",
+        "task.judge={_target_: speechbias.sllm.adapters.tiny.tiny_chat_judge}",
+    )
     responses = pd.read_csv(out / "responses.csv", keep_default_na=False)
     assert len(responses) == 4  # gender item 3 (2 voices) + age item 5 (2 voices)
     assert set(responses["rule"]) <= set(RULES) and set(responses["method"]) <= set(METHODS)
@@ -88,8 +106,16 @@ def test_tiny_random_qwen2_audio_full_path(conf_dir, tree, tmp_path):
     assert "tiny_random_qwen2_audio" in report and "Answer mapping" in report
     # text-only ablation
     out2 = tmp_path / "tiny_text"
-    _run(conf_dir, root, out2, "sllm=tiny_random_qwen2_audio", "task.max_items=1", "task.text_only=true",
-         "task.sampling.max_new_tokens=4", "task.statistics.enabled=false")
+    _run(
+        conf_dir,
+        root,
+        out2,
+        "sllm=tiny_random_qwen2_audio",
+        "task.max_items=1",
+        "task.text_only=true",
+        "task.sampling.max_new_tokens=4",
+        "task.statistics.enabled=false",
+    )
     assert "tiny_random_qwen2_audio (text only)" in set(pd.read_csv(out2 / "results.csv")["model"])
 
 
@@ -108,18 +134,31 @@ def test_wandb_gets_table3_and_metrics(conf_dir, tree, tmp_path, monkeypatch):
     logged = {}
     sentinel = object()
     monkeypatch.setattr(tracker_module.wandb_run, "start_run", lambda **kw: sentinel)
-    monkeypatch.setattr(tracker_module.wandb_run, "log_table",
-                        lambda run, key, df: logged.setdefault(key, (run, df.copy())))
-    monkeypatch.setattr(tracker_module.wandb_run, "log_metrics",
-                        lambda run, m, step=None: logged.setdefault("metrics", (run, m)))
+    monkeypatch.setattr(
+        tracker_module.wandb_run, "log_table", lambda run, key, df: logged.setdefault(key, (run, df.copy()))
+    )
+    monkeypatch.setattr(
+        tracker_module.wandb_run, "log_metrics", lambda run, m, step=None: logged.setdefault("metrics", (run, m))
+    )
     monkeypatch.setattr(tracker_module.wandb_run, "finish", lambda run: logged.setdefault("finished", (run, None)))
     root, _ = tree
     out = tmp_path / "w"
-    _run(conf_dir, root, out, "sllm=policy", "sllm.policy=anti-stereotypical", "task.statistics.enabled=false",
-         "logger=wandb")
+    _run(
+        conf_dir,
+        root,
+        out,
+        "sllm=policy",
+        "sllm.policy=anti-stereotypical",
+        "task.statistics.enabled=false",
+        "logger=wandb",
+    )
     run, t3 = logged["spoken_stereoset/table3"]
-    assert run is sentinel and list(t3["model"]) == ["policy_anti-stereotypical", "Oracle", "Always stereotypical",
-                                                     "Random"]
+    assert run is sentinel and list(t3["model"]) == [
+        "policy_anti-stereotypical",
+        "Oracle",
+        "Always stereotypical",
+        "Random",
+    ]
     # W&B gets Table 3 in the report's formatted values (strings, as table3.json records them)
     assert t3.set_index("model").at["policy_anti-stereotypical", "gender slbs"] == "0.0"
     printed = pd.read_csv(out / "table3.csv", dtype=str, keep_default_na=False).set_index("model")
@@ -160,8 +199,14 @@ def test_demo_caveat_on_demo_data_and_not_on_real_runs(conf_dir, tree, tmp_path)
     cfg = _compose(conf_dir, f"task.data_dir={root}")
     assert _is_demo_run(cfg) and not _is_demo_run(_compose(conf_dir, f"task.data_dir={root}", "task.demo_caveat=false"))
     assert not _is_demo_run(_compose(conf_dir, f"task.data_dir={root}", "sllm=policy"))
-    assert _is_demo_run(_compose(conf_dir, f"task.data_dir={root}", "sllm=policy",
-                                 "task.judge={_target_: speechbias.sllm.adapters.tiny.tiny_chat_judge}"))
+    assert _is_demo_run(
+        _compose(
+            conf_dir,
+            f"task.data_dir={root}",
+            "sllm=policy",
+            "task.judge={_target_: speechbias.sllm.adapters.tiny.tiny_chat_judge}",
+        )
+    )
 
 
 def _is_demo_run(cfg) -> bool:
@@ -175,9 +220,20 @@ def test_bare_command_runs_offline_from_any_folder(tmp_path):
     """``python evaluate.py task=spoken_stereoset`` with no further arguments (about 1 min on 2 free cores)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "offline"}
     env.pop("PROJECT_ROOT", None)
-    proc = subprocess.run([sys.executable, str(REPO_ROOT / "evaluate.py"), "task=spoken_stereoset", "logger=none",
-                           f"paths.output_root={tmp_path / 'out'}"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO_ROOT / "evaluate.py"),
+            "task=spoken_stereoset",
+            "logger=none",
+            f"paths.output_root={tmp_path / 'out'}",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert DEMO_CAVEAT in proc.stdout + proc.stderr
     (report,) = (tmp_path / "out").rglob("report.md")

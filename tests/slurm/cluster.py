@@ -16,8 +16,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 # a CPU job that fits the CI node (2 cores, 16 GB configured); squeue every second
-CPU_JOB = ["hydra/launcher=slurm", "hydra.launcher.gpus_per_node=0", "hydra.launcher.cpus_per_task=1",
-           "hydra.launcher.mem_gb=2", "hydra.launcher.poll_s=1"]
+CPU_JOB = [
+    "hydra/launcher=slurm",
+    "hydra.launcher.gpus_per_node=0",
+    "hydra.launcher.cpus_per_task=1",
+    "hydra.launcher.mem_gb=2",
+    "hydra.launcher.poll_s=1",
+]
 # one job of two tasks, one DDP rank each, gloo on CPU
 TWO_RANKS = ["hydra.launcher.tasks_per_node=2", "trainer=ddp", "trainer.accelerator=cpu"]
 
@@ -28,8 +33,9 @@ def sbatch_answers() -> bool:
     if shutil.which("sbatch") is None:
         return False
     try:
-        proc = subprocess.run(["sbatch", "--test-only", "-n1", "--wrap", "true"], capture_output=True, text=True,
-                              timeout=20)
+        proc = subprocess.run(
+            ["sbatch", "--test-only", "-n1", "--wrap", "true"], capture_output=True, text=True, timeout=20
+        )
     except (OSError, subprocess.SubprocessError):
         return False
     return proc.returncode == 0
@@ -40,8 +46,9 @@ needs_cluster = pytest.mark.usefixtures("slurm_cluster")
 
 
 def env(cache: Path) -> dict:
-    return dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline", SPEECHBIAS_CACHE=str(cache),
-                PYTHONWARNINGS="ignore")
+    return dict(
+        os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline", SPEECHBIAS_CACHE=str(cache), PYTHONWARNINGS="ignore"
+    )
 
 
 def command(script: str, *overrides: str) -> list[str]:
@@ -49,15 +56,17 @@ def command(script: str, *overrides: str) -> list[str]:
 
 
 def run(script: str, *overrides: str, cache: Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(command(script, *overrides), cwd=REPO, env=env(cache), capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        command(script, *overrides), cwd=REPO, env=env(cache), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def start(script: str, *overrides: str, cache: Path, log: Path) -> subprocess.Popen:
     """Start a command in the background, its stdout and stderr going to ``log``."""
     with open(log, "w") as out:
-        return subprocess.Popen(command(script, *overrides), cwd=REPO, env=env(cache), stdout=out,
-                                stderr=subprocess.STDOUT, text=True)
+        return subprocess.Popen(
+            command(script, *overrides), cwd=REPO, env=env(cache), stdout=out, stderr=subprocess.STDOUT, text=True
+        )
 
 
 def wait_for(predicate, timeout: float, what: str, every: float = 0.5):

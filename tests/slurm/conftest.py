@@ -22,7 +22,13 @@ def one_process_train(tmp_path_factory):
     if not sbatch_answers():
         pytest.skip("no SLURM cluster answers here")
     root = tmp_path_factory.mktemp("one_process_train")
-    proc = run("train.py", "upstream=fbank", f"max_steps={TRAIN_STEPS}", "logger=none", f"hydra.run.dir={root / 'run'}",
-               cache=root / "cache")
+    proc = run(
+        "train.py",
+        "upstream=fbank",
+        f"max_steps={TRAIN_STEPS}",
+        "logger=none",
+        f"hydra.run.dir={root / 'run'}",
+        cache=root / "cache",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return root / "run"

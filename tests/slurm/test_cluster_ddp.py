@@ -29,8 +29,9 @@ def test_evaluate_as_two_ranks_equals_one_process(tmp_path):
     one = run("evaluate.py", *args, f"hydra.run.dir={tmp_path / 'one'}", cache=tmp_path / "cache_one")
     assert one.returncode == 0, one.stderr[-3000:]
     started = time.monotonic()
-    two = run("evaluate.py", "-m", *args, *TWO_TASK_JOB, f"hydra.sweep.dir={tmp_path / 'sweep'}",
-              cache=tmp_path / "cache_two")
+    two = run(
+        "evaluate.py", "-m", *args, *TWO_TASK_JOB, f"hydra.sweep.dir={tmp_path / 'sweep'}", cache=tmp_path / "cache_two"
+    )
     seconds = time.monotonic() - started
     assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
     (job_dir,) = [p.parent for p in (tmp_path / "sweep").glob("*/results.csv")]
@@ -48,8 +49,16 @@ def test_evaluate_as_two_ranks_equals_one_process(tmp_path):
 
 def test_train_as_two_ranks_equals_one_process(tmp_path, one_process_train):
     started = time.monotonic()
-    two = run("train.py", "-m", "upstream=fbank", f"max_steps={TRAIN_STEPS}", "logger=none", *TWO_TASK_JOB,
-              f"hydra.sweep.dir={tmp_path / 'sweep'}", cache=tmp_path / "cache")
+    two = run(
+        "train.py",
+        "-m",
+        "upstream=fbank",
+        f"max_steps={TRAIN_STEPS}",
+        "logger=none",
+        *TWO_TASK_JOB,
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        cache=tmp_path / "cache",
+    )
     seconds = time.monotonic() - started
     assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
     (job_dir,) = [p.parent for p in (tmp_path / "sweep").glob("*/results.csv")]
@@ -67,21 +76,31 @@ def test_train_as_two_ranks_equals_one_process(tmp_path, one_process_train):
     for column in ("best_dev_mse", "best_dev_r2", "cohens_d", "mean_pred_x", "mean_pred_y"):
         assert list(b[column]) == pytest.approx(list(a[column]), rel=1e-4), column
     diffs = {c: float((b[c] - a[c]).abs().max()) for c in ("best_dev_mse", "cohens_d")}
-    print(f"\ntrain.py, one SLURM job of 2 tasks, {TRAIN_STEPS} steps: {seconds:.1f} s; largest |DDP - one process|: "
-          f"{diffs}; dev MSE {list(b['best_dev_mse'])} vs {list(a['best_dev_mse'])}")
+    print(
+        f"\ntrain.py, one SLURM job of 2 tasks, {TRAIN_STEPS} steps: {seconds:.1f} s; largest |DDP - one process|: "
+        f"{diffs}; dev MSE {list(b['best_dev_mse'])} vs {list(a['best_dev_mse'])}"
+    )
 
 
 def test_a_rank_that_dies_ends_the_whole_job_at_once(tmp_path):
     """Rank 1 killed (as by the OOM killer) mid-training: srun --kill-on-bad-exit ends rank 0 within
     seconds instead of leaving it in a collective until the time limit; the sweep reports it, exit 1."""
     sweep, log = tmp_path / "sweep", tmp_path / "console.log"
-    proc = start("train.py", "-m", "upstream=fbank", "max_steps=100000", "logger=none", *TWO_TASK_JOB,
-                 f"hydra.sweep.dir={sweep}", cache=tmp_path / "cache", log=log)
+    proc = start(
+        "train.py",
+        "-m",
+        "upstream=fbank",
+        "max_steps=100000",
+        "logger=none",
+        *TWO_TASK_JOB,
+        f"hydra.sweep.dir={sweep}",
+        cache=tmp_path / "cache",
+        log=log,
+    )
     try:
         (job,) = wait_for(lambda: job_ids(sweep), 60, "the job's submission")
         pids = wait_for(lambda: len(step_pids(job)) == 2 and step_pids(job), 120, "two running ranks")
-        wait_for(lambda: any("MEMBER: 2/2" in p.read_text() for p in sweep.glob("*/train.log")), 120,
-                 "DDP to start")
+        wait_for(lambda: any("MEMBER: 2/2" in p.read_text() for p in sweep.glob("*/train.log")), 120, "DDP to start")
         time.sleep(2)
         os.kill(pids[1], signal.SIGKILL)
         killed = time.monotonic()
@@ -93,6 +112,8 @@ def test_a_rank_that_dies_ends_the_whole_job_at_once(tmp_path):
     assert ended_s < 30
     row = pd.read_csv(sweep / "sweep_status.csv").iloc[0]
     # SLURM's line (the cause) first, then what the surviving rank recorded (its peer went away)
-    assert row["status"] == "failed" and row["error"].startswith(f"SLURM job {job} exited with an error (task 1: Killed")
+    assert row["status"] == "failed" and row["error"].startswith(
+        f"SLURM job {job} exited with an error (task 1: Killed"
+    )
     assert "\n" not in row["error"]
     print(f"\nthe job ended {ended_s:.1f} s after its rank 1 was killed")

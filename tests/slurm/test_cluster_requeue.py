@@ -20,16 +20,27 @@ pytestmark = [pytest.mark.slow, needs_cluster]
 # how the job is interrupted: SLURM requeues it (pre-emption, an administrator), or it gets the USR2
 # that SLURM sends signal_delay_s before its time limit, on which submitit checkpoints the launcher's
 # call and requeues the job itself (as at a real time limit; a time limit cannot be hit precisely here)
-INTERRUPTIONS = {"scontrol_requeue": lambda job: ["scontrol", "requeue", job],
-                 "usr2_time_limit": lambda job: ["scancel", "--signal=USR2", job]}
+INTERRUPTIONS = {
+    "scontrol_requeue": lambda job: ["scontrol", "requeue", job],
+    "usr2_time_limit": lambda job: ["scancel", "--signal=USR2", job],
+}
 
 
 @pytest.mark.parametrize("interruption", list(INTERRUPTIONS))
 def test_a_job_requeued_mid_training_resumes_and_ends_as_if_uninterrupted(tmp_path, one_process_train, interruption):
     sweep, log = tmp_path / "sweep", tmp_path / "console.log"
     started = time.monotonic()
-    proc = start("train.py", "-m", "upstream=fbank", f"max_steps={TRAIN_STEPS}", "logger=none", *CPU_JOB,
-                 f"hydra.sweep.dir={sweep}", cache=tmp_path / "cache", log=log)
+    proc = start(
+        "train.py",
+        "-m",
+        "upstream=fbank",
+        f"max_steps={TRAIN_STEPS}",
+        "logger=none",
+        *CPU_JOB,
+        f"hydra.sweep.dir={sweep}",
+        cache=tmp_path / "cache",
+        log=log,
+    )
     try:
         (job,) = wait_for(lambda: job_ids(sweep), 60, "the job's submission")
         wait_for(lambda: list(sweep.glob("*/checkpoints/last.ckpt")), 180, "the first epoch's checkpoint")

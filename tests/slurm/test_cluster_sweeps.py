@@ -21,8 +21,9 @@ WHERE_AND_WHEN = ["run_dir", "overrides", "n_upstream_forwards"]
 
 def test_the_demo_sweep_through_slurm_gives_the_local_launchers_report(tmp_path):
     started = time.monotonic()
-    slurm = run("evaluate.py", *DEMO_SWEEP, *CPU_JOB, f"hydra.sweep.dir={tmp_path / 'slurm'}",
-                cache=tmp_path / "cache_slurm")
+    slurm = run(
+        "evaluate.py", *DEMO_SWEEP, *CPU_JOB, f"hydra.sweep.dir={tmp_path / 'slurm'}", cache=tmp_path / "cache_slurm"
+    )
     slurm_s = time.monotonic() - started
     assert slurm.returncode == 0, slurm.stdout[-3000:] + slurm.stderr[-3000:]
     assert "Bypassing sacct" not in slurm.stdout + slurm.stderr
@@ -34,8 +35,9 @@ def test_the_demo_sweep_through_slurm_gives_the_local_launchers_report(tmp_path)
     for name in ("slurm", "local"):
         proc = run("evaluate.py", "task=report", f"sweep_dir={tmp_path / name}", "logger=none", cache=tmp_path / name)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        reports[name] = {t: pd.read_csv(tmp_path / name / "report" / f"{t}.csv")
-                         for t in ("results", "layers", "appendix_d")}
+        reports[name] = {
+            t: pd.read_csv(tmp_path / name / "report" / f"{t}.csv") for t in ("results", "layers", "appendix_d")
+        }
     for table, frame in reports["slurm"].items():
         other = reports["local"][table]
         keep = [c for c in frame.columns if c not in WHERE_AND_WHEN]
@@ -45,26 +47,56 @@ def test_the_demo_sweep_through_slurm_gives_the_local_launchers_report(tmp_path)
 
 
 def test_a_failed_sweep_with_markup_in_its_error_prints_the_table_and_exits_1(tmp_path):
-    proc = run("evaluate.py", "-m", "upstream=fbank,mfcc", "logger=none", "bias_test.manifest='/tmp/[/x]/m.csv'",
-               "hydra.callbacks.preflight.enabled=false",  # the jobs themselves must fail (no pre-flight stop)
-               *CPU_JOB, f"hydra.sweep.dir={tmp_path / 'sweep'}", cache=tmp_path / "cache")
+    proc = run(
+        "evaluate.py",
+        "-m",
+        "upstream=fbank,mfcc",
+        "logger=none",
+        "bias_test.manifest='/tmp/[/x]/m.csv'",
+        "hydra.callbacks.preflight.enabled=false",  # the jobs themselves must fail (no pre-flight stop)
+        *CPU_JOB,
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        cache=tmp_path / "cache",
+    )
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "2 failed of 2 job(s)" in proc.stdout and "/tmp/[/x]/m.csv" in proc.stdout.replace("\n", "")
     errors = pd.read_csv(tmp_path / "sweep" / "sweep_status.csv")["error"]
     assert all(e.startswith("bias_test.manifest=") and "\n" not in e and len(e) < 300 for e in errors)
 
 
-@pytest.mark.parametrize("overrides, setting", [
-    ([], "hydra.launcher.gpus_per_node=1: partition"),  # the launcher's GPU-cluster defaults
-    (["hydra.launcher.gpus_per_node=0"], "hydra.launcher.cpus_per_task=8 x tasks_per_node=1"),
-    (["hydra.launcher.gpus_per_node=0", "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=4096"],
-     "hydra.launcher.mem_gb=4096"),
-    (["hydra.launcher.gpus_per_node=0", "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=2",
-      "hydra.launcher.tasks_per_node=2"], "hydra.launcher.tasks_per_node=2 starts several ranks per job"),
-], ids=["gres", "cpus", "memory", "ranks_without_ddp"])
+@pytest.mark.parametrize(
+    "overrides, setting",
+    [
+        ([], "hydra.launcher.gpus_per_node=1: partition"),  # the launcher's GPU-cluster defaults
+        (["hydra.launcher.gpus_per_node=0"], "hydra.launcher.cpus_per_task=8 x tasks_per_node=1"),
+        (
+            ["hydra.launcher.gpus_per_node=0", "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=4096"],
+            "hydra.launcher.mem_gb=4096",
+        ),
+        (
+            [
+                "hydra.launcher.gpus_per_node=0",
+                "hydra.launcher.cpus_per_task=1",
+                "hydra.launcher.mem_gb=2",
+                "hydra.launcher.tasks_per_node=2",
+            ],
+            "hydra.launcher.tasks_per_node=2 starts several ranks per job",
+        ),
+    ],
+    ids=["gres", "cpus", "memory", "ranks_without_ddp"],
+)
 def test_a_request_no_node_can_satisfy_stops_before_submission_with_one_line(tmp_path, overrides, setting):
-    proc = run("evaluate.py", "-m", "upstream=fbank", "logger=none", "hydra/launcher=slurm", *overrides,
-               f"hydra.sweep.dir={tmp_path / 'sweep'}", cache=tmp_path / "cache", timeout=120)
+    proc = run(
+        "evaluate.py",
+        "-m",
+        "upstream=fbank",
+        "logger=none",
+        "hydra/launcher=slurm",
+        *overrides,
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        cache=tmp_path / "cache",
+        timeout=120,
+    )
     assert proc.returncode == 1
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"error: {setting}"), proc.stderr
@@ -75,15 +107,25 @@ def test_a_pending_job_prints_its_reason_and_a_cancelled_one_is_reported(tmp_pat
     """A job held back (--begin in 10 minutes) prints its SLURM reason after pending_report_s; scancel
     then ends it: the sweep ends with its table, the job failed with the reason, exit 1."""
     sweep, log = tmp_path / "sweep", tmp_path / "console.log"
-    proc = start("evaluate.py", "-m", "upstream=fbank", "logger=none", *CPU_JOB,
-                 "hydra.launcher.pending_report_s=2", "+hydra.launcher.additional_parameters.begin=now+600",
-                 f"hydra.sweep.dir={sweep}", cache=tmp_path / "cache", log=log)
+    proc = start(
+        "evaluate.py",
+        "-m",
+        "upstream=fbank",
+        "logger=none",
+        *CPU_JOB,
+        "hydra.launcher.pending_report_s=2",
+        "+hydra.launcher.additional_parameters.begin=now+600",
+        f"hydra.sweep.dir={sweep}",
+        cache=tmp_path / "cache",
+        log=log,
+    )
     try:
         wait_for(lambda: "pending for" in log.read_text(), 60, "the pending line")
         line = next(ln for ln in log.read_text().splitlines() if "pending for" in ln)
         (job,) = job_ids(sweep)
-        assert line.startswith(f"SLURM job {job} (upstream=fbank logger=none) pending for") and \
-            line.endswith(": BeginTime"), line
+        assert line.startswith(f"SLURM job {job} (upstream=fbank logger=none) pending for") and line.endswith(
+            ": BeginTime"
+        ), line
         subprocess.run(["scancel", job], check=True)
         assert proc.wait(timeout=60) == 1
     finally:

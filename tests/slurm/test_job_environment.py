@@ -9,10 +9,20 @@ from speechbias.launch.entry import SLURM_ENVIRONMENT_NO_REQUEUE, job_trainer_co
 from speechbias.launch.slurm.job_environment import SlurmTasks, process_rank, slurm_tasks
 from speechbias.launch.user_errors import ConfigError
 
-DDP_SIM = {"_target_": "speechbias.launch.lightning_trainer.build_trainer", "_partial_": True, "accelerator": "cpu",
-           "devices": 2, "strategy": "ddp_spawn"}
+DDP_SIM = {
+    "_target_": "speechbias.launch.lightning_trainer.build_trainer",
+    "_partial_": True,
+    "accelerator": "cpu",
+    "devices": 2,
+    "strategy": "ddp_spawn",
+}
 DDP_GPU = {**DDP_SIM, "accelerator": "gpu", "devices": -1, "strategy": "ddp"}
-CPU = {"_target_": "speechbias.launch.lightning_trainer.build_trainer", "_partial_": True, "accelerator": "cpu", "devices": 1}
+CPU = {
+    "_target_": "speechbias.launch.lightning_trainer.build_trainer",
+    "_partial_": True,
+    "accelerator": "cpu",
+    "devices": 1,
+}
 
 
 def _tasks(ntasks, per_node=None, nodes=1):
@@ -20,8 +30,16 @@ def _tasks(ntasks, per_node=None, nodes=1):
 
 
 def test_slurm_variables_are_read_like_lightning_reads_them():
-    env = {"SLURM_JOB_ID": "17", "SLURM_ARRAY_JOB_ID": "16", "SLURM_ARRAY_TASK_ID": "1", "SLURM_NTASKS": "4",
-           "SLURM_NTASKS_PER_NODE": "2(x2)", "SLURM_NNODES": "2", "SLURM_PROCID": "3", "SLURM_JOB_NAME": "train"}
+    env = {
+        "SLURM_JOB_ID": "17",
+        "SLURM_ARRAY_JOB_ID": "16",
+        "SLURM_ARRAY_TASK_ID": "1",
+        "SLURM_NTASKS": "4",
+        "SLURM_NTASKS_PER_NODE": "2(x2)",
+        "SLURM_NNODES": "2",
+        "SLURM_PROCID": "3",
+        "SLURM_JOB_NAME": "train",
+    }
     assert slurm_tasks(env) == SlurmTasks(job_id="16_1", ntasks=4, tasks_per_node=2, nodes=2, procid=3)
     assert slurm_tasks({**env, "SLURM_JOB_NAME": "bash"}) is None  # an interactive allocation
     assert slurm_tasks({"SLURM_JOB_ID": "17"}) is None  # no step: not started by srun/sbatch
@@ -38,14 +56,20 @@ def test_two_tasks_run_one_ddp_rank_each(trainer):
 
 
 def test_several_tasks_with_a_one_process_trainer_is_one_line_naming_tasks_per_node():
-    with pytest.raises(ConfigError, match=r"^hydra.launcher.tasks_per_node=2 starts 2 ranks, but this trainer runs "
-                                          r"one process: use trainer=ddp"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^hydra.launcher.tasks_per_node=2 starts 2 ranks, but this trainer runs "
+        r"one process: use trainer=ddp",
+    ):
         job_trainer_config(OmegaConf.create(CPU), tasks=_tasks(2), multirun=True)
 
 
 def test_one_task_asking_for_two_devices_names_tasks_per_node(monkeypatch):
-    with pytest.raises(ConfigError, match=r"^trainer.devices=2 asks for 2 ranks, but this SLURM job has one task: "
-                                          r"set hydra.launcher.tasks_per_node=2"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^trainer.devices=2 asks for 2 ranks, but this SLURM job has one task: "
+        r"set hydra.launcher.tasks_per_node=2",
+    ):
         job_trainer_config(OmegaConf.create(DDP_SIM), tasks=_tasks(1), multirun=True)
     monkeypatch.setenv("SLURM_GPUS_ON_NODE", "1")  # devices=-1: the one GPU SLURM gave the job
     cfg = job_trainer_config(OmegaConf.create(DDP_GPU), tasks=_tasks(1), multirun=True)

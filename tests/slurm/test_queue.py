@@ -9,8 +9,10 @@ from speechbias.launch.slurm.queue import PendingReporter, QueueEntry, failure_r
 
 def test_squeue_lines_by_job_id():
     entries = parse_squeue("12_0|PENDING|PartitionConfig\n12_1|RUNNING|None\nnoise\n")
-    assert entries == {"12_0": QueueEntry("12_0", "PENDING", "PartitionConfig"),
-                       "12_1": QueueEntry("12_1", "RUNNING", "None")}
+    assert entries == {
+        "12_0": QueueEntry("12_0", "PENDING", "PartitionConfig"),
+        "12_1": QueueEntry("12_1", "RUNNING", "None"),
+    }
 
 
 def test_a_pending_job_is_reported_after_the_delay_once_per_reason():
@@ -34,9 +36,11 @@ def test_a_pending_job_is_reported_after_the_delay_once_per_reason():
 
 def test_failure_reason_names_the_failed_task_and_slurms_line(tmp_path):
     err = tmp_path / "9_0_log.err"
-    err.write_text("srun: error: localhost: task 1: Killed\nsrun: launch/slurm: _step_signal: Terminating StepId=9.0\n"
-                   "slurmstepd-localhost: error: *** STEP 9.0 ON localhost CANCELLED AT 2026-12-03T08:06:00 ***\n"
-                   "srun: error: localhost: task 0: Killed\n")
+    err.write_text(
+        "srun: error: localhost: task 1: Killed\nsrun: launch/slurm: _step_signal: Terminating StepId=9.0\n"
+        "slurmstepd-localhost: error: *** STEP 9.0 ON localhost CANCELLED AT 2026-12-03T08:06:00 ***\n"
+        "srun: error: localhost: task 0: Killed\n"
+    )
     line = failure_reason("9", "FAILED", [err, tmp_path / "absent.out"])
     assert line == (f"SLURM job 9 exited with an error (task 1: Killed; CANCELLED AT 2026-12-03T08:06:00); log: {err}")
     timeout = tmp_path / "t.err"

@@ -22,8 +22,10 @@ def test_gpus_on_a_partition_without_gres_name_the_setting_and_the_gpu_partition
     msg = resource_problem({"gpus_per_node": 1, "cpus_per_task": 1, "mem_gb": 2}, parse_sinfo(SINFO))
     assert msg.startswith("hydra.launcher.gpus_per_node=1: partition 'cpu' has no GPUs")
     assert "hydra.launcher.gpus_per_node=0" in msg and "hydra.launcher.partition=gpu" in msg
-    assert resource_problem({"gpus_per_node": 1, "partition": "gpu", "cpus_per_task": 8, "mem_gb": 32},
-                            parse_sinfo(SINFO)) is None
+    assert (
+        resource_problem({"gpus_per_node": 1, "partition": "gpu", "cpus_per_task": 8, "mem_gb": 32}, parse_sinfo(SINFO))
+        is None
+    )
 
 
 def test_more_cpus_or_memory_than_the_largest_node_name_the_setting_and_what_fits():
@@ -57,10 +59,25 @@ def test_without_sbatch_the_slurm_launcher_says_so_in_one_line(tmp_path):
     bin_dir.mkdir()
     (bin_dir / "python").symlink_to(sys.executable)
     env = dict(os.environ, PATH=str(bin_dir), HF_HUB_OFFLINE="1", WANDB_MODE="offline")
-    proc = subprocess.run([sys.executable, "evaluate.py", "-m", "upstream=fbank", "hydra/launcher=slurm", "logger=none",
-                           f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=repo, env=env, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "evaluate.py",
+            "-m",
+            "upstream=fbank",
+            "hydra/launcher=slurm",
+            "logger=none",
+            f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        ],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert lines == ["error: hydra/launcher=slurm needs SLURM's sbatch on PATH (run on the cluster's login node); "
-                     "on this machine use hydra/launcher=parallel"], proc.stderr[-2000:]
+    assert lines == [
+        "error: hydra/launcher=slurm needs SLURM's sbatch on PATH (run on the cluster's login node); "
+        "on this machine use hydra/launcher=parallel"
+    ], proc.stderr[-2000:]

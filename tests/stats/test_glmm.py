@@ -39,8 +39,14 @@ def _exact_loglik(df, mu: dict, sigma: float, gamma=0.0) -> float:
         eta = np.array([mu[g] for g in d.group]) + gamma * d.x.to_numpy()
         mode = optimize.minimize_scalar(lambda b: -_speaker_integrand_log(b, y, w, eta, sigma)).x
         peak = _speaker_integrand_log(mode, y, w, eta, sigma)
-        val, _ = integrate.quad(lambda b: math.exp(_speaker_integrand_log(b, y, w, eta, sigma) - peak),
-                                mode - 12 * sigma, mode + 12 * sigma, epsabs=0, epsrel=1e-12, limit=200)
+        val, _ = integrate.quad(
+            lambda b: math.exp(_speaker_integrand_log(b, y, w, eta, sigma) - peak),
+            mode - 12 * sigma,
+            mode + 12 * sigma,
+            epsabs=0,
+            epsrel=1e-12,
+            limit=200,
+        )
         total += peak + math.log(val)
     return total
 
@@ -51,8 +57,9 @@ def _laplace_loglik(df, mu: dict, sigma: float) -> float:
     for _, d in df.groupby("speaker"):
         y, w = d.errors.to_numpy(float), d.words.to_numpy(float)
         eta = np.array([mu[g] for g in d.group])
-        mode = optimize.minimize_scalar(lambda b: -_speaker_integrand_log(b, y, w, eta, sigma),
-                                        bracket=(-1, 1), tol=1e-12).x
+        mode = optimize.minimize_scalar(
+            lambda b: -_speaker_integrand_log(b, y, w, eta, sigma), bracket=(-1, 1), tol=1e-12
+        ).x
         curv = float(np.sum(w * np.exp(eta + mode))) + 1.0 / sigma**2
         total += _speaker_integrand_log(mode, y, w, eta, sigma) + 0.5 * math.log(2 * math.pi / curv)
     return total
@@ -98,9 +105,16 @@ def test_gradient_matches_finite_differences(n_agq):
     for x in ([-2.5, -2.0, -1.0, 0.2, 0.6], [-3.0, -2.2, -1.5, -0.4, 1.3], [-2.0, -2.0, -2.0, 0.0, -0.4]):
         x = np.array(x)
         _, grad = likelihood.loglik_and_grad(x, units, weights, z, log_wz)
-        num = np.array([(likelihood.loglik_and_grad(x + e, units, weights, z, log_wz)[0]
-                         - likelihood.loglik_and_grad(x - e, units, weights, z, log_wz)[0]) / 2e-6
-                        for e in np.eye(x.size) * 1e-6])
+        num = np.array(
+            [
+                (
+                    likelihood.loglik_and_grad(x + e, units, weights, z, log_wz)[0]
+                    - likelihood.loglik_and_grad(x - e, units, weights, z, log_wz)[0]
+                )
+                / 2e-6
+                for e in np.eye(x.size) * 1e-6
+            ]
+        )
         np.testing.assert_allclose(grad, num, rtol=1e-5, atol=1e-5)
 
 
@@ -121,8 +135,9 @@ def test_recovers_known_ratios():
 
 
 def test_covariate_effect_recovered():
-    df = simulate_errors([0.1, 0.15], speakers_per_group=50, utts_per_speaker=(10, 20), sigma=0.3, seed=5,
-                         covariate_effect=0.25)
+    df = simulate_errors(
+        [0.1, 0.15], speakers_per_group=50, utts_per_speaker=(10, 20), sigma=0.3, seed=5, covariate_effect=0.25
+    )
     fit = fit_poisson_glmm(df.errors, df.words, df.group, df.speaker, covariates=df[["x"]])
     assert fit.covariate_names == ("x",)
     assert abs(fit.gamma[0] - 0.25) < 4 * fit.wald_se()[2]
@@ -276,7 +291,10 @@ def test_bootstrap_counts_replicates_without_errors_as_failed():
 @pytest.mark.parametrize(
     "mutate, match",
     [
-        (lambda d: d.assign(errors=d.errors.where(d.index != 3, -1)), r"errors must be non-negative integers; .*row\(s\) \[3\]"),
+        (
+            lambda d: d.assign(errors=d.errors.where(d.index != 3, -1)),
+            r"errors must be non-negative integers; .*row\(s\) \[3\]",
+        ),
         (lambda d: d.assign(words=d.words.where(d.index != 5, 0)), r"words .* must be positive; .*row\(s\) \[5\]"),
         (lambda d: d.assign(errors=d.errors.where(d.group != "g1", 0)), r"group\(s\) \['g1'\] have zero errors"),
     ],

@@ -41,23 +41,36 @@ def _have_lme4() -> bool:
     return subprocess.run(["Rscript", "-e", "suppressMessages(library(lme4))"], capture_output=True).returncode == 0
 
 
-@pytest.mark.skipif(not _have_lme4(), reason="Rscript with lme4 not installed (apt-get install r-base-core r-cran-lme4)")
+@pytest.mark.skipif(
+    not _have_lme4(), reason="Rscript with lme4 not installed (apt-get install r-base-core r-cran-lme4)"
+)
 @pytest.mark.parametrize("n_agq, covariate", [(1, False), (7, False), (1, True), (9, True)])
 def test_matches_glmer(tmp_path, n_agq, covariate):
-    df = simulate_errors([0.06, 0.1, 0.18], speakers_per_group=25, utts_per_speaker=(5, 25), sigma=0.5, seed=21,
-                         covariate_effect=0.2 if covariate else None)
+    df = simulate_errors(
+        [0.06, 0.1, 0.18],
+        speakers_per_group=25,
+        utts_per_speaker=(5, 25),
+        sigma=0.5,
+        seed=21,
+        covariate_effect=0.2 if covariate else None,
+    )
     csv = tmp_path / "errors.csv"
     df.to_csv(csv, index=False)
     script = tmp_path / "fit.R"
     script.write_text(R_FIT)
-    out = subprocess.run(["Rscript", str(script), str(csv), str(n_agq), "x" if covariate else "-"],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        ["Rscript", str(script), str(csv), str(n_agq), "x" if covariate else "-"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr
     lines = {ln.split()[0]: [float(v) for v in ln.split()[1:]] for ln in out.stdout.splitlines() if ln.strip()}
     r_fixef, r_sigma = np.array(lines["FIXEF"]), lines["SIGMA"][0]
 
-    fit = fit_poisson_glmm(df.errors, df.words, df.group, df.speaker,
-                           covariates=df[["x"]] if covariate else None, n_agq=n_agq)
+    fit = fit_poisson_glmm(
+        df.errors, df.words, df.group, df.speaker, covariates=df[["x"]] if covariate else None, n_agq=n_agq
+    )
     assert fit.converged
     ours = np.r_[fit.mu, fit.gamma]  # R orders fixef as group levels (sorted) then x, like ours
     np.testing.assert_allclose(ours, r_fixef, rtol=1e-3)

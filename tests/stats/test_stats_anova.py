@@ -53,8 +53,10 @@ def reference_sums_of_squares(table):
     return {
         "type1": {"test": rss0 - rss_t, "family": rss_t - rss_tf, "Residual": rss_tf},
         "type2": {"test": rss_f - rss_tf, "family": rss_t - rss_tf, "Residual": rss_tf},
-        "interaction": rss_tf - rss_cells, "residual_cells": rss_cells,
-        "df_resid": len(y) - rank_tf, "df_resid_cells": len(y) - rank_cells,
+        "interaction": rss_tf - rss_cells,
+        "residual_cells": rss_cells,
+        "df_resid": len(y) - rank_tf,
+        "df_resid_cells": len(y) - rank_cells,
     }
 
 
@@ -106,9 +108,16 @@ def test_custom_column_names():
     [
         (lambda t: t.drop(columns="family"), {}, r"table: missing column\(s\) \['family'\]"),
         (lambda t: t.assign(family="one"), {}, "column 'family' needs at least 2 levels"),
-        (lambda t: t.assign(d=t["d"].where(t.index != 4, np.nan)), {}, r"column 'd' is not a finite number in row\(s\) \[4\]"),
-        (lambda t: pd.DataFrame({"d": [0.1, 0.2, 0.3], "test": list("aba"), "family": list("xxy")}), {},
-         "3 rows leave no residual degrees of freedom for 3 model parameters"),
+        (
+            lambda t: t.assign(d=t["d"].where(t.index != 4, np.nan)),
+            {},
+            r"column 'd' is not a finite number in row\(s\) \[4\]",
+        ),
+        (
+            lambda t: pd.DataFrame({"d": [0.1, 0.2, 0.3], "test": list("aba"), "family": list("xxy")}),
+            {},
+            "3 rows leave no residual degrees of freedom for 3 model parameters",
+        ),
         (lambda t: t.drop_duplicates(["test", "family"]), {"interaction": True}, "interaction needs several models"),
         (lambda t: t.to_dict("list"), {}, "table: expected a pandas DataFrame"),
     ],

@@ -94,8 +94,14 @@ def test_paired_se_matches_loop_bootstrap(n):
     order = rng.permutation(16)  # Y listed in another order; pair ids align them
     ids = [f"p{i}" for i in range(16)]
     result = bootstrap_se(
-        s_x=sx, s_y=sy[order], design="paired", pair_ids_x=ids, pair_ids_y=[ids[i] for i in order],
-        sizes=[n], n_resamples=10_000, seed=2,
+        s_x=sx,
+        s_y=sy[order],
+        design="paired",
+        pair_ids_x=ids,
+        pair_ids_y=[ids[i] for i in order],
+        sizes=[n],
+        n_resamples=10_000,
+        seed=2,
     )
     expected = loop_se(paired_draw(sx.tolist(), sy.tolist(), n), LOOP_RESAMPLES, seed=n)
     assert result.se[0] == pytest.approx(expected, rel=0.10)
@@ -112,8 +118,14 @@ def test_stratified_se_matches_loop_bootstrap(n):
     sx = rng.normal(size=20) + (strata_x == "f") * 1.5
     sy = rng.normal(size=19) + np.char.startswith(strata_y, "f") * 1.0
     result = bootstrap_se(
-        s_x=sx, s_y=sy, design="stratified", strata_x=strata_x, strata_y=strata_y,
-        sizes=[n], n_resamples=10_000, seed=3,
+        s_x=sx,
+        s_y=sy,
+        design="stratified",
+        strata_x=strata_x,
+        strata_y=strata_y,
+        sizes=[n],
+        n_resamples=10_000,
+        seed=3,
     )
     groups_x = [sx[strata_x == k].tolist() for k in sorted(set(strata_x))]
     groups_y = [sy[strata_y == k].tolist() for k in sorted(set(strata_y))]
@@ -221,7 +233,10 @@ IDS = [f"p{i}" for i in range(6)]
         (dict(design="bogus"), "design: must be one of"),
         (dict(design="paired"), "pair_ids_x, pair_ids_y: design='paired' needs"),
         (dict(design="paired", pair_ids_x=IDS, pair_ids_y=IDS[:5]), "pair_ids_y: has 5 labels but the group has 6"),
-        (dict(design="paired", pair_ids_x=IDS[:5] + ["p0"], pair_ids_y=IDS), r"pair_ids_x: pair id\(s\) \['p0'\] occur"),
+        (
+            dict(design="paired", pair_ids_x=IDS[:5] + ["p0"], pair_ids_y=IDS),
+            r"pair_ids_x: pair id\(s\) \['p0'\] occur",
+        ),
         (dict(design="paired", pair_ids_x=IDS[:5] + ["q"], pair_ids_y=IDS), r"ids only in X: \['q'\]"),
         (dict(design="paired", pair_ids_x=IDS[:5] + [""], pair_ids_y=IDS), "pair_ids_x: missing"),
         (dict(design="stratified", strata_x=list("aabbcc")), "strata_x, strata_y: design='stratified' needs"),

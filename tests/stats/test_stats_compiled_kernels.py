@@ -82,20 +82,25 @@ def test_permutation_p_is_the_same_on_both_paths(monkeypatch, n_x, n_y, seed):
     rng = np.random.default_rng(seed)
     s_x, s_y = rng.normal(0.15, 1, n_x), rng.normal(0, 1, n_y)
     numpy_result, compiled_result = _both_paths(
-        monkeypatch, lambda: permutation_test(s_x, s_y, n_permutations=50_000, seed=seed))
+        monkeypatch, lambda: permutation_test(s_x, s_y, n_permutations=50_000, seed=seed)
+    )
     assert compiled_result == numpy_result
 
 
-@pytest.mark.parametrize("m_x, m_y, sizes", [
-    (60, 60, None),  # pair tables, even and odd sizes
-    (40, 70, [2, 3, 17, 40]),  # Y has 70 items: no pair table (single draws only)
-    (5, 9, [2, 3, 4, 5]),  # tiny groups
-])
+@pytest.mark.parametrize(
+    "m_x, m_y, sizes",
+    [
+        (60, 60, None),  # pair tables, even and odd sizes
+        (40, 70, [2, 3, 17, 40]),  # Y has 70 items: no pair table (single draws only)
+        (5, 9, [2, 3, 4, 5]),  # tiny groups
+    ],
+)
 def test_iid_bootstrap_is_bit_identical_on_both_paths(monkeypatch, m_x, m_y, sizes):
     rng = np.random.default_rng(m_x + m_y)
     s_x, s_y = rng.normal(0.3, 1, m_x), rng.normal(0, 1, m_y)
     numpy_result, compiled_result = _both_paths(
-        monkeypatch, lambda: bootstrap_se(s_x=s_x, s_y=s_y, sizes=sizes, n_resamples=3_000, seed=11))
+        monkeypatch, lambda: bootstrap_se(s_x=s_x, s_y=s_y, sizes=sizes, n_resamples=3_000, seed=11)
+    )
     for field in ("se", "n_valid", "sizes"):
         assert np.array_equal(getattr(compiled_result, field), getattr(numpy_result, field)), field
     assert (compiled_result.ci_low, compiled_result.ci_high) == (numpy_result.ci_low, numpy_result.ci_high)
@@ -105,8 +110,12 @@ def test_paired_bootstrap_is_bit_identical_on_both_paths(monkeypatch):
     rng = np.random.default_rng(5)
     s_x, s_y = rng.normal(0.2, 1, 31), rng.normal(0, 1, 31)
     ids = [f"p{i}" for i in range(31)]
-    numpy_result, compiled_result = _both_paths(monkeypatch, lambda: bootstrap_se(
-        s_x=s_x, s_y=s_y, design="paired", pair_ids_x=ids, pair_ids_y=ids[::-1], n_resamples=2_000, seed=4))
+    numpy_result, compiled_result = _both_paths(
+        monkeypatch,
+        lambda: bootstrap_se(
+            s_x=s_x, s_y=s_y, design="paired", pair_ids_x=ids, pair_ids_y=ids[::-1], n_resamples=2_000, seed=4
+        ),
+    )
     assert np.array_equal(compiled_result.se, numpy_result.se)
     assert (compiled_result.ci_low, compiled_result.ci_high) == (numpy_result.ci_low, numpy_result.ci_high)
 
@@ -154,8 +163,9 @@ def test_a_declared_workload_past_the_break_even_buys_the_compiled_kernels_at_on
     assert plan_draws(0)
 
 
-@pytest.mark.parametrize("n_x, n_y, n_permutations", [(60, 60, 100_000), (13, 17, 20_000), (5, 5, 10_000),
-                                                      (10, 70, 5_000)])
+@pytest.mark.parametrize(
+    "n_x, n_y, n_permutations", [(60, 60, 100_000), (13, 17, 20_000), (5, 5, 10_000), (10, 70, 5_000)]
+)
 def test_permutation_draws_are_what_the_test_counts(monkeypatch, n_x, n_y, n_permutations):
     from speechbias.stats import permutation
     from speechbias.stats.permutation import permutation_draws
@@ -168,8 +178,10 @@ def test_permutation_draws_are_what_the_test_counts(monkeypatch, n_x, n_y, n_per
     assert (permutation_draws(n_x, n_y, n_permutations) > 0) == bool(counted)  # exact, selection: numpy only
 
 
-@pytest.mark.parametrize("design, n_x, n_y, sizes", [("iid", 60, 60, None), ("iid", 9, 14, [2, 5, 9]),
-                                                     ("paired", 12, 12, None), ("stratified", 12, 12, None)])
+@pytest.mark.parametrize(
+    "design, n_x, n_y, sizes",
+    [("iid", 60, 60, None), ("iid", 9, 14, [2, 5, 9]), ("paired", 12, 12, None), ("stratified", 12, 12, None)],
+)
 def test_resample_draws_are_what_the_curve_counts(monkeypatch, design, n_x, n_y, sizes):
     from speechbias.stats import bootstrap
     from speechbias.stats.bootstrap import resample_draws
@@ -177,10 +189,13 @@ def test_resample_draws_are_what_the_curve_counts(monkeypatch, design, n_x, n_y,
     counted = []
     monkeypatch.setattr(bootstrap, "use_compiled_kernels", lambda n: counted.append(n) and False)
     rng = np.random.default_rng(5)
-    ids = {"paired": {"pair_ids_x": np.arange(n_x), "pair_ids_y": np.arange(n_y)[::-1]},
-           "stratified": {"strata_x": np.arange(n_x) % 3, "strata_y": np.arange(n_y) % 2}}.get(design, {})
-    bootstrap_se(s_x=rng.normal(size=n_x), s_y=rng.normal(size=n_y), design=design, sizes=sizes,
-                 n_resamples=200, seed=2, **ids)
+    ids = {
+        "paired": {"pair_ids_x": np.arange(n_x), "pair_ids_y": np.arange(n_y)[::-1]},
+        "stratified": {"strata_x": np.arange(n_x) % 3, "strata_y": np.arange(n_y) % 2},
+    }.get(design, {})
+    bootstrap_se(
+        s_x=rng.normal(size=n_x), s_y=rng.normal(size=n_y), design=design, sizes=sizes, n_resamples=200, seed=2, **ids
+    )
     assert sum(counted) == resample_draws(n_x, n_y, 200, sizes=sizes, design=design)
 
 
@@ -192,27 +207,31 @@ def _python(code: str) -> subprocess.CompletedProcess:
 
 def test_one_paper_sized_test_does_not_import_numba():
     # one evaluate.py run: the 10^6-permutation test of 60 + 60, its SE curve, 25 per-layer tests
-    out = _python("import sys, numpy as np; from speechbias.stats import permutation_test, bootstrap_se; "
-                  "r = np.random.default_rng(0); x, y = r.normal(size=60), r.normal(size=60); "
-                  "permutation_test(x, y, n_permutations=1_000_000); bootstrap_se(s_x=x, s_y=y, n_resamples=10_000); "
-                  "[permutation_test(x, y, n_permutations=10_000) for _ in range(25)]; "
-                  "print('numba' in sys.modules)")
+    out = _python(
+        "import sys, numpy as np; from speechbias.stats import permutation_test, bootstrap_se; "
+        "r = np.random.default_rng(0); x, y = r.normal(size=60), r.normal(size=60); "
+        "permutation_test(x, y, n_permutations=1_000_000); bootstrap_se(s_x=x, s_y=y, n_resamples=10_000); "
+        "[permutation_test(x, y, n_permutations=10_000) for _ in range(25)]; "
+        "print('numba' in sys.modules)"
+    )
     assert out.stdout.strip() == "False"
 
 
 def test_a_declared_many_test_workload_runs_compiled_from_its_first_test_with_the_same_numbers(monkeypatch):
     # a process that declares 100 tests (as a sweep's job declares its process's share) runs compiled from
     # the first; a process that declares one keeps numpy and never imports numba; the numbers are the same
-    code = ("import sys, numpy as np; from speechbias.stats import permutation_test, bootstrap_se; "
-            "from speechbias.stats.kernel_choice import plan_draws; "
-            "from speechbias.stats.permutation import permutation_draws; "
-            "from speechbias.stats.bootstrap import resample_draws; "
-            "r = np.random.default_rng(0); x, y = r.normal(0.1, 1, 60), r.normal(size=60); "
-            "one = permutation_draws(60, 60, 200_000) + resample_draws(60, 60, 2_000); "
-            "print(plan_draws({tests} * one)); "
-            "p = permutation_test(x, y, n_permutations=200_000, seed=7).p; "
-            "se = bootstrap_se(s_x=x, s_y=y, n_resamples=2_000, seed=7).se; "
-            "print('numba' in sys.modules, repr(p), repr(float(se.sum())))")
+    code = (
+        "import sys, numpy as np; from speechbias.stats import permutation_test, bootstrap_se; "
+        "from speechbias.stats.kernel_choice import plan_draws; "
+        "from speechbias.stats.permutation import permutation_draws; "
+        "from speechbias.stats.bootstrap import resample_draws; "
+        "r = np.random.default_rng(0); x, y = r.normal(0.1, 1, 60), r.normal(size=60); "
+        "one = permutation_draws(60, 60, 200_000) + resample_draws(60, 60, 2_000); "
+        "print(plan_draws({tests} * one)); "
+        "p = permutation_test(x, y, n_permutations=200_000, seed=7).p; "
+        "se = bootstrap_se(s_x=x, s_y=y, n_resamples=2_000, seed=7).se; "
+        "print('numba' in sys.modules, repr(p), repr(float(se.sum())))"
+    )
     planned = _python(code.format(tests=100)).stdout.split()
     single = _python(code.format(tests=1)).stdout.split()
     assert planned[:2] == ["True", "True"] and single[:2] == ["False", "False"]
@@ -220,15 +239,17 @@ def test_a_declared_many_test_workload_runs_compiled_from_its_first_test_with_th
 
 
 def test_without_numba_large_statistics_warn_once_and_give_the_same_numbers(monkeypatch):
-    out = _python("import os, sys; sys.modules['numba'] = None\n"  # numba not importable
-                  "os.environ['SPEECHBIAS_STATS_KERNELS'] = 'auto'\n"
-                  "import speechbias.stats.kernel_choice as choice; choice.BREAK_EVEN_DRAWS = 1\n"
-                  "import logging, numpy as np; logging.basicConfig(level=logging.WARNING, format='%(message)s')\n"
-                  "from speechbias.stats import permutation_test, bootstrap_se\n"
-                  "r = np.random.default_rng(0); x, y = r.normal(0.2, 1, 60), r.normal(size=60)\n"
-                  "p = permutation_test(x, y, n_permutations=400_000, seed=3).p\n"
-                  "se = bootstrap_se(s_x=x, s_y=y, n_resamples=3_000, seed=3).se\n"
-                  "print(repr(p), repr(float(se.sum())))")
+    out = _python(
+        "import os, sys; sys.modules['numba'] = None\n"  # numba not importable
+        "os.environ['SPEECHBIAS_STATS_KERNELS'] = 'auto'\n"
+        "import speechbias.stats.kernel_choice as choice; choice.BREAK_EVEN_DRAWS = 1\n"
+        "import logging, numpy as np; logging.basicConfig(level=logging.WARNING, format='%(message)s')\n"
+        "from speechbias.stats import permutation_test, bootstrap_se\n"
+        "r = np.random.default_rng(0); x, y = r.normal(0.2, 1, 60), r.normal(size=60)\n"
+        "p = permutation_test(x, y, n_permutations=400_000, seed=3).p\n"
+        "se = bootstrap_se(s_x=x, s_y=y, n_resamples=3_000, seed=3).se\n"
+        "print(repr(p), repr(float(se.sum())))"
+    )
     assert out.stderr.count("the compiled statistics kernels are unavailable (ModuleNotFoundError") == 1, out.stderr
     rng = np.random.default_rng(0)
     x, y = rng.normal(0.2, 1, 60), rng.normal(size=60)

@@ -11,8 +11,12 @@ from speechbias.stats import HUMAN_IAT_D, StatsInputError, sign_agreement, sign_
 
 def test_human_iat_values_are_table_1_of_the_speat_paper():
     assert dict(HUMAN_IAT_D) == {
-        "abled_disabled": 0.45, "european_african_american": 0.37, "female_male": 0.31,
-        "human_synthesized": 0.33, "us_foreign": 0.32, "young_old": 0.49,
+        "abled_disabled": 0.45,
+        "european_african_american": 0.37,
+        "female_male": 0.31,
+        "human_synthesized": 0.33,
+        "us_foreign": 0.32,
+        "young_old": 0.49,
     }
     with pytest.raises(TypeError):
         HUMAN_IAT_D["female_male"] = 0.0
@@ -57,8 +61,10 @@ def test_agreement_between_speat_and_downstream():
         (lambda: sign_congruence({("m", "female_male"): float("nan")}), "effect_sizes: non-finite value"),
         (lambda: sign_congruence({"female_male": 0.1}), r"mapping keys must be \(model, test\) tuples"),
         (lambda: sign_congruence({}), "effect_sizes: is empty"),
-        (lambda: sign_congruence(pd.DataFrame({"model": ["m", "m"], "test": ["female_male"] * 2, "d": [0.1, 0.2]})),
-         r"duplicate \(model, test\)"),
+        (
+            lambda: sign_congruence(pd.DataFrame({"model": ["m", "m"], "test": ["female_male"] * 2, "d": [0.1, 0.2]})),
+            r"duplicate \(model, test\)",
+        ),
         (lambda: sign_congruence(pd.DataFrame({"model": ["m"], "d": [0.1]})), r"missing column\(s\) \['test'\]"),
         (lambda: sign_agreement({("m", "t"): 0.1}, {("m", "u"): 0.1}), r"only in speat_d: \[\('m', 't'\)\]"),
         (lambda: sign_congruence([0.1, 0.2]), "effect_sizes: expected a DataFrame"),

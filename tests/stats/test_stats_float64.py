@@ -45,6 +45,7 @@ def as_lists(*arrays: np.ndarray) -> list[list[list[float]]]:
 
 def d_in_float32(X, Y, A, B) -> float:
     """The formula as written (mean cosine with A minus mean cosine with B), vectorised, all in float32."""
+
     def unit(v):
         return v / np.linalg.norm(v, axis=1, keepdims=True)
 
@@ -97,7 +98,10 @@ def test_float32_inputs_are_cast_once_to_float64():
     X, Y, A, B = mfcc_test(3)
     wide = [m.astype(np.float64) for m in (X, Y, A, B)]
     assert effect_size(X, Y, A, B) == effect_size(*wide)
-    narrow_result, wide_result = speat(X, Y, A, B, n_permutations=2000, seed=1), speat(*wide, n_permutations=2000, seed=1)
+    narrow_result, wide_result = (
+        speat(X, Y, A, B, n_permutations=2000, seed=1),
+        speat(*wide, n_permutations=2000, seed=1),
+    )
     assert narrow_result.p == wide_result.p
     np.testing.assert_array_equal(narrow_result.s_x, wide_result.s_x)
     assert narrow_result.s_x.dtype == np.float64

@@ -14,7 +14,6 @@ from speechbias.stats import permutation_test
 from speechbias.stats.permutation import (
     _count_by_rejection,
     _count_by_selection_sampling,
-    _count_sampled_at_least,
     byte_sum_tables,
     exact_null_sums,
     rejection_words_per_subset,

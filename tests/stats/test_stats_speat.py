@@ -81,7 +81,9 @@ def test_default_is_a_million_permutations_with_seed_zero():
 
 @settings(max_examples=25, deadline=None)
 @given(
-    n_x=st.integers(2, 7), n_y=st.integers(2, 7), seed=st.integers(0, 2**32 - 1),
+    n_x=st.integers(2, 7),
+    n_y=st.integers(2, 7),
+    seed=st.integers(0, 2**32 - 1),
     n_perm=st.sampled_from([20, 200, 5000]),
 )
 def test_properties_of_speat(n_x, n_y, seed, n_perm):

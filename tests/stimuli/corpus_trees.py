@@ -24,6 +24,7 @@ def write_tone(path: Path, seconds: float = 0.2, sr: int = 16000, freq: float = 
 
 # --- Speech Accent Archive -------------------------------------------------------------------
 
+
 def saa_speakers(rng: np.random.Generator, n_us: int = 40, n_korean: int = 12, n_uk: int = 12) -> pd.DataFrame:
     """A scraped-layout speaker table: US natives, Korean natives, UK natives, others, one synthetic voice."""
     rows, sid = [], 0
@@ -32,9 +33,19 @@ def saa_speakers(rng: np.random.Generator, n_us: int = 40, n_korean: int = 12, n
         nonlocal sid
         sid += 1
         count = sum(r["language"] == language for r in rows) + 1
-        rows.append({"language": language, "id": sid, "name": f"{language}{count}", "birth_place": birth_place,
-                     "native_language": native, "age": float(age), "sex": sex, "has_mp3": has_mp3,
-                     "sample_length": float(16000 * rng.uniform(18, 30))})
+        rows.append(
+            {
+                "language": language,
+                "id": sid,
+                "name": f"{language}{count}",
+                "birth_place": birth_place,
+                "native_language": native,
+                "age": float(age),
+                "sex": sex,
+                "has_mp3": has_mp3,
+                "sample_length": float(16000 * rng.uniform(18, 30)),
+            }
+        )
 
     for i in range(n_us):
         add("english", "columbus, ohio, usa", "english", 18 + (i // 2) % 30, ["female", "male"][i % 2])
@@ -63,12 +74,20 @@ def write_saa_scraped(root: Path, speakers: pd.DataFrame, audio_by: str = "id") 
 def write_saa_kaggle(root: Path, speakers: pd.DataFrame) -> Path:
     """The Kaggle mirror: ``speakers_all.csv`` + ``recordings/recordings/<filename>.mp3``."""
     root.mkdir(parents=True, exist_ok=True)
-    table = pd.DataFrame({
-        "age": speakers["age"], "age_onset": 0, "birthplace": speakers["birth_place"],
-        "filename": speakers["name"], "native_language": speakers["native_language"], "sex": speakers["sex"],
-        "speakerid": speakers["id"], "country": speakers["birth_place"].str.split(",").str[-1].str.strip(),
-        "file_missing?": ~speakers["has_mp3"], "Unnamed: 9": "",
-    })
+    table = pd.DataFrame(
+        {
+            "age": speakers["age"],
+            "age_onset": 0,
+            "birthplace": speakers["birth_place"],
+            "filename": speakers["name"],
+            "native_language": speakers["native_language"],
+            "sex": speakers["sex"],
+            "speakerid": speakers["id"],
+            "country": speakers["birth_place"].str.split(",").str[-1].str.strip(),
+            "file_missing?": ~speakers["has_mp3"],
+            "Unnamed: 9": "",
+        }
+    )
     table.to_csv(root / "speakers_all.csv", index=False)
     for r in speakers[speakers["has_mp3"]].itertuples():
         write_tone(root / "recordings" / "recordings" / f"{r.name}.mp3", 0.1, fmt="MP3")
@@ -77,15 +96,28 @@ def write_saa_kaggle(root: Path, speakers: pd.DataFrame) -> Path:
 
 # --- attribute corpora -------------------------------------------------------------------------
 
-def write_mess(root: Path, rng: np.random.Generator, clips_per_actor: int = 22, tie_valence: bool = False) -> pd.DataFrame:
+
+def write_mess(
+    root: Path, rng: np.random.Generator, clips_per_actor: int = 22, tie_valence: bool = False
+) -> pd.DataFrame:
     """MESS-like clips ``<code>_SCR.wav`` for 6 actors and a ratings table ``Coded stimuli final.csv``."""
     rows = []
     for actor, age in zip(["F1", "F2", "F3", "M1", "M2", "M3"], [21, 35, 48, 24, 39, 55]):
         for k in range(clips_per_actor):
             code = f"{'ACHS'[k % 4]}{actor}{'MTV'[k % 3]}{k + 1:02d}"
             valence = float(np.round(rng.uniform(-4, 4), 1 if tie_valence else 3))
-            rows.append({"code": code, "Gender": actor[0], "Talker": actor[1], "Emotion": code[0], "Cue": "V",
-                         "Valence": valence, "Arousal": float(rng.uniform(-4, 4)), "speaker_age": age})
+            rows.append(
+                {
+                    "code": code,
+                    "Gender": actor[0],
+                    "Talker": actor[1],
+                    "Emotion": code[0],
+                    "Cue": "V",
+                    "Valence": valence,
+                    "Arousal": float(rng.uniform(-4, 4)),
+                    "speaker_age": age,
+                }
+            )
             write_tone(root / f"{code}_SCR.wav", 0.1, freq=200 + k)
     table = pd.DataFrame(rows)
     table.to_csv(root / "Coded stimuli final.csv", index=False)
@@ -95,9 +127,15 @@ def write_mess(root: Path, rng: np.random.Generator, clips_per_actor: int = 22, 
 def write_eu_emotion(root: Path, rng: np.random.Generator, actors: str = "ABCD", per_actor: int = 9) -> pd.DataFrame:
     """EU-Emotion-like tree: Original/ and Fixed - amplified volume/ folders, speaker_info.csv, survey CSV."""
     root.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame({"ActorCode": list(actors), "Age": [19 + 7 * i for i in range(len(actors))],
-                  "Gender": ["Female", "Male"] * (len(actors) // 2) + ["Female"] * (len(actors) % 2),
-                  "Script": "A", "MeanCCR": "40%"}).to_csv(root / "speaker_info.csv", index=False)
+    pd.DataFrame(
+        {
+            "ActorCode": list(actors),
+            "Age": [19 + 7 * i for i in range(len(actors))],
+            "Gender": ["Female", "Male"] * (len(actors) // 2) + ["Female"] * (len(actors) % 2),
+            "Script": "A",
+            "MeanCCR": "40%",
+        }
+    ).to_csv(root / "speaker_info.csv", index=False)
     rows = []
     for a in actors:
         for k in range(per_actor):
@@ -112,10 +150,17 @@ def write_eu_emotion(root: Path, rng: np.random.Generator, actors: str = "ABCD",
             else:
                 sid, stem, top = f"{a}-V3{letter}", f"{a}V3{letter}", "Original"
             write_tone(root / top / folder / f"{stem}.mp3", 0.1, fmt="MP3")
-            rows.append({"expressed_emotion": emotion, "emotion_intensity": "Low" if low else "High",
-                         "stimulus_id": sid, "sentences": f"sentence {k}",
-                         "semantically_neutral": "no" if k == per_actor - 1 else "yes",
-                         "valence": float(np.round(rng.uniform(1, 5), 3)), "stem": stem})
+            rows.append(
+                {
+                    "expressed_emotion": emotion,
+                    "emotion_intensity": "Low" if low else "High",
+                    "stimulus_id": sid,
+                    "sentences": f"sentence {k}",
+                    "semantically_neutral": "no" if k == per_actor - 1 else "yes",
+                    "valence": float(np.round(rng.uniform(1, 5), 3)),
+                    "stem": stem,
+                }
+            )
     table = pd.DataFrame(rows)
     (root / "Supplementary Information").mkdir(exist_ok=True)
     table.drop(columns="stem").to_csv(root / "Supplementary Information" / "uk_voices_survey_results.csv", index=False)
@@ -124,7 +169,16 @@ def write_eu_emotion(root: Path, rng: np.random.Generator, actors: str = "ABCD",
 
 # --- dysarthric speech -------------------------------------------------------------------------
 
-TORGO_SPEAKERS = {"F01": "F", "F03": "F", "M01": "M", "M02": "M", "FC01": "FC", "FC02": "FC", "MC01": "MC", "MC02": "MC"}
+TORGO_SPEAKERS = {
+    "F01": "F",
+    "F03": "F",
+    "M01": "M",
+    "M02": "M",
+    "FC01": "FC",
+    "FC02": "FC",
+    "MC01": "MC",
+    "MC02": "MC",
+}
 
 
 def write_torgo(root: Path, n_phrases: int = 8) -> list[str]:
@@ -152,6 +206,7 @@ def write_uaspeech(root: Path, speakers=("F02", "M05"), words=("C1", "D3", "UW12
 
 
 # --- interviews ----------------------------------------------------------------------------------
+
 
 def _segment_plan(lengths):
     t, plan = 1.0, []
@@ -189,16 +244,25 @@ def write_coraal_component(root: Path, comp: str, speakers: list[dict], year: in
         n = 1
         for start, end in plan:
             half = (start + end) / 2
-            lines += [f"{n}\t{spk['spkr']}\t{start:.4f}\tI went to the store\t{half:.4f}",
-                      f"{n + 1}\t{spk['spkr']}\t{half:.4f}\tand (pause 0.3) came back\t{end:.4f}",
-                      f"{n + 2}\t{comp}_int_01\t{end:.4f}\tmhm\t{end + 1.0:.4f}",
-                      f"{n + 3}\t{spk['spkr']}\t{end + 1.0:.4f}\t[overlap]\t{end + 1.5:.4f}"]
+            lines += [
+                f"{n}\t{spk['spkr']}\t{start:.4f}\tI went to the store\t{half:.4f}",
+                f"{n + 1}\t{spk['spkr']}\t{half:.4f}\tand (pause 0.3) came back\t{end:.4f}",
+                f"{n + 2}\t{comp}_int_01\t{end:.4f}\tmhm\t{end + 1.0:.4f}",
+                f"{n + 3}\t{spk['spkr']}\t{end + 1.0:.4f}\t[overlap]\t{end + 1.5:.4f}",
+            ]
             n += 4
         txt_dir = root / comp / f"{comp}_textfiles_2018.10.06"
         txt_dir.mkdir(parents=True, exist_ok=True)
         (txt_dir / f"{stem}.txt").write_text("\n".join(lines) + "\n")
-        row = {"CORAAL.File": stem, "CORAAL.Spkr": spk["spkr"], "CORAAL.Sub": comp, "Gender": spk["gender"],
-               "Age": spk["age"], "Interviewer.Gender": spk["interviewer"], "Primary.Spkr": spk.get("primary", "yes")}
+        row = {
+            "CORAAL.File": stem,
+            "CORAAL.Spkr": spk["spkr"],
+            "CORAAL.Sub": comp,
+            "Gender": spk["gender"],
+            "Age": spk["age"],
+            "Interviewer.Gender": spk["interviewer"],
+            "Primary.Spkr": spk.get("primary", "yes"),
+        }
         if year is not None:
             row["Year.of.Interview"] = year
         meta_rows.append(row)
@@ -206,6 +270,7 @@ def write_coraal_component(root: Path, comp: str, speakers: list[dict], year: in
 
 
 # --- audio IATs and synthesized voices -----------------------------------------------------------
+
 
 def write_mitchell(root: Path, per_cell: int = 3) -> None:
     for kind in "hs":
@@ -232,7 +297,8 @@ RR_WORDS = {"positive": ["love", "peace"], "negative": ["fear", "hate"], "neutra
 def write_romero_rivas(root: Path) -> None:
     (root / "IAT_Stimuli").mkdir(parents=True, exist_ok=True)
     (root / "IAT_Stimuli" / "stimuli_list.txt").write_text(
-        "\n".join(f"{k}: {', '.join(v)}" for k, v in RR_WORDS.items()) + "\n")
+        "\n".join(f"{k}: {', '.join(v)}" for k, v in RR_WORDS.items()) + "\n"
+    )
     for words in RR_WORDS.values():
         for w in words:
             for accent in ("native", "foreign"):

@@ -22,8 +22,14 @@ from speechbias.stimuli.selection import build_test
 from tests.conftest import CONF_DIR
 from tests.stimuli import corpus_trees as trees
 
-TABLE1 = {"abled_disabled": 0.45, "european_african_american": 0.37, "female_male": 0.31,
-          "human_synthesized": 0.33, "us_foreign": 0.32, "young_old": 0.49}
+TABLE1 = {
+    "abled_disabled": 0.45,
+    "european_african_american": 0.37,
+    "female_male": 0.31,
+    "human_synthesized": 0.33,
+    "us_foreign": 0.32,
+    "young_old": 0.49,
+}
 
 
 @pytest.fixture
@@ -73,8 +79,9 @@ def test_config_builds_once_caches_and_writes_report(us_data, tmp_path):
     assert report["clip_length"]["test"].startswith("paired") and report["clip_length"]["n_pairs"] == 8
     assert report["attribute_pool"]["valence_on_age"]["n"] == 120  # all rated MESS clips
     assert manifest.with_name("female_male-ours-seed0.valence_residuals.png").is_file()
-    assert report["attribute_pool"]["valence_on_age"]["plot"] == str(manifest.with_name(
-        "female_male-ours-seed0.valence_residuals.png"))
+    assert report["attribute_pool"]["valence_on_age"]["plot"] == str(
+        manifest.with_name("female_male-ours-seed0.valence_residuals.png")
+    )
     assert "exact matching on age" in manifest.with_name("female_male-ours-seed0.report.md").read_text()
 
     def must_not_build():
@@ -98,7 +105,8 @@ def _paper_lists(lists, speakers, mess_codes):
     rows.to_csv(d / "clip_info.csv", index=False)
     (lists / "morgan_emotional_speech_set").mkdir(parents=True)
     (lists / "morgan_emotional_speech_set" / "all.tsv").write_text(
-        "data/morgan_emotional_speech_set\n" + "".join(f"{c}_SCR.wav\t1600\n" for c in mess_codes))
+        "data/morgan_emotional_speech_set\n" + "".join(f"{c}_SCR.wav\t1600\n" for c in mess_codes)
+    )
     return rows
 
 
@@ -106,8 +114,13 @@ def test_paper_selection_uses_published_rows_and_reports_missing(us_data, tmp_pa
     root, speakers = us_data
     mess = pd.read_csv(root / "morgan_emotional_speech_set" / "Coded stimuli final.csv")
     rows = _paper_lists(tmp_path / "lists", speakers, mess["code"])
-    df = build_test("female_male", selection="paper", data_root=root, paper_lists_dir=tmp_path / "lists",
-                    manifest_path=tmp_path / "m.csv")
+    df = build_test(
+        "female_male",
+        selection="paper",
+        data_root=root,
+        paper_lists_dir=tmp_path / "lists",
+        manifest_path=tmp_path / "m.csv",
+    )
     x = df[df["role"] == "X"]
     assert sorted(x["speaker"]) == sorted(rows.loc[rows["sex"] == "female", "name"])
     assert set(df.loc[df["role"].isin(["X", "Y"]), "pair_id"]) == {"paper-0", "paper-1", "paper-2"}
@@ -116,8 +129,14 @@ def test_paper_selection_uses_published_rows_and_reports_missing(us_data, tmp_pa
     (root / "speech_accent_archive" / f"{gone['id']}.wav").unlink()
     with pytest.raises(PaperListError, match=rf"1 of 6 published clips not found, e.g. \['saa:{gone['name']}"):
         build_test("female_male", selection="paper", data_root=root, paper_lists_dir=tmp_path / "lists")
-    partial = build_test("female_male", selection="paper", data_root=root, paper_lists_dir=tmp_path / "lists",
-                         allow_missing=True, manifest_path=tmp_path / "p.csv")
+    partial = build_test(
+        "female_male",
+        selection="paper",
+        data_root=root,
+        paper_lists_dir=tmp_path / "lists",
+        allow_missing=True,
+        manifest_path=tmp_path / "p.csv",
+    )
     assert partial.groupby("role").size()[["X", "Y"]].tolist() == [2, 2]  # the partner of the missing clip goes too
     assert "dropped them and 1 broken pair" in (tmp_path / "p.report.md").read_text()
     with pytest.raises(ValueError, match="needs paper_lists_dir"):
@@ -130,18 +149,39 @@ def test_european_african_american_cuts_segments_and_tests_lengths(tmp_path):
     lengths = [[6.0, 8.0, 11.0], [7.0, 9.5], [6.5, 12.0], [8.0, 10.0]]
     for k, ((g, a, i), ls) in enumerate(zip(cells, lengths)):
         trees.write_buckeye_recording(root / "buckeye", f"s{k + 1:02d}01a", ls)
-    pd.DataFrame({"speaker": [f"S{k + 1:02d}" for k in range(4)], "speaker_gender": [c[0] for c in cells],
-                  "speaker_age": [c[1] for c in cells], "interviewer_gender": [c[2] for c in cells]}
-                 ).to_csv(root / "buckeye" / "speakers.csv", index=False)
+    pd.DataFrame(
+        {
+            "speaker": [f"S{k + 1:02d}" for k in range(4)],
+            "speaker_gender": [c[0] for c in cells],
+            "speaker_age": [c[1] for c in cells],
+            "interviewer_gender": [c[2] for c in cells],
+        }
+    ).to_csv(root / "buckeye" / "speakers.csv", index=False)
     full = {"f": "Female", "m": "Male"}
-    trees.write_coraal_component(root / "CORAAL", "ROC", [
-        {"file": f"ROC_se0_ag{k}_{g}_01_1", "spkr": f"ROC_se0_ag{k}_{g}_01", "gender": full[g],
-         "age": 24 if a == "y" else 55, "interviewer": full[i], "lengths": [x + 0.3 for x in ls]}
-        for k, ((g, a, i), ls) in enumerate(zip(cells, lengths))])
+    trees.write_coraal_component(
+        root / "CORAAL",
+        "ROC",
+        [
+            {
+                "file": f"ROC_se0_ag{k}_{g}_01_1",
+                "spkr": f"ROC_se0_ag{k}_{g}_01",
+                "gender": full[g],
+                "age": 24 if a == "y" else 55,
+                "interviewer": full[i],
+                "lengths": [x + 0.3 for x in ls],
+            }
+            for k, ((g, a, i), ls) in enumerate(zip(cells, lengths))
+        ],
+    )
     trees.write_mess(root / "morgan_emotional_speech_set", np.random.default_rng(1), clips_per_actor=20)
     man_path = tmp_path / "cache" / "ea_aa.csv"
-    df = build_test("european_african_american", data_root=root, seed=0, manifest_path=man_path,
-                    params={"pairs_per_cell": 2, "caliper_s": 0.5})
+    df = build_test(
+        "european_african_american",
+        data_root=root,
+        seed=0,
+        manifest_path=man_path,
+        params={"pairs_per_cell": 2, "caliper_s": 0.5},
+    )
     t = df[df["role"].isin(["X", "Y"])]
     assert t.groupby("role").size().to_dict() == {"X": 8, "Y": 8}
     for r in t.itertuples():
@@ -153,11 +193,28 @@ def test_european_african_american_cuts_segments_and_tests_lengths(tmp_path):
     expected_t = d.mean() / (d.std(ddof=1) / math.sqrt(len(d)))
     report = json.loads((tmp_path / "cache" / "ea_aa.report.json").read_text())
     assert report["clip_length"]["t"] == pytest.approx(expected_t)
-    assert report["counts"]["per_stratum"] == {"A:F1": 10, "A:F2": 10, "A:F3": 10, "A:M1": 10, "A:M2": 10, "A:M3": 10,
-                                               "B:F1": 10, "B:F2": 10, "B:F3": 10, "B:M1": 10, "B:M2": 10, "B:M3": 10,
-                                               "X:female|old": 2, "X:female|young": 2, "X:male|old": 2,
-                                               "X:male|young": 2, "Y:female|old": 2, "Y:female|young": 2,
-                                               "Y:male|old": 2, "Y:male|young": 2}
+    assert report["counts"]["per_stratum"] == {
+        "A:F1": 10,
+        "A:F2": 10,
+        "A:F3": 10,
+        "A:M1": 10,
+        "A:M2": 10,
+        "A:M3": 10,
+        "B:F1": 10,
+        "B:F2": 10,
+        "B:F3": 10,
+        "B:M1": 10,
+        "B:M2": 10,
+        "B:M3": 10,
+        "X:female|old": 2,
+        "X:female|young": 2,
+        "X:male|old": 2,
+        "X:male|young": 2,
+        "Y:female|old": 2,
+        "Y:female|young": 2,
+        "Y:male|old": 2,
+        "Y:male|young": 2,
+    }
     with pytest.raises(ValueError, match="not a SpEAT paper test"):
         build_test("nonsense", data_root=root)
 

@@ -34,6 +34,7 @@ def rng():
 
 # --- Speech Accent Archive ---------------------------------------------------------------------
 
+
 def test_saa_scraped_layout_finds_audio_by_id_and_reports_missing(tmp_path, rng):
     speakers = trees.saa_speakers(rng)
     root = trees.write_saa_scraped(tmp_path / "saa", speakers, audio_by="id")
@@ -94,6 +95,7 @@ def test_saa_reads_the_real_scraped_speaker_list():
 
 # --- TORGO, UASpeech ---------------------------------------------------------------------------
 
+
 def test_count_spoken_words_drops_directions():
     assert count_spoken_words("[say 'ah' for five seconds]") == 0
     assert count_spoken_words("Although always alone, we survive") == 5
@@ -128,6 +130,7 @@ def test_uaspeech_layout(tmp_path):
 
 # --- attribute corpora -------------------------------------------------------------------------
 
+
 def test_mess_ratings_and_audio(tmp_path, rng):
     table = trees.write_mess(tmp_path / "mess", rng, clips_per_actor=4)
     (tmp_path / "mess" / f"{table['code'].iloc[0]}_SCR.wav").unlink()
@@ -155,21 +158,27 @@ def test_eu_emotion_id_mapping_and_actor_join(tmp_path, rng):
     assert df["semantically_neutral"].sum() == (table["semantically_neutral"] == "yes").sum()
     # a survey row whose file is absent is reported, not fatal; an unknown actor is fatal
     table.loc[len(table)] = {**table.iloc[0].to_dict(), "stimulus_id": "A-V9Z"}
-    table.drop(columns="stem").to_csv(tmp_path / "eu" / "Supplementary Information" / "uk_voices_survey_results.csv", index=False)
+    table.drop(columns="stem").to_csv(
+        tmp_path / "eu" / "Supplementary Information" / "uk_voices_survey_results.csv", index=False
+    )
     assert load_eu_emotion(tmp_path / "eu").attrs["problems"] == ["A-V9Z: no audio file AV9Z.mp3/.wav"]
     table.loc[len(table)] = {**table.iloc[0].to_dict(), "stimulus_id": "Z-V1A"}
-    table.drop(columns="stem").to_csv(tmp_path / "eu" / "Supplementary Information" / "uk_voices_survey_results.csv", index=False)
+    table.drop(columns="stem").to_csv(
+        tmp_path / "eu" / "Supplementary Information" / "uk_voices_survey_results.csv", index=False
+    )
     with pytest.raises(CorpusLayoutError, match=r"actor code\(s\) \['Z'\]"):
         load_eu_emotion(tmp_path / "eu")
 
 
 # --- interviews ----------------------------------------------------------------------------------
 
+
 def test_buckeye_segments_between_interviewer_turns(tmp_path):
     root = tmp_path / "buckeye"
     plan = trees.write_buckeye_recording(root, "s0101a", [6.0, 3.0, 8.5])
-    pd.DataFrame({"speaker": ["S01"], "speaker_gender": ["f"], "speaker_age": ["y"],
-                  "interviewer_gender": ["m"]}).to_csv(root / "speakers.csv", index=False)
+    pd.DataFrame(
+        {"speaker": ["S01"], "speaker_gender": ["f"], "speaker_age": ["y"], "interviewer_gender": ["m"]}
+    ).to_csv(root / "speakers.csv", index=False)
     df = load_buckeye_segments(root)
     expected = [(s, e) for s, e in plan if e - s > 5.0]
     assert list(zip(df["start_s"].round(6), df["end_s"].round(6))) == expected
@@ -183,16 +192,29 @@ def test_buckeye_segments_between_interviewer_turns(tmp_path):
 
 def test_coraal_segments_and_speaker_filters(tmp_path):
     root = tmp_path / "CORAAL"
-    spk = lambda f, s, g, a, i, **kw: {"file": f, "spkr": s, "gender": g, "age": a, "interviewer": i,  # noqa: E731
-                                       "lengths": [7.0, 4.0, 9.0], **kw}
-    trees.write_coraal_component(root, "ATL", [spk("ATL_se0_ag1_f_01_1", "ATL_se0_ag1_f_01", "Female", 25, "Male"),
-                                               spk("ATL_se0_ag2_m_01_1", "ATL_se0_ag2_m_01", "Male", 35, "Male"),
-                                               spk("ATL_se0_ag3_m_02_1", "ATL_se0_ag3_m_02", "Male", 61, "Female"),
-                                               spk("ATL_se0_ag1_m_03_1", "ATL_se0_ag1_m_03", "Male", 16, "Female"),
-                                               spk("ATL_se0_ag3_f_02_1", "ATL_se0_ag3_f_02", "Female", 70, "Female",
-                                                   primary="no")])
-    trees.write_coraal_component(root, "DCA", [spk("DCA_se1_ag1_f_01_1", "DCA_se1_ag1_f_01", "Female", 22, "Female")],
-                                 year=None)
+    spk = lambda f, s, g, a, i, **kw: {
+        "file": f,
+        "spkr": s,
+        "gender": g,
+        "age": a,
+        "interviewer": i,  # noqa: E731
+        "lengths": [7.0, 4.0, 9.0],
+        **kw,
+    }
+    trees.write_coraal_component(
+        root,
+        "ATL",
+        [
+            spk("ATL_se0_ag1_f_01_1", "ATL_se0_ag1_f_01", "Female", 25, "Male"),
+            spk("ATL_se0_ag2_m_01_1", "ATL_se0_ag2_m_01", "Male", 35, "Male"),
+            spk("ATL_se0_ag3_m_02_1", "ATL_se0_ag3_m_02", "Male", 61, "Female"),
+            spk("ATL_se0_ag1_m_03_1", "ATL_se0_ag1_m_03", "Male", 16, "Female"),
+            spk("ATL_se0_ag3_f_02_1", "ATL_se0_ag3_f_02", "Female", 70, "Female", primary="no"),
+        ],
+    )
+    trees.write_coraal_component(
+        root, "DCA", [spk("DCA_se1_ag1_f_01_1", "DCA_se1_ag1_f_01", "Female", 22, "Female")], year=None
+    )
     df = load_coraal_segments(root)
     # 35-year-old (neither young nor old), 16-year-old, non-primary and 1968 DCA speakers are excluded
     assert sorted(df["speaker"].unique()) == ["ATL_se0_ag1_f_01", "ATL_se0_ag3_m_02"]
@@ -207,6 +229,7 @@ def test_coraal_segments_and_speaker_filters(tmp_path):
 
 
 # --- audio IATs, synthesized voices ----------------------------------------------------------------
+
 
 def test_audio_iat_sets(tmp_path):
     trees.write_mitchell(tmp_path / "mitchell")
@@ -223,7 +246,9 @@ def test_audio_iat_sets(tmp_path):
     assert len(rr) == 7 * 2 * 2
     assert rr[rr["word_type"] == "neutral"].groupby(["accent", "background"]).size().eq(3).all()
     (tmp_path / "rr" / "IAT_Stimuli - noise" / "door_foreign_Noise.wav").unlink()
-    assert load_romero_rivas(tmp_path / "rr").attrs["problems"] == ["IAT_Stimuli - noise/door_foreign_Noise.wav: missing"]
+    assert load_romero_rivas(tmp_path / "rr").attrs["problems"] == [
+        "IAT_Stimuli - noise/door_foreign_Noise.wav: missing"
+    ]
 
 
 def test_synthesized_voices(tmp_path):

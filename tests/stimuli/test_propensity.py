@@ -67,16 +67,14 @@ def test_caliper_excludes_the_known_pair_and_a_wider_one_admits_it():
     # caliper 0.2: t_f201 takes an f40 control (1/6), so t_f401 must take an m20 one (|1/2 - 1/3| = 1/6)
     pairs = propensity_pairs(score, df["treated"], 0.2, np.random.default_rng(0))
     got = dict(zip(pairs["treated"], cell[pairs["control"]]))
-    assert got == {"t_f200": "f20", "t_f201": "f40", "t_f400": "f40", "t_f401": "m20", "t_m200": "m20",
-                   "t_m400": "m40"}
+    assert got == {"t_f200": "f20", "t_f201": "f40", "t_f400": "f40", "t_f401": "m20", "t_m200": "m20", "t_m400": "m40"}
     assert pairs["control"].is_unique
     # pair gaps: t_f201 (f, 20) with an f40 control: age 20; t_f401 (f, 40) with an m20 control: age 20, sex 1
     gaps = pair_differences(df.loc[pairs["treated"], ["age", "male"]], df.loc[pairs["control"], ["age", "male"]])
     assert gaps["age"] == {"mean_abs": pytest.approx(40 / 6), "max_abs": 20.0, "n_equal": 4}
     assert gaps["male"] == {"mean_abs": pytest.approx(1 / 6), "max_abs": 1.0, "n_equal": 5}
     # the f40 control t_f201 takes is a seeded tie-break between the two equally near ones
-    taken = {propensity_pairs(score, df["treated"], 0.2, np.random.default_rng(s)).iloc[1]["control"]
-             for s in range(8)}
+    taken = {propensity_pairs(score, df["treated"], 0.2, np.random.default_rng(s)).iloc[1]["control"] for s in range(8)}
     assert taken == {"c_f400", "c_f401"}
     with pytest.raises(SelectionError, match="caliper"):
         propensity_pairs(score, df["treated"], 0.0, np.random.default_rng(0))
@@ -139,14 +137,15 @@ def check_us_foreign(saa: pd.DataFrame, caliper: float, seed: int = 0) -> tuple[
     ko = saa[ok & saa["birth_place"].str.contains("korea") & (saa["native_language"] == "korean")]
     both = pd.concat([ko, us])
     y = np.r_[np.ones(len(ko)), np.zeros(len(us))]
-    ps = pd.Series(independent_scores(y, np.c_[both["age"], both["sex"] == "male"].astype(float)),
-                   index=both["speaker"].to_numpy())
+    ps = pd.Series(
+        independent_scores(y, np.c_[both["age"], both["sex"] == "male"].astype(float)), index=both["speaker"].to_numpy()
+    )
     clips = sel.clips
     x_rows, y_rows = clips[clips["role"] == "X"], clips[clips["role"] == "Y"]
     assert set(x_rows["speaker"]) <= set(us["speaker"]) and set(y_rows["speaker"]) <= set(ko["speaker"])
     pair = pd.merge(x_rows, y_rows, on="pair_id", suffixes=("_x", "_y"))
     assert len(pair) == len(x_rows) == len(y_rows) and not clips["speaker"].duplicated().any()
-    gap = (ps[pair["speaker_x"]].to_numpy() - ps[pair["speaker_y"]].to_numpy())
+    gap = ps[pair["speaker_x"]].to_numpy() - ps[pair["speaker_y"]].to_numpy()
     assert np.abs(gap).max() <= caliper + 1e-6
     n_ref = reference_pair_count(ps[ko["speaker"]].to_numpy(), ps[us["speaker"]].to_numpy(), caliper)
     assert len(pair) == n_ref
@@ -185,12 +184,15 @@ def test_us_foreign_on_the_papers_speaker_table(capsys):
     for cov in ("age", "male"):
         assert abs(bal["smd"][cov]["before"]) > 0.2 and abs(bal["smd"][cov]["after"]) < 0.1
     with capsys.disabled():
-        print(f"\nus_foreign: {len(pair)} pairs of {bal['n_pairs'] + bal['n_unmatched_treated']} Koreans; SMD "
-              + ", ".join(f"{k} {v['before']:.3f} -> {v['after']:.3f}" for k, v in bal["smd"].items())
-              + f"; {overlap} of our {2 * len(pair)} speakers are in the paper's 118")
+        print(
+            f"\nus_foreign: {len(pair)} pairs of {bal['n_pairs'] + bal['n_unmatched_treated']} Koreans; SMD "
+            + ", ".join(f"{k} {v['before']:.3f} -> {v['after']:.3f}" for k, v in bal["smd"].items())
+            + f"; {overlap} of our {2 * len(pair)} speakers are in the paper's 118"
+        )
 
 
 # --- the authors' psmpy scores (propensity_model="authors_folds") ----------------------------------
+
 
 def _liblinear_objective(y, x, c=1.0):
     design = np.c_[x, np.ones(len(x))]
@@ -280,16 +282,22 @@ def test_authors_folds_reproduce_the_papers_59_pairs():
     ko = saa[ok & saa["birth_place"].str.contains("korea") & (saa["native_language"] == "korean")]
     both = pd.concat([ko, us])
     cov = pd.DataFrame({"age": both["age"], "male": (both["sex"] == "male").astype(float)})
-    scores = authors_fold_scores(pd.Series(np.r_[np.ones(len(ko), bool), np.zeros(len(us), bool)], index=both.index),
-                                 cov).set_axis(both["speaker"].to_numpy())
+    scores = authors_fold_scores(
+        pd.Series(np.r_[np.ones(len(ko), bool), np.zeros(len(us), bool)], index=both.index), cov
+    ).set_axis(both["speaker"].to_numpy())
     gaps = np.abs(scores[paper_ko["name"]].to_numpy() - scores[paper_us["name"]].to_numpy())
     assert gaps.max() <= 0.001
-    assert sel.balance["pair_differences"]["male"]["n_equal"] == int((paper_ko["sex"].to_numpy()
-                                                                       == paper_us["sex"].to_numpy()).sum())
+    assert sel.balance["pair_differences"]["male"]["n_equal"] == int(
+        (paper_ko["sex"].to_numpy() == paper_us["sex"].to_numpy()).sum()
+    )
     # pair by pair: every Korean speaker has the paper's US partner, whatever the seed
     published = dict(zip(paper_ko["name"], paper_us["name"]))
     for seed in (0, 1):
         c = T.us_foreign(saa, np.random.default_rng(seed), propensity_model="authors_folds").clips
-        ours = dict(zip(c.loc[c["role"] == "Y"].sort_values("pair_id")["speaker"],
-                        c.loc[c["role"] == "X"].sort_values("pair_id")["speaker"]))
+        ours = dict(
+            zip(
+                c.loc[c["role"] == "Y"].sort_values("pair_id")["speaker"],
+                c.loc[c["role"] == "X"].sort_values("pair_id")["speaker"],
+            )
+        )
         assert ours == published

@@ -21,8 +21,14 @@ RECIPE_FACTS = ("x_label", "y_label", "a_label", "b_label")  # the groups' names
 
 
 def paths_node(tmp_path):
-    return OmegaConf.create({"root_dir": str(tmp_path / "project"), "data_root": str(tmp_path / "data"),
-                             "cache_dir": str(tmp_path / "cache"), "demo_dir": str(tmp_path / "demo")})
+    return OmegaConf.create(
+        {
+            "root_dir": str(tmp_path / "project"),
+            "data_root": str(tmp_path / "data"),
+            "cache_dir": str(tmp_path / "cache"),
+            "demo_dir": str(tmp_path / "demo"),
+        }
+    )
 
 
 def test_every_recipe_names_known_corpora_and_a_yaml_that_does_not_restate_it():
@@ -54,14 +60,16 @@ def test_load_bias_tests_resolves_paths_seed_and_selection_without_building(tmp_
     assert fm.builder.keywords["seed"] == 3 and fm.builder.keywords["test"] == "female_male"
     assert fm.builder.keywords["data_root"] == str(tmp_path / "data")
     assert not (tmp_path / "cache").exists()  # instantiating builds nothing
-    (paper,) = load_bias_tests(["female_male"], paths, seed=0, config_dir=CONF_DIR,
-                               selection={"name": "paper", "paper_lists_dir": "/lists"})
+    (paper,) = load_bias_tests(
+        ["female_male"], paths, seed=0, config_dir=CONF_DIR, selection={"name": "paper", "paper_lists_dir": "/lists"}
+    )
     assert paper.manifest.endswith("female_male-paper-seed0.csv")
     assert paper.builder.keywords["paper_lists_dir"] == "/lists"
     # config_dir defaults to <paths.root_dir>/conf
     (tmp_path / "project" / "conf" / "bias_test").mkdir(parents=True)
     (tmp_path / "project" / "conf" / "bias_test" / "mine.yaml").write_text(
-        "_target_: speechbias.stimuli.bias_test.BiasTest\nname: mine\nmanifest: ${paths.cache_dir}/m${seed}.csv\n")
+        "_target_: speechbias.stimuli.bias_test.BiasTest\nname: mine\nmanifest: ${paths.cache_dir}/m${seed}.csv\n"
+    )
     assert load_bias_tests(["mine"], paths, seed=7)[0].manifest == str(tmp_path / "cache" / "m7.csv")
 
 
@@ -70,7 +78,9 @@ def test_load_bias_tests_takes_inline_configs_and_rejects_unknown_and_repeated_n
     inline = {"_target_": "speechbias.stimuli.bias_test.BiasTest", "name": "own", "manifest": "${paths.demo_dir}/o.csv"}
     own, voice = load_bias_tests([inline, "demo_voice"], paths, seed=0, config_dir=CONF_DIR)
     assert own.name == "own" and own.manifest == str(tmp_path / "demo" / "o.csv") and voice.name == "demo_voice"
-    with pytest.raises(ValueError, match=r"no bias test 'nope' \(.*nope.yaml does not exist\); known: .*demo_accent, demo_voice"):
+    with pytest.raises(
+        ValueError, match=r"no bias test 'nope' \(.*nope.yaml does not exist\); known: .*demo_accent, demo_voice"
+    ):
         load_bias_tests(["nope"], paths, seed=0, config_dir=CONF_DIR)
     with pytest.raises(ValueError, match=r"lists a test twice: \['demo_voice', 'demo_voice'\]"):
         load_bias_tests(["demo_voice", "demo_voice"], paths, seed=0, config_dir=CONF_DIR)
@@ -89,12 +99,17 @@ def test_labels_are_the_recipe_groups_for_both_selections(tmp_path):
     df = test.load()
     assert (test.x_label, test.y_label, test.a_label, test.b_label) == ("female", "male", "pleasant", "unpleasant")
     assert df.groupby("role")["group"].unique().map(list).to_dict() == {
-        "A": ["pleasant"], "B": ["unpleasant"], "X": ["female"], "Y": ["male"]}
+        "A": ["pleasant"],
+        "B": ["unpleasant"],
+        "X": ["female"],
+        "Y": ["male"],
+    }
     with pytest.raises(PaperListError, match=r"no published list for test 'abled_disabled_uaspeech'; published: \["):
         build_test("abled_disabled_uaspeech", selection="paper", data_root=root, paper_lists_dir=tmp_path)
 
 
 # --- uk_female_male: a test added by one YAML and one recipe ---------------------------------------
+
 
 def test_uk_female_male_builds_from_the_corpus_trees(tmp_path):
     rng = np.random.default_rng(0)
@@ -108,8 +123,12 @@ def test_uk_female_male_builds_from_the_corpus_trees(tmp_path):
     assert test.resampling == "paired" and test.human_iat_d == 0.31
     df = test.load()
     assert (test.x_label, test.y_label) == ("female", "male")
-    assert df.groupby(["role", "group"]).size().to_dict() == {("A", "pleasant"): 12, ("B", "unpleasant"): 12,
-                                                             ("X", "female"): 6, ("Y", "male"): 6}
+    assert df.groupby(["role", "group"]).size().to_dict() == {
+        ("A", "pleasant"): 12,
+        ("B", "unpleasant"): 12,
+        ("X", "female"): 6,
+        ("Y", "male"): 6,
+    }
     targets = df[df["role"].isin(["X", "Y"])]
     assert set(targets["speaker"]) == set(speakers.loc[uk, "name"].iloc[:12])  # UK speakers only, not the 80-year-old
     wide = targets.pivot(index="pair_id", columns="role", values="age")

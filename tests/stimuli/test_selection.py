@@ -14,8 +14,12 @@ from speechbias.stimuli.paper_lists import eu_emotion_paper_pool, paper_target_r
 from speechbias.stimuli.registry import recipe
 from speechbias.stimuli.selection import targets as T
 from speechbias.stimuli.selection.attributes import eu_emotion_attributes, mess_attributes, paper_order, valence_poles
-from speechbias.stimuli.selection.diagnostics import (length_test, valence_by_sex, valence_on_age,
-                                                      valence_residuals_figure)
+from speechbias.stimuli.selection.diagnostics import (
+    length_test,
+    valence_by_sex,
+    valence_on_age,
+    valence_residuals_figure,
+)
 from speechbias.stimuli.selection.matching import SelectionError, exact_pairs, nearest_pairs, rank_extremes
 
 from tests.stimuli import corpus_trees as trees
@@ -39,6 +43,7 @@ def pairs_of(clips: pd.DataFrame) -> pd.DataFrame:
 
 
 # --- primitives ----------------------------------------------------------------------------------
+
 
 def test_exact_pairs_is_maximal_and_disjoint():
     rng = np.random.default_rng(0)
@@ -73,6 +78,7 @@ def test_rank_extremes_keep_a_tie_at_the_cut_whole_when_its_mean_rank_is_within_
 
 
 # --- target selections ---------------------------------------------------------------------------
+
 
 def test_female_male_pairs_same_age_us_natives_and_deterministic():
     saa = saa_table()
@@ -134,13 +140,25 @@ def test_european_african_american_exact_cells_and_length_caliper():
         rows = []
         for k in range(n):
             s, a, i = cells[k % len(cells)]
-            rows.append({"clip_id": f"{prefix}:{k}", "path": f"/x/{prefix}{k}.wav", "speaker": f"{prefix}{k % 9}",
-                         "sex": s, "age_group": a, "interviewer_sex": i, "duration_s": 5 + rng.uniform(0, 20),
-                         "start_s": 0.0, "end_s": 1.0})
+            rows.append(
+                {
+                    "clip_id": f"{prefix}:{k}",
+                    "path": f"/x/{prefix}{k}.wav",
+                    "speaker": f"{prefix}{k % 9}",
+                    "sex": s,
+                    "age_group": a,
+                    "interviewer_sex": i,
+                    "duration_s": 5 + rng.uniform(0, 20),
+                    "start_s": 0.0,
+                    "end_s": 1.0,
+                }
+            )
         return pd.DataFrame(rows)
 
     buckeye, coraal = segments("b", 160), segments("c", 160)
-    clips = T.european_african_american(buckeye, coraal, np.random.default_rng(0), pairs_per_cell=5, caliper_s=1.0).clips
+    clips = T.european_african_american(
+        buckeye, coraal, np.random.default_rng(0), pairs_per_cell=5, caliper_s=1.0
+    ).clips
     p = pairs_of(clips)
     assert len(p) == 20
     for col in ("sex", "age_group", "interviewer_sex"):
@@ -154,7 +172,9 @@ def test_alternate_sets(tmp_path):
     from speechbias.stimuli.corpora import load_mitchell, load_pantos_perkins, load_romero_rivas, load_uaspeech
 
     trees.write_uaspeech(tmp_path / "ua")
-    clips = T.abled_disabled_uaspeech(load_uaspeech(tmp_path / "ua"), np.random.default_rng(0), words_per_speaker=4).clips
+    clips = T.abled_disabled_uaspeech(
+        load_uaspeech(tmp_path / "ua"), np.random.default_rng(0), words_per_speaker=4
+    ).clips
     p = pairs_of(clips)
     assert len(p) == 8 and (p["word_x"] == p["word_y"]).all() and (p["speaker_number_x"] == p["speaker_number_y"]).all()
     trees.write_mitchell(tmp_path / "m")
@@ -169,6 +189,7 @@ def test_alternate_sets(tmp_path):
 
 
 # --- attributes ----------------------------------------------------------------------------------
+
 
 def test_mess_poles_are_top_and_bottom_per_actor(tmp_path):
     from speechbias.stimuli.corpora import load_mess
@@ -210,11 +231,18 @@ def test_tie_breaking_is_seeded():
 
 # --- diagnostics against independent derivations ---------------------------------------------------
 
+
 def test_length_test_paired_and_welch_match_formulas():
     rng = np.random.default_rng(0)
     dx, dy = rng.uniform(5, 9, 12), rng.uniform(5, 9, 12)
-    man = pd.DataFrame({"role": ["X"] * 12 + ["Y"] * 12, "pair_id": [f"p{k}" for k in range(12)] * 2,
-                        "path": "", "duration_s": np.r_[dx, dy]})
+    man = pd.DataFrame(
+        {
+            "role": ["X"] * 12 + ["Y"] * 12,
+            "pair_id": [f"p{k}" for k in range(12)] * 2,
+            "path": "",
+            "duration_s": np.r_[dx, dy],
+        }
+    )
     d = dx - dy
     t_paired = d.mean() / (d.std(ddof=1) / math.sqrt(len(d)))
     res = length_test(man)
@@ -256,8 +284,12 @@ def test_our_selection_on_the_real_speaker_list(seed, capsys):
     saa = read_saa_metadata(SHARED / "speech_accent_archive" / "speaker_list.csv")
     rng = np.random.default_rng(seed)
     sizes = {}
-    for name, fn in (("female_male", T.female_male), ("us_foreign", T.us_foreign), ("young_old", T.young_old),
-                     ("uk_young_old", T.uk_young_old)):
+    for name, fn in (
+        ("female_male", T.female_male),
+        ("us_foreign", T.us_foreign),
+        ("young_old", T.young_old),
+        ("uk_young_old", T.uk_young_old),
+    ):
         clips = fn(saa, rng).clips
         sizes[name] = tuple(clips.groupby("role").size()[["X", "Y"]])
     with capsys.disabled():
@@ -301,9 +333,19 @@ def test_uk_young_old_age_groups_are_the_papers_for_every_seed():
 
 @needs_shared
 def test_published_lists_parse_with_the_papers_counts():
-    expected = {"female_male": 60, "us_foreign": 59, "young_old": 58, "uk_young_old": 12, "human_synthesized": 57,
-                "abled_disabled": 60, "european_african_american": 60, "human_synthesized_mitchell": 64,
-                "female_male_mitchell": 64, "us_foreign_pantos_perkins": 8, "uk_british_foreign": 32}
+    expected = {
+        "female_male": 60,
+        "us_foreign": 59,
+        "young_old": 58,
+        "uk_young_old": 12,
+        "human_synthesized": 57,
+        "abled_disabled": 60,
+        "european_african_american": 60,
+        "human_synthesized_mitchell": 64,
+        "female_male_mitchell": 64,
+        "us_foreign_pantos_perkins": 8,
+        "uk_british_foreign": 32,
+    }
     for test, n in expected.items():
         rows = paper_target_rows(recipe(test), SHARED)
         assert rows.groupby("role").size().to_dict() == {"X": n, "Y": n}, test

@@ -29,8 +29,14 @@ PAPER_MODELS = [
     ("whisper-medium.en", "whisper", "openai/whisper-medium.en", 25),
     ("whisper-large (v1)", "whisper", "openai/whisper-large", 33),
 ]
-US_TESTS = {"abled_disabled": 0.45, "european_african_american": 0.37, "female_male": 0.31,
-            "human_synthesized": 0.33, "us_foreign": 0.32, "young_old": 0.49}
+US_TESTS = {
+    "abled_disabled": 0.45,
+    "european_african_american": 0.37,
+    "female_male": 0.31,
+    "human_synthesized": 0.33,
+    "us_foreign": 0.32,
+    "young_old": 0.49,
+}
 
 
 def fake_d(i_model: int, i_test: int, aggregation: str = "mean_sum") -> float:
@@ -42,34 +48,77 @@ def fake_p(d: float) -> float:
     return float(np.round(1.0 / (1.0 + np.exp(6.0 * d)), 6))
 
 
-def write_speat_run(run_dir: Path, model, test: str, human, aggregation: str = "mean_sum", i_model: int = 0,
-                    i_test: int = 0, se_curve: bool = True, overrides: list[str] | None = None) -> dict:
+def write_speat_run(
+    run_dir: Path,
+    model,
+    test: str,
+    human,
+    aggregation: str = "mean_sum",
+    i_model: int = 0,
+    i_test: int = 0,
+    se_curve: bool = True,
+    overrides: list[str] | None = None,
+) -> dict:
     name, family, model_id, n_layers = model
     temporal, layer = aggregation.split("_", 1)
     d = fake_d(i_model, i_test, aggregation)
-    row = {"upstream": name, "family": family, "model_id": model_id, "fingerprint": f"fp-{model_id}",
-           "test": test, "aggregation": aggregation, "temporal": temporal, "layer": layer, "d": d, "p": fake_p(d),
-           "n_x": 60, "n_y": 60, "n_a": 60, "n_b": 60, "n_permutations": 1000000, "exact": False, "seed": 0,
-           "human_iat_d": human, "num_layers": n_layers, "mean_frames": 250.0}
+    row = {
+        "upstream": name,
+        "family": family,
+        "model_id": model_id,
+        "fingerprint": f"fp-{model_id}",
+        "test": test,
+        "aggregation": aggregation,
+        "temporal": temporal,
+        "layer": layer,
+        "d": d,
+        "p": fake_p(d),
+        "n_x": 60,
+        "n_y": 60,
+        "n_a": 60,
+        "n_b": 60,
+        "n_permutations": 1000000,
+        "exact": False,
+        "seed": 0,
+        "human_iat_d": human,
+        "num_layers": n_layers,
+        "mean_frames": 250.0,
+    }
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / ".hydra").mkdir(exist_ok=True)
     ov = overrides or [f"upstream={name}", f"bias_test={test}", f"aggregation={aggregation}"]
     (run_dir / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in ov))
-    layers = pd.DataFrame({"upstream": name, "family": family, "test": test, "temporal": temporal,
-                           "layer": np.arange(n_layers),
-                           "d": np.round(d * np.cos(np.linspace(0, 2.5, n_layers) + i_test), 4), "p": 0.5})
+    layers = pd.DataFrame(
+        {
+            "upstream": name,
+            "family": family,
+            "test": test,
+            "temporal": temporal,
+            "layer": np.arange(n_layers),
+            "d": np.round(d * np.cos(np.linspace(0, 2.5, n_layers) + i_test), 4),
+            "p": 0.5,
+        }
+    )
     RunWriter(run_dir).table("layers", layers)
     if se_curve:
         sizes = np.arange(2, 61)
-        se = pd.DataFrame({"upstream": name, "test": test, "sizes": sizes,
-                           "se": np.round((0.9 + 0.05 * i_model) / np.sqrt(sizes), 5), "n_valid": 1000})
+        se = pd.DataFrame(
+            {
+                "upstream": name,
+                "test": test,
+                "sizes": sizes,
+                "se": np.round((0.9 + 0.05 * i_model) / np.sqrt(sizes), 5),
+                "n_valid": 1000,
+            }
+        )
         RunWriter(run_dir).table("se_curve", se)
     RunWriter(run_dir).table("results", pd.DataFrame([row]))  # results last, as the SpEAT task does
     return row
 
 
-def write_speat_sweep(sweep: Path, models=PAPER_MODELS, tests=US_TESTS, aggregations=("mean_sum",),
-                      se_curve: bool = True) -> pd.DataFrame:
+def write_speat_sweep(
+    sweep: Path, models=PAPER_MODELS, tests=US_TESTS, aggregations=("mean_sum",), se_curve: bool = True
+) -> pd.DataFrame:
     rows = []
     for a in aggregations:
         for j, (test, human) in enumerate(tests.items()):
@@ -84,8 +133,9 @@ def fake_valence(i_model: int, i_test: int, lr: float, role: str, k: int) -> flo
     return float(50 + 10 * np.sin(k * 0.7 + i_model) + 5 * shift)
 
 
-def write_propagation_sweep(sweep: Path, models=PAPER_MODELS[:4], tests=tuple(US_TESTS)[:3],
-                            lrs=(1e-3, 1e-4, 1e-5), n_per_group: int = 6) -> pd.DataFrame:
+def write_propagation_sweep(
+    sweep: Path, models=PAPER_MODELS[:4], tests=tuple(US_TESTS)[:3], lrs=(1e-3, 1e-4, 1e-5), n_per_group: int = 6
+) -> pd.DataFrame:
     """SER runs: per (model, lr) one folder with results.csv (one row per test) and predictions.csv."""
     all_preds = []
     for i, (name, family, model_id, _) in enumerate(models):
@@ -97,15 +147,26 @@ def write_propagation_sweep(sweep: Path, models=PAPER_MODELS[:4], tests=tuple(US
             for j, test in enumerate(tests):
                 px = [fake_valence(i, j, lr, "X", k) for k in range(n_per_group)]
                 py = [fake_valence(i, j, lr, "Y", k) for k in range(n_per_group)]
-                pooled_sd = np.sqrt(((n_per_group - 1) * np.var(px, ddof=1) + (n_per_group - 1) * np.var(py, ddof=1))
-                                    / (2 * n_per_group - 2))
-                rows.append({**info, "test": test, "n_x": n_per_group, "n_y": n_per_group,
-                             "cohens_d": (np.mean(px) - np.mean(py)) / pooled_sd,
-                             "speat_d": fake_d(i, j), "sign_agrees": True})
+                pooled_sd = np.sqrt(
+                    ((n_per_group - 1) * np.var(px, ddof=1) + (n_per_group - 1) * np.var(py, ddof=1))
+                    / (2 * n_per_group - 2)
+                )
+                rows.append(
+                    {
+                        **info,
+                        "test": test,
+                        "n_x": n_per_group,
+                        "n_y": n_per_group,
+                        "cohens_d": (np.mean(px) - np.mean(py)) / pooled_sd,
+                        "speat_d": fake_d(i, j),
+                        "sign_agrees": True,
+                    }
+                )
                 for role, vals in (("X", px), ("Y", py)):
                     for k, v in enumerate(vals):
-                        preds.append({**info, "test": test, "clip_id": f"{test}_{role}{k}", "role": role,
-                                      "predicted_valence": v})
+                        preds.append(
+                            {**info, "test": test, "clip_id": f"{test}_{role}{k}", "role": role, "predicted_valence": v}
+                        )
             RunWriter(run).table("predictions", pd.DataFrame(preds))
             RunWriter(run).table("results", pd.DataFrame(rows))
             all_preds.append(pd.DataFrame(preds))

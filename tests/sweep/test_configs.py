@@ -12,11 +12,32 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Glob
 from omegaconf import OmegaConf
 
-PAPER_UPSTREAMS = {"wav2vec2_base", "wav2vec2_large", "wav2vec2_large_lv60", "hubert_base", "hubert_large",
-                   "hubert_xl", "wavlm_base", "wavlm_base_plus", "wavlm_large", "whisper_base", "whisper_base_en",
-                   "whisper_small", "whisper_small_en", "whisper_medium", "whisper_medium_en", "whisper_large"}
-US_TESTS = {"abled_disabled", "european_african_american", "female_male", "human_synthesized", "us_foreign",
-            "young_old"}
+PAPER_UPSTREAMS = {
+    "wav2vec2_base",
+    "wav2vec2_large",
+    "wav2vec2_large_lv60",
+    "hubert_base",
+    "hubert_large",
+    "hubert_xl",
+    "wavlm_base",
+    "wavlm_base_plus",
+    "wavlm_large",
+    "whisper_base",
+    "whisper_base_en",
+    "whisper_small",
+    "whisper_small_en",
+    "whisper_medium",
+    "whisper_medium_en",
+    "whisper_large",
+}
+US_TESTS = {
+    "abled_disabled",
+    "european_african_american",
+    "female_male",
+    "human_synthesized",
+    "us_foreign",
+    "young_old",
+}
 
 
 def _compose(conf_dir, overrides, config="evaluate"):
@@ -45,12 +66,25 @@ def _sweep_values(conf_dir, params: dict) -> dict[str, list[str]]:
     return out
 
 
-@pytest.mark.parametrize("name, tests, n_aggregations", [
-    ("paper_speat", US_TESTS, 1), ("paper_se_curves", US_TESTS, 1), ("paper_aggregation", US_TESTS, 30),
-    ("paper_uk", {"uk_young_old", "uk_british_foreign"}, 1),
-    ("paper_alternates", {"abled_disabled_uaspeech", "female_male_mitchell", "human_synthesized_mitchell",
-                          "us_foreign_pantos_perkins"}, 1),
-])
+@pytest.mark.parametrize(
+    "name, tests, n_aggregations",
+    [
+        ("paper_speat", US_TESTS, 1),
+        ("paper_se_curves", US_TESTS, 1),
+        ("paper_aggregation", US_TESTS, 30),
+        ("paper_uk", {"uk_young_old", "uk_british_foreign"}, 1),
+        (
+            "paper_alternates",
+            {
+                "abled_disabled_uaspeech",
+                "female_male_mitchell",
+                "human_synthesized_mitchell",
+                "us_foreign_pantos_perkins",
+            },
+            1,
+        ),
+    ],
+)
 def test_paper_experiments_sweep_the_16_models_over_their_tests(conf_dir, name, tests, n_aggregations):
     cfg = _compose(conf_dir, [f"experiment={name}"])
     values = _sweep_values(conf_dir, cfg.hydra.sweeper.params)
@@ -63,14 +97,16 @@ def test_paper_experiments_sweep_the_16_models_over_their_tests(conf_dir, name, 
     else:
         assert aggregations == ["mean_sum"]
     # a fixed sweep folder per experiment: the same command resumes the sweep
-    assert cfg.hydra.sweep.dir == f"/project/multirun/{name}", \
+    assert cfg.hydra.sweep.dir == f"/project/multirun/{name}", (
         "conf/evaluate.yaml must list `experiment: null` after `_self_` so that experiments override its values"
+    )
 
 
 def test_experiment_settings_override_the_entry_config(conf_dir):
     se = _compose(conf_dir, ["experiment=paper_se_curves"]).speat
-    assert se.se_curve is True and se.n_permutations == 1_000_000 and se.n_resamples == 10_000, \
+    assert se.se_curve is True and se.n_permutations == 1_000_000 and se.n_resamples == 10_000, (
         "conf/evaluate.yaml must list `experiment: null` after `_self_` so that experiments override its values"
+    )
     assert _compose(conf_dir, ["experiment=paper_aggregation"]).speat.n_permutations == 10_000
     demo = _compose(conf_dir, ["experiment=demo"])
     assert set(_sweep_values(conf_dir, demo.hydra.sweeper.params)["bias_test"]) == {"demo_voice", "demo_accent"}
@@ -83,8 +119,9 @@ def test_propagation_experiment_trains_three_heads_per_model(conf_dir):
     values = _sweep_values(conf_dir, cfg.hydra.sweeper.params)
     assert set(values["upstream"]) == PAPER_UPSTREAMS and sorted(map(float, values["lr"])) == [1e-5, 1e-4, 1e-3]
     assert cfg.hydra.runtime.choices.ser_data == "mess"
-    assert set(cfg.bias_tests) == US_TESTS and cfg.max_steps == 20000, \
+    assert set(cfg.bias_tests) == US_TESTS and cfg.max_steps == 20000, (
         "conf/train.yaml must list `experiment: null` after `_self_` so that experiments override its values"
+    )
 
 
 def test_job_folders_are_named_by_what_changes_results(conf_dir):
@@ -115,9 +152,17 @@ def test_slurm_launcher_renders_an_sbatch_script(conf_dir, tmp_path, monkeypatch
     submitit = pytest.importorskip("submitit")
     from hydra_plugins.speechbias_launcher.slurm_launcher import SpeechbiasSlurmLauncher
 
-    cfg = _compose(conf_dir, ["hydra/launcher=slurm", "hydra.launcher.partition=gpu-a100",
-                              "hydra.launcher.timeout_min=90", "hydra.launcher.mem_gb=48",
-                              "hydra.launcher.tasks_per_node=2", "hydra.sweep.dir=/runs/s"])
+    cfg = _compose(
+        conf_dir,
+        [
+            "hydra/launcher=slurm",
+            "hydra.launcher.partition=gpu-a100",
+            "hydra.launcher.timeout_min=90",
+            "hydra.launcher.mem_gb=48",
+            "hydra.launcher.tasks_per_node=2",
+            "hydra.sweep.dir=/runs/s",
+        ],
+    )
     launcher = OmegaConf.to_container(cfg.hydra.launcher, resolve=False)
     assert launcher["_target_"].endswith("SlurmLauncher")
     # submitit checks for srun on PATH; a stand-in lets the script render off a cluster
@@ -132,9 +177,14 @@ def test_slurm_launcher_renders_an_sbatch_script(conf_dir, tmp_path, monkeypatch
     params.update(name="evaluate", submitit_folder=str(tmp_path / "sub"))
     executor = SpeechbiasSlurmLauncher(**params)._executor(submitit)
     text = executor._executor._make_submission_file_text("python evaluate.py", "uid")
-    for line in ("#SBATCH --partition=gpu-a100", "#SBATCH --time=90", "#SBATCH --mem=48GB",
-                 "#SBATCH --ntasks-per-node=2", "#SBATCH --cpus-per-task=8",
-                 "#SBATCH --gpus-per-node=2",  # GPUs follow the tasks: one per DDP rank
-                 "--kill-on-bad-exit=1"):  # a failed rank ends the job
+    for line in (
+        "#SBATCH --partition=gpu-a100",
+        "#SBATCH --time=90",
+        "#SBATCH --mem=48GB",
+        "#SBATCH --ntasks-per-node=2",
+        "#SBATCH --cpus-per-task=8",
+        "#SBATCH --gpus-per-node=2",  # GPUs follow the tasks: one per DDP rank
+        "--kill-on-bad-exit=1",
+    ):  # a failed rank ends the job
         assert line in text, line
     assert "pending_report_s" not in text and "poll_s" not in text  # the launcher's own settings

@@ -13,20 +13,26 @@ from speechbias.report.sweep_report import _no_heatmap_reason, _no_layer_profile
 def _layers(models: dict[str, tuple[str, list[float]]], test: str = "demo_voice") -> pd.DataFrame:
     rows = []
     for name, (family, ds) in models.items():
-        rows += [{"upstream": name, "family": family, "test": test, "temporal": "mean", "layer": k, "d": d}
-                 for k, d in enumerate(ds)]
+        rows += [
+            {"upstream": name, "family": family, "test": test, "temporal": "mean", "layer": k, "d": d}
+            for k, d in enumerate(ds)
+        ]
     return pd.DataFrame(rows)
 
 
 def _marker_points(ax):
     """(x, y) of every line drawn without a line style (markers only)."""
-    return [(float(ln.get_xdata()[0]), float(ln.get_ydata()[0])) for ln in ax.lines
-            if ln.get_linestyle() in ("None", "none", "") and len(ln.get_xdata()) == 1]
+    return [
+        (float(ln.get_xdata()[0]), float(ln.get_ydata()[0]))
+        for ln in ax.lines
+        if ln.get_linestyle() in ("None", "none", "") and len(ln.get_xdata()) == 1
+    ]
 
 
 def test_one_layer_upstreams_with_equal_d_are_both_visible_left_of_layer_0():
-    layers = _layers({"fbank": ("classical", [1.66]), "mfcc": ("classical", [1.66]),
-                      "tiny-wavlm": ("wavlm", [-0.5, -0.52, -0.51])})
+    layers = _layers(
+        {"fbank": ("classical", [1.66]), "mfcc": ("classical", [1.66]), "tiny-wavlm": ("wavlm", [-0.5, -0.52, -0.51])}
+    )
     fig = paper_figures.layer_lines_figure(layers)
     ax = fig.axes[0]
     points = _marker_points(ax)
@@ -55,15 +61,24 @@ def test_the_layer_axis_names_each_layer_convention_of_the_sweep():
 def test_no_layer_figure_when_every_upstream_has_one_layer_and_the_report_says_why():
     layers = _layers({"fbank": ("classical", [1.66]), "mfcc": ("classical", [1.65])})
     assert paper_figures.layer_lines_figure(layers) is None
-    assert _no_layer_profiles_reason(layers) == ("every upstream of this sweep has a single layer (fbank, mfcc), "
-                                                 "whose one d per test is Figure 1's")
+    assert _no_layer_profiles_reason(layers) == (
+        "every upstream of this sweep has a single layer (fbank, mfcc), whose one d per test is Figure 1's"
+    )
 
 
 def test_appendix_d_needs_two_strategies_and_says_so_with_its_one_number():
     one = pd.DataFrame({"mean": [1 / 3]}, index=pd.Index(["sum"], name="layer"))
     assert paper_figures.positive_heatmap(one) is None
-    appendix = pd.DataFrame({"temporal": ["mean"], "layer": ["sum"], "aggregation": ["mean_sum"], "n": [12],
-                             "n_positive": [4], "proportion_positive": [1 / 3]})
+    appendix = pd.DataFrame(
+        {
+            "temporal": ["mean"],
+            "layer": ["sum"],
+            "aggregation": ["mean_sum"],
+            "n": [12],
+            "n_positive": [4],
+            "proportion_positive": [1 / 3],
+        }
+    )
     assert "one aggregation strategy in this sweep (mean_sum: d > 0 in 4 of 12 results)" in _no_heatmap_reason(appendix)
     two = pd.DataFrame({"mean": [0.25, 0.75]}, index=pd.Index(["sum", "q3"], name="layer"))
     fig = paper_figures.positive_heatmap(two, n_results=4)

@@ -52,8 +52,13 @@ def test_collect_keeps_one_of_a_repeated_run_and_skips_report_folders(sweep):
 def test_collect_names_random_controls_apart(tmp_path):
     model = PAPER_MODELS[0]
     write_speat_run(tmp_path / "a", model, "female_male", 0.31)
-    write_speat_run(tmp_path / "b", (model[0], model[1], model[2] + "-rand", model[3]), "female_male", 0.31,
-                    overrides=["upstream=wav2vec2_base", "upstream.randomize=true"])
+    write_speat_run(
+        tmp_path / "b",
+        (model[0], model[1], model[2] + "-rand", model[3]),
+        "female_male",
+        0.31,
+        overrides=["upstream=wav2vec2_base", "upstream.randomize=true"],
+    )
     names = set(collect(tmp_path).speat["upstream"])
     assert names == {"wav2vec2-base", "wav2vec2-base (random init)"}
 
@@ -169,8 +174,9 @@ def test_comparison_with_the_paper_uses_equivalent_aggregations(paper, tmp_path)
     assert len(comp) == 3 * 6 and set(comp["aggregation"]) == {"mean_sum"}
     for r in comp.itertuples():
         paper_d = paper[(paper["model_id"] == r.model_id) & (paper["test"] == r.test)]["paper_d"].item()
-        ours = speat[(speat["model_id"] == r.model_id) & (speat["test"] == r.test)
-                     & (speat["aggregation"] == "mean_sum")]["d"].item()
+        ours = speat[
+            (speat["model_id"] == r.model_id) & (speat["test"] == r.test) & (speat["aggregation"] == "mean_sum")
+        ]["d"].item()
         assert r.d_minus_paper == pytest.approx(ours - paper_d)
     assert compare_with_paper(speat[speat["aggregation"] == "max_q3"], paper).empty
 

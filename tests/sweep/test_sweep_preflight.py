@@ -16,20 +16,32 @@ from speechbias.launch.sweep_preflight import GO_ON, sweep_points
 
 
 def _sweep(repo: Path, tmp: Path, *args: str) -> tuple[subprocess.CompletedProcess, float]:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp / "empty_hf_home"), WANDB_MODE="offline",
-               SPEECHBIAS_CACHE=str(tmp / "cache"), PYTHONWARNINGS="ignore")
+    env = dict(
+        os.environ,
+        HF_HUB_OFFLINE="1",
+        HF_HOME=str(tmp / "empty_hf_home"),
+        WANDB_MODE="offline",
+        SPEECHBIAS_CACHE=str(tmp / "cache"),
+        PYTHONWARNINGS="ignore",
+    )
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, str(repo / "evaluate.py"), "-m", *args,
-                           f"hydra.sweep.dir={tmp / 'sweep'}"], cwd=repo, env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(repo / "evaluate.py"), "-m", *args, f"hydra.sweep.dir={tmp / 'sweep'}"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return proc, time.monotonic() - started
 
 
 def test_a_sweep_over_models_without_weights_stops_before_any_job(repo_root, tmp_path):
     """The issue's command: 2 jobs each failed after ~18 s with 2 error lines per model (job line + table),
     37 console lines in all; now one line per model within seconds, and no job folder."""
-    proc, seconds = _sweep(repo_root, tmp_path, "upstream=hubert_base,wavlm_base", "bias_test=demo_voice",
-                           "hydra/launcher=parallel")
+    proc, seconds = _sweep(
+        repo_root, tmp_path, "upstream=hubert_base,wavlm_base", "bias_test=demo_voice", "hydra/launcher=parallel"
+    )
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     lines = (proc.stdout + proc.stderr).splitlines()
     errors = [ln for ln in lines if ln.startswith("error: ")]
@@ -43,8 +55,14 @@ def test_a_sweep_over_models_without_weights_stops_before_any_job(repo_root, tmp
 
 def test_one_missing_data_folder_is_one_line_for_every_job_it_stops(repo_root, tmp_path):
     """4 sweep points (2 models x 2 aggregations) over one missing corpus: the corpus line once, then each model."""
-    proc, _ = _sweep(repo_root, tmp_path, "upstream=hubert_base,wavlm_base", "aggregation=mean_sum,max_q3",
-                     "bias_test=female_male", f"paths.data_root={tmp_path / 'nonexistent'}")
+    proc, _ = _sweep(
+        repo_root,
+        tmp_path,
+        "upstream=hubert_base,wavlm_base",
+        "aggregation=mean_sum,max_q3",
+        "bias_test=female_male",
+        f"paths.data_root={tmp_path / 'nonexistent'}",
+    )
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
     assert proc.returncode == 1 and len(errors) == 3, proc.stderr
     assert errors[0].startswith(f"error: paths.data_root={tmp_path / 'nonexistent'}: no such folder")
@@ -52,8 +70,15 @@ def test_one_missing_data_folder_is_one_line_for_every_job_it_stops(repo_root, t
 
 
 def test_a_sweep_whose_inputs_are_there_is_launched(repo_root, tmp_path):
-    proc, _ = _sweep(repo_root, tmp_path, "upstream=fbank", "bias_test=demo_voice", "logger=none",
-                     "speat.n_permutations=100", "speat.per_layer=false")
+    proc, _ = _sweep(
+        repo_root,
+        tmp_path,
+        "upstream=fbank",
+        "bias_test=demo_voice",
+        "logger=none",
+        "speat.n_permutations=100",
+        "speat.per_layer=false",
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "sweep not launched" not in proc.stderr and (tmp_path / "sweep" / "sweep_status.csv").is_file()
 
@@ -63,8 +88,12 @@ def test_the_points_are_composed_once_per_distinct_input(conf_dir):
     with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
         cfg = compose("evaluate", return_hydra_config=True)
         with open_dict(cfg):  # the command line of `python evaluate.py -m ...`
-            cfg.hydra.overrides.task = ["upstream=fbank,mfcc", "aggregation=mean_sum,max_q3,min_last", "seed=0,1",
-                                        "bias_test=demo_voice"]
+            cfg.hydra.overrides.task = [
+                "upstream=fbank,mfcc",
+                "aggregation=mean_sum,max_q3,min_last",
+                "seed=0,1",
+                "bias_test=demo_voice",
+            ]
         points = sweep_points(cfg)
     assert points == [["upstream=fbank", "bias_test=demo_voice"], ["upstream=mfcc", "bias_test=demo_voice"]]
 

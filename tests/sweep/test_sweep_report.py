@@ -19,8 +19,14 @@ from speechbias.tasks.report import ReportTask
 from speechbias.launch.user_errors import ConfigError
 from sweep.fake_sweep import PAPER_MODELS, write_propagation_sweep, write_speat_sweep
 
-FIGURES = ["figure1_effect_sizes", "figure2_propagation", "figure3_se_curves", "appendix_d_positive",
-           "layer_profiles", "significance_heatmap"]
+FIGURES = [
+    "figure1_effect_sizes",
+    "figure2_propagation",
+    "figure3_se_curves",
+    "appendix_d_positive",
+    "layer_profiles",
+    "significance_heatmap",
+]
 
 
 class FakeRun:
@@ -67,8 +73,7 @@ def test_report_writes_every_table_and_figure_embeds_them_and_is_reproducible(sw
     md = (out / "report.md").read_text()
     embedded = set(re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md))
     assert embedded == {f"{n}.png" for n in FIGURES}
-    for table in ("appendix_d", "anova", "congruence", "propagation", "propagation_agreement", "layers",
-                  "se_curves"):
+    for table in ("appendix_d", "anova", "congruence", "propagation", "propagation_agreement", "layers", "se_curves"):
         assert (out / f"{table}.csv").is_file(), table
     assert "signs agree" not in md or "pooled" in md
     assert "1e-3" in (out / "propagation_agreement.csv").read_text()
@@ -80,7 +85,10 @@ def test_report_writes_every_table_and_figure_embeds_them_and_is_reproducible(sw
     assert "1 job folder(s) have no results yet" in md and "upstream=x" in md
     # the completion count heads report.md and is in the W&B summary: SpEAT runs + 3 models x 3 SER heads
     n_finished = len(results) + 9
-    assert md.splitlines()[0] == f"# SpEAT sweep report: {n_finished} of {n_finished + 1} jobs finished (1 failed or unfinished)"
+    assert (
+        md.splitlines()[0]
+        == f"# SpEAT sweep report: {n_finished} of {n_finished + 1} jobs finished (1 failed or unfinished)"
+    )
     assert (run.summary["report/n_finished"], run.summary["report/n_jobs"]) == (n_finished, n_finished + 1)
     # the same runs give the same report (the first report folder is not read as a run)
     again = sweep / "again"
@@ -96,9 +104,14 @@ def test_report_of_an_empty_sweep_draws_no_figure_says_why_and_fails(tmp_path):
     assert images == [] and not list((tmp_path / "report").glob("*.png"))
     md = (tmp_path / "report" / "report.md").read_text()
     assert not re.findall(r"!\[[^\]]*\]\(", md)
-    for line in ("_No Figure 1: no SpEAT results in this sweep._", "_No significance heat map: no SpEAT results",
-                 "_No Figure 2: no SER propagation runs", "_No Figure 3: no SE curves",
-                 "_No layer-profile figure: no per-layer results", "_No appendix D figure: no SpEAT results"):
+    for line in (
+        "_No Figure 1: no SpEAT results in this sweep._",
+        "_No significance heat map: no SpEAT results",
+        "_No Figure 2: no SER propagation runs",
+        "_No Figure 3: no SE curves",
+        "_No layer-profile figure: no per-layer results",
+        "_No appendix D figure: no SpEAT results",
+    ):
         assert line in md, line
 
 
@@ -171,9 +184,14 @@ def test_a_sweep_whose_jobs_all_failed_exits_1_with_one_line_after_writing_its_r
         (job / ".hydra").mkdir(parents=True)
         JobStatus("failed", [f"upstream=m{k}"], 0.1, error=f"cannot load the model of 'm{k}'").write(job)
     repo = Path(__file__).resolve().parents[2]
-    proc = subprocess.run([sys.executable, str(repo / "evaluate.py"), "task=report", f"sweep_dir={sweep}",
-                           "logger=none"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.run(
+        [sys.executable, str(repo / "evaluate.py"), "task=report", f"sweep_dir={sweep}", "logger=none"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert proc.returncode == 1, proc.stderr[-2000:]
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and "0 of 3 jobs finished (3 failed or unfinished)" in errors[0]
@@ -184,9 +202,16 @@ def test_a_sweep_whose_jobs_all_failed_exits_1_with_one_line_after_writing_its_r
 
 
 def test_d_pivot_marks_significance():
-    main = pd.DataFrame({"upstream": ["a", "a", "b", "b"], "family": "hubert", "test": ["t1", "t2", "t1", "t2"],
-                         "d": [0.5, -0.2, 1.2, 0.1], "significance": ["uncorrected", "none", "corrected", "none"],
-                         "human_iat_d": [0.3, None, 0.3, None]})
+    main = pd.DataFrame(
+        {
+            "upstream": ["a", "a", "b", "b"],
+            "family": "hubert",
+            "test": ["t1", "t2", "t1", "t2"],
+            "d": [0.5, -0.2, 1.2, 0.1],
+            "significance": ["uncorrected", "none", "corrected", "none"],
+            "human_iat_d": [0.3, None, 0.3, None],
+        }
+    )
     pivot = sweep_tables.d_pivot(main).set_index("model")
     assert pivot.loc["a", "t1"] == "+0.50*" and pivot.loc["b", "t1"] == "+1.20**" and pivot.loc["a", "t2"] == "-0.20"
     assert pivot.loc["mean over models", "t1"] == "+0.85" and pivot.loc["human IAT D", "t1"] == "+0.30"
@@ -194,8 +219,16 @@ def test_d_pivot_marks_significance():
 
 def test_wandb_report_is_built_from_the_summary_run_and_skipped_offline():
     pytest.importorskip("wandb_workspaces")
-    report = wandb_report.build_report("speechbias", "me", "sweep-1", "title", "desc",
-                                       ["report/figure1_effect_sizes"], ["report/results"], [("Sweep", "- 6 runs")])
+    report = wandb_report.build_report(
+        "speechbias",
+        "me",
+        "sweep-1",
+        "title",
+        "desc",
+        ["report/figure1_effect_sizes"],
+        ["report/results"],
+        [("Sweep", "- 6 runs")],
+    )
     assert report.title == "title" and len(report.blocks) == 5
 
     class OfflineRun:
@@ -211,9 +244,18 @@ def test_the_report_config_builds_the_task_with_its_collaborators(conf_dir, tmp_
     write_speat_sweep(tmp_path / "sweep", models=PAPER_MODELS[:2], tests={"female_male": 0.31})
     monkeypatch.chdir(tmp_path)
     with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
-        cfg = compose("evaluate", overrides=["task=report", "sweep_dir=sweep", "logger=none", "task.alpha=0.01",
-                                             "task.corrections=[holm]", f"paths.output_dir={tmp_path / 'out'}"],
-                      return_hydra_config=True)
+        cfg = compose(
+            "evaluate",
+            overrides=[
+                "task=report",
+                "sweep_dir=sweep",
+                "logger=none",
+                "task.alpha=0.01",
+                "task.corrections=[holm]",
+                f"paths.output_dir={tmp_path / 'out'}",
+            ],
+            return_hydra_config=True,
+        )
     task = instantiate(cfg.task.run)
     assert isinstance(task, ReportTask) and task.sweep_dirs == [tmp_path / "sweep"] and task.paper_results is None
     assert isinstance(task.writer, RunWriter) and task.writer.output_dir == tmp_path / "out"

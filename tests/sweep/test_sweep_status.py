@@ -10,9 +10,19 @@ import os
 import pytest
 from omegaconf import OmegaConf
 
-from speechbias.launch.sweep_status import (NO_END, STATUS_CSV, SWEEP_ID_ENV, JobStatus, SweepStatusCallback,
-                                     collect_statuses, count_line, incomplete_reason, print_status_table,
-                                     reused_status, write_status_csv)
+from speechbias.launch.sweep_status import (
+    NO_END,
+    STATUS_CSV,
+    SWEEP_ID_ENV,
+    JobStatus,
+    SweepStatusCallback,
+    collect_statuses,
+    count_line,
+    incomplete_reason,
+    print_status_table,
+    reused_status,
+    write_status_csv,
+)
 
 
 def _job(sweep, name, status, sweep_id="s1", **kw):
@@ -50,8 +60,12 @@ def test_status_csv_has_one_row_per_job(sweep, tmp_path):
     path = write_status_csv(collect_statuses(sweep, "s1"), tmp_path / STATUS_CSV)
     rows = list(csv.DictReader(path.open()))
     assert list(rows[0]) == ["job", "overrides", "status", "seconds", "error", "reused"]
-    assert [(r["status"], r["seconds"]) for r in rows] == [("ok", "12.0"), ("failed", "3.2"), ("skipped", "0.0"),
-                                                           ("failed", "0.0")]
+    assert [(r["status"], r["seconds"]) for r in rows] == [
+        ("ok", "12.0"),
+        ("failed", "3.2"),
+        ("skipped", "0.0"),
+        ("failed", "0.0"),
+    ]
     assert rows[1]["overrides"] == "upstream=b bias_test=t"
     out = io.StringIO()
     print_status_table(collect_statuses(sweep, "s1"), path, file=out)
@@ -134,8 +148,10 @@ def test_a_jobs_error_is_its_type_and_the_last_line_of_its_message():
     from speechbias.launch.sweep_status import job_error
     from speechbias.launch.user_errors import ConfigError
 
-    worker = RuntimeError("\n\n-- Process 1 terminated with the following error:\nTraceback (most recent call last):\n"
-                          '  File "/__w/pytorch/x.py", line 3, in f\n    raise ValueError("bad")\nValueError: bad\n')
+    worker = RuntimeError(
+        "\n\n-- Process 1 terminated with the following error:\nTraceback (most recent call last):\n"
+        '  File "/__w/pytorch/x.py", line 3, in f\n    raise ValueError("bad")\nValueError: bad\n'
+    )
     assert job_error(worker) == "RuntimeError: ValueError: bad"
     assert job_error(KeyError()) == "KeyError"
     assert job_error(ConfigError("lr=abc: not a number")) == "lr=abc: not a number"
@@ -160,8 +176,9 @@ def test_slurms_reason_goes_in_front_of_a_survivors_error(sweep):
 
     job = sweep / "upstream=b,bias_test=t"
     assert record_failure(job, "SLURM job 9 exited with an error (task 1: Killed)", add_to_failed=True)
-    assert read_status(job).error == ("SLURM job 9 exited with an error (task 1: Killed); the job said: "
-                                      "bias_test.manifest=/x.csv: no such file")
+    assert read_status(job).error == (
+        "SLURM job 9 exited with an error (task 1: Killed); the job said: bias_test.manifest=/x.csv: no such file"
+    )
     assert not record_failure(job, "SLURM job 9 exited with an error (task 1: Killed)", add_to_failed=True)
 
 

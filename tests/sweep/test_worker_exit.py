@@ -39,10 +39,24 @@ def _alive(pid: int) -> bool:
 def test_workers_end_when_the_sweeps_process_is_killed(repo_root, tmp_path):
     sweep = tmp_path / "sweep"
     env = dict(os.environ, HF_HUB_OFFLINE="1", SPEECHBIAS_CACHE=str(tmp_path / "cache"), PYTHONWARNINGS="ignore")
-    proc = subprocess.Popen([sys.executable, str(repo_root / "evaluate.py"), "-m", "hydra/launcher=parallel",
-                             "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}", "logger=none",
-                             "upstream=fbank,mfcc", "speat.n_permutations=300"], cwd=repo_root, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(repo_root / "evaluate.py"),
+            "-m",
+            "hydra/launcher=parallel",
+            "hydra.launcher.n_jobs=2",
+            f"hydra.sweep.dir={sweep}",
+            "logger=none",
+            "upstream=fbank,mfcc",
+            "speat.n_permutations=300",
+        ],
+        cwd=repo_root,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     workers: list[int] = []
     try:
         deadline = time.time() + 120

@@ -147,8 +147,9 @@ def perturb(module: nn.Module, seed: int = 3) -> None:
             param.add_(0.05 * torch.randn(param.shape, generator=gen))
 
 
-def save_tiny_hf_checkpoint(folder: str | Path, family: str = "wav2vec2", seed: int = 0,
-                            conv_stride: list[int] | None = None) -> Path:
+def save_tiny_hf_checkpoint(
+    folder: str | Path, family: str = "wav2vec2", seed: int = 0, conv_stride: list[int] | None = None
+) -> Path:
     """A tiny post-LN wav2vec2/HuBERT with perturbed weights and its feature extractor config in ``folder``
     (``save_pretrained``), loadable by transformers, by ``upstream=hf model_id=<folder>`` and by s3prl's
     ``hf_wav2vec2_custom`` / ``hf_hubert_custom``. ``conv_stride``: another conv stack (frame rate)."""
@@ -165,8 +166,9 @@ def save_tiny_hf_checkpoint(folder: str | Path, family: str = "wav2vec2", seed: 
     perturb(model, seed=seed + 3)
     folder = Path(folder)
     model.save_pretrained(folder)
-    Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=16_000, padding_value=0.0, do_normalize=True,
-                             return_attention_mask=False).save_pretrained(folder)
+    Wav2Vec2FeatureExtractor(
+        feature_size=1, sampling_rate=16_000, padding_value=0.0, do_normalize=True, return_attention_mask=False
+    ).save_pretrained(folder)
     return folder
 
 

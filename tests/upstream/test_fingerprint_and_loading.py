@@ -171,7 +171,9 @@ def test_check_weights_available_reads_the_cache_only(tmp_path, monkeypatch):
     (cache / "models--org--tiny" / "refs").mkdir()
     (cache / "models--org--tiny" / "refs" / "main").write_text("a" * 40)
     (snapshot / "config.json").write_text("{}")
-    with pytest.raises(MissingWeightsError, match=r"weights of model 'org/tiny' at revision 'main'.*hf download org/tiny"):
+    with pytest.raises(
+        MissingWeightsError, match=r"weights of model 'org/tiny' at revision 'main'.*hf download org/tiny"
+    ):
         check_weights_available("org/tiny", "main", cache_dir=str(cache))  # config only, no weights
     (snapshot / "model.safetensors").write_bytes(b"x")
     check_weights_available("org/tiny", "main", cache_dir=str(cache))

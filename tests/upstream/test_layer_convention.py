@@ -58,9 +58,7 @@ def test_wav2vec2_family_layers_are_block_inputs_and_outputs(family, stable):
     with torch.no_grad():
         manual = manual_wav2vec2_family_states(up, wavs[0])
         final_ln = up.model.encoder.layer_norm(manual[-1])
-        hf_out = up.model(
-            zero_mean_unit_variance(wavs, lengths) if up.normalize else wavs, output_hidden_states=True
-        )
+        hf_out = up.model(zero_mean_unit_variance(wavs, lengths) if up.normalize else wavs, output_hidden_states=True)
     assert len(states) == len(manual) == up.config.num_hidden_layers + 1
     for layer, (ours, ref) in enumerate(zip(states, manual)):
         torch.testing.assert_close(ours[0], ref[0], atol=1e-5, rtol=1e-5, msg=f"layer {layer}")

@@ -45,8 +45,9 @@ def test_weights_are_read_at_the_first_forward_only(saved_tiny, monkeypatch):
 
     loads = []
     original = HubertModel.from_pretrained.__func__
-    monkeypatch.setattr(HubertModel, "from_pretrained",
-                        classmethod(lambda cls, *a, **k: loads.append(a) or original(cls, *a, **k)))
+    monkeypatch.setattr(
+        HubertModel, "from_pretrained", classmethod(lambda cls, *a, **k: loads.append(a) or original(cls, *a, **k))
+    )
     upstream = HFUpstream(model_id=str(saved_tiny))
     assert upstream.fingerprint and upstream.num_layers == 3 and loads == []
     wavs = torch.randn(2, 8000) * 0.1
@@ -73,10 +74,25 @@ def test_a_model_built_after_to_lands_on_the_upstreams_dtype_and_device():
 def _evaluate(tmp_path: Path, model_dir: Path, *extra: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline")
     return subprocess.run(
-        [sys.executable, "evaluate.py", "upstream=hf", f"model_id={model_dir}", "bias_test=demo_accent",
-         "speat.n_permutations=2000", "speat.per_layer=false", "logger=none", f"paths.cache_dir={tmp_path / 'cache'}",
-         f"hydra.run.dir={tmp_path / 'run'}", *extra],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "evaluate.py",
+            "upstream=hf",
+            f"model_id={model_dir}",
+            "bias_test=demo_accent",
+            "speat.n_permutations=2000",
+            "speat.per_layer=false",
+            "logger=none",
+            f"paths.cache_dir={tmp_path / 'cache'}",
+            f"hydra.run.dir={tmp_path / 'run'}",
+            *extra,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_a_warm_run_reads_no_weights(tmp_path, saved_tiny):

@@ -24,8 +24,16 @@ from speechbias.upstream.randomize import bake_parametrized_weights
 from speechbias.upstream.s3prl import S3PRLUpstream, S3PRLUpstreamError, s3prl_frame_mismatch
 from speechbias.upstream.s3prl_import import S3PRLUnavailableError, provide_removed_torchaudio_apis
 from speechbias.launch.user_errors import error_line
-from upstream.s3prl_support import (FAKE_HUB, RATE, WINDOW, WIDTH, FakeS3PRLUpstream, fake_frames,
-                                    install_fake_s3prl, save_tiny_hf_checkpoint)
+from upstream.s3prl_support import (
+    FAKE_HUB,
+    RATE,
+    WINDOW,
+    WIDTH,
+    FakeS3PRLUpstream,
+    fake_frames,
+    install_fake_s3prl,
+    save_tiny_hf_checkpoint,
+)
 from upstream.tiny_models import random_wavs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -77,6 +85,7 @@ def computed_len(n: int, rate: int = RATE, window: int = WINDOW) -> int:
 
 # --- the double is s3prl ---------------------------------------------------------------------------
 
+
 def test_double_counts_and_pads_like_s3prl():
     """hs_len = (n - 1) // rate + 1 (50 frames for 16,000 samples where 49 were computed), the missing
     frames copies of the last one."""
@@ -102,7 +111,10 @@ def test_double_matches_the_real_s3prl_upstream(monkeypatch):
     double = FakeS3PRLUpstream("fake_hubert")
     double.upstream.load_state_dict(real.upstream.state_dict())
     assert (real.num_layers, real.hidden_sizes, real.downsample_rates) == (
-        double.num_layers, double.hidden_sizes, double.downsample_rates)
+        double.num_layers,
+        double.hidden_sizes,
+        double.downsample_rates,
+    )
     assert real.training == double.training
     with torch.no_grad():
         (real_hs, real_lens), (fake_hs, fake_lens) = real(wavs, lens), double(wavs, lens)
@@ -113,6 +125,7 @@ def test_double_matches_the_real_s3prl_upstream(monkeypatch):
 
 
 # --- the adapter on the expert (double or real s3prl) ---------------------------------------------
+
 
 def test_valid_frames_are_the_computed_ones_not_s3prls_padding(s3prl_nn):
     up = S3PRLUpstream("fake_hubert")
@@ -179,7 +192,9 @@ def test_names_and_fingerprints_tell_upstreams_apart(s3prl_nn, tmp_path):
     single = tmp_path / "single.ckpt"
     single.write_bytes(b"w")
     assert S3PRLUpstream("fake_hubert", path_or_url=str(single)).fingerprint_fields()["local_files"][0][:2] == [
-        "single.ckpt", 1]
+        "single.ckpt",
+        1,
+    ]
 
 
 def test_eval_lock(s3prl_nn):
@@ -222,6 +237,7 @@ def test_s3prl_config_instantiates_with_a_name(s3prl_nn, conf_dir):
 
 
 # --- importing s3prl ----------------------------------------------------------------------------------
+
 
 def test_unimportable_s3prl_gives_one_actionable_line(monkeypatch):
     monkeypatch.setitem(sys.modules, "s3prl", None)  # makes `import s3prl` raise ImportError
@@ -277,10 +293,13 @@ def test_an_unloadable_torchaudio_is_hidden_with_one_line(tmp_path):
     package = tmp_path / "site" / "torchaudio"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text(BROKEN_TORCHAUDIO)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "site"), str(REPO_ROOT / "src"),
-                                                       os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, "-c", USE_THE_PROJECT], env=env, capture_output=True, text=True,
-                          timeout=120, cwd=tmp_path)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(tmp_path / "site"), str(REPO_ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", USE_THE_PROJECT], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     warnings = [ln for ln in proc.stderr.splitlines() if "torchaudio" in ln]
     assert len(warnings) == 1 and "is installed but cannot load (OSError: Could not load" in warnings[0]
@@ -289,6 +308,7 @@ def test_an_unloadable_torchaudio_is_hidden_with_one_line(tmp_path):
 
 
 # --- the real package ------------------------------------------------------------------------------
+
 
 @needs_real
 @pytest.mark.parametrize("name", ["fbank", "mfcc"])
@@ -342,11 +362,16 @@ def test_real_randomize_leaves_no_pretrained_tensor(tiny_checkpoints):
     loaded = S3PRLUpstream("hf_wav2vec2_custom", path_or_url=path).model.upstream
     bake_parametrized_weights(loaded)
     pretrained = loaded.state_dict()
-    for random_model in (S3PRLUpstream("hf_wav2vec2_custom", path_or_url=path, randomize=True).model.upstream,
-                         HFUpstream(model_id=path, randomize=True).model):
+    for random_model in (
+        S3PRLUpstream("hf_wav2vec2_custom", path_or_url=path, randomize=True).model.upstream,
+        HFUpstream(model_id=path, randomize=True).model,
+    ):
         drawn = {k.removeprefix("model."): v for k, v in random_model.state_dict().items()}
-        same = [k.removeprefix("model.") for k, v in pretrained.items()
-                if v.is_floating_point() and torch.equal(v, drawn[k.removeprefix("model.")])]
+        same = [
+            k.removeprefix("model.")
+            for k, v in pretrained.items()
+            if v.is_floating_point() and torch.equal(v, drawn[k.removeprefix("model.")])
+        ]
         assert not same, f"kept pretrained values: {same}"
 
 
@@ -360,9 +385,21 @@ def test_real_failures_print_one_line_and_exit_1(tmp_path):
         (["upstream.name=hf_wav2vec2_custom", f"upstream.path_or_url={odd}"], "s3prl declares one frame per 320"),
         (["upstream.name=hubret"], "'hubret' is not an s3prl upstream name"),
     ]:
-        proc = subprocess.run([sys.executable, str(REPO_ROOT / "evaluate.py"), "upstream=s3prl", *overrides,
-                               "logger=none", f"hydra.run.dir={tmp_path / 'run'}"], env=env, cwd=tmp_path,
-                              capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                str(REPO_ROOT / "evaluate.py"),
+                "upstream=s3prl",
+                *overrides,
+                "logger=none",
+                f"hydra.run.dir={tmp_path / 'run'}",
+            ],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         errors = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("error:")]
         assert proc.returncode == 1 and len(errors) == 1 and expected in errors[0], proc.stderr[-1500:]
         assert "Traceback" not in proc.stdout + proc.stderr

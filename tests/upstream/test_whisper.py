@@ -50,7 +50,9 @@ def test_only_real_audio_frames_are_kept_and_they_match_the_full_window():
     assert states[0].shape[1] == 100  # not the 1500 of the 30 s window
     # the kept frames are the first frames of the full 30 s encoding, untouched
     extractor = WhisperFeatureExtractor(feature_size=80)
-    mel = torch.from_numpy(extractor(wavs[1, :10_000].numpy(), sampling_rate=16_000, return_tensors="np").input_features)
+    mel = torch.from_numpy(
+        extractor(wavs[1, :10_000].numpy(), sampling_rate=16_000, return_tensors="np").input_features
+    )
     with torch.no_grad():
         full = up.model(mel, output_hidden_states=True).hidden_states
     assert full[0].shape[1] == 1500

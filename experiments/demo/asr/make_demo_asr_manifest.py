@@ -24,26 +24,31 @@ def demo_asr_manifest() -> pd.DataFrame:
     clips = pd.concat([pd.read_csv(DEMO / f"{t}.csv", keep_default_na=False) for t in ("demo_voice", "demo_accent")])
     clips = clips.drop_duplicates("path").reset_index(drop=True)
     voice = clips["speaker"].str.removeprefix("espeak-")
-    return pd.DataFrame({
-        "clip_id": clips["path"].str.removeprefix("audio/").str.removesuffix(".flac"),
-        "path": "../" + clips["path"],
-        "transcript": clips["text"],
-        "voice": voice,
-        "voice_gender": voice.map(lambda v: "female" if v.endswith("+f3") else "male"),
-        "accent": voice.map(lambda v: "british" if v.startswith("en-gb") else "us"),
-        "prosody": clips["group"].map(PROSODY).fillna("neutral"),
-    })
+    return pd.DataFrame(
+        {
+            "clip_id": clips["path"].str.removeprefix("audio/").str.removesuffix(".flac"),
+            "path": "../" + clips["path"],
+            "transcript": clips["text"],
+            "voice": voice,
+            "voice_gender": voice.map(lambda v: "female" if v.endswith("+f3") else "male"),
+            "accent": voice.map(lambda v: "british" if v.startswith("en-gb") else "us"),
+            "prosody": clips["group"].map(PROSODY).fillna("neutral"),
+        }
+    )
 
 
 def main() -> None:
     df = demo_asr_manifest()
     missing = [p for p in df["path"] if not (HERE / p).is_file()]
     if missing:
-        raise SystemExit(f"{len(missing)} demo clip(s) missing, e.g. {missing[0]}: "
-                         "run experiments/demo/make_demo_stimuli.py")
+        raise SystemExit(
+            f"{len(missing)} demo clip(s) missing, e.g. {missing[0]}: run experiments/demo/make_demo_stimuli.py"
+        )
     df.to_csv(HERE / "manifest.csv", index=False)
-    print(f"wrote {HERE / 'manifest.csv'}: {len(df)} clips; "
-          + "; ".join(f"{c}: {df[c].value_counts().to_dict()}" for c in ("voice_gender", "accent", "prosody")))
+    print(
+        f"wrote {HERE / 'manifest.csv'}: {len(df)} clips; "
+        + "; ".join(f"{c}: {df[c].value_counts().to_dict()}" for c in ("voice_gender", "accent", "prosody"))
+    )
 
 
 if __name__ == "__main__":

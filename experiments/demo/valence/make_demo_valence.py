@@ -67,8 +67,16 @@ def main() -> None:
             rel = f"audio/{clip_id}.flac"
             speak(body, voice, HERE / rel, ssml=True)
             rating = LEVEL_RATING[level] + float(rng.uniform(-JITTER, JITTER))
-            rows.append({"clip_id": clip_id, "path": rel, "speaker": speaker, "valence": round(rating, 1),
-                         "prosody_level": level, "text": sentence})
+            rows.append(
+                {
+                    "clip_id": clip_id,
+                    "path": rel,
+                    "speaker": speaker,
+                    "valence": round(rating, 1),
+                    "prosody_level": level,
+                    "text": sentence,
+                }
+            )
     pd.DataFrame(rows).to_csv(HERE / "valence.csv", index=False)
     print(f"wrote valence.csv with {len(rows)} clips")
 

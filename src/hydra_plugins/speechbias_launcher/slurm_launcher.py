@@ -21,7 +21,8 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf, open_dict
@@ -54,10 +55,12 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
     """See the module docstring. ``pending_report_s``: seconds of pending before a job's reason is
     printed; ``poll_s``: seconds between ``squeue`` calls; other keys: hydra-submitit-launcher's."""
 
-    def __init__(self, pending_report_s: float = 60.0, poll_s: float = 2.0, srun_args: Sequence[str] | None = None,
-                 **params: Any) -> None:
-        srun = [str(a) for a in (OmegaConf.to_container(srun_args) if OmegaConf.is_config(srun_args)
-                                 else srun_args or [])]
+    def __init__(
+        self, pending_report_s: float = 60.0, poll_s: float = 2.0, srun_args: Sequence[str] | None = None, **params: Any
+    ) -> None:
+        srun = [
+            str(a) for a in (OmegaConf.to_container(srun_args) if OmegaConf.is_config(srun_args) else srun_args or [])
+        ]
         if not any(a.startswith("--kill-on-bad-exit") for a in srun):
             srun.append(KILL_ON_BAD_EXIT)
         super().__init__(srun_args=srun, **params)
@@ -72,18 +75,26 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
         from speechbias.launch.slurm.resources import cluster_partitions, resource_problem
 
         if shutil.which("sbatch") is None:
-            return ("hydra/launcher=slurm needs SLURM's sbatch on PATH (run on the cluster's login node); "
-                    "on this machine use hydra/launcher=parallel")
+            return (
+                "hydra/launcher=slurm needs SLURM's sbatch on PATH (run on the cluster's login node); "
+                "on this machine use hydra/launcher=parallel"
+            )
         problem = resource_problem(self.params, cluster_partitions())
         if problem:
             return problem
         tasks = int(self.params.get("tasks_per_node") or 1) * int(self.params.get("nodes") or 1)
         strategy = OmegaConf.select(self.config, "trainer.strategy", default=None) if self.config else None
-        if tasks > 1 and self.config is not None and "trainer" in self.config and \
-                not (isinstance(strategy, str) and strategy.startswith("ddp")):
-            return (f"hydra.launcher.tasks_per_node={self.params.get('tasks_per_node')} starts several ranks per job, "
-                    "but this trainer runs one process: add trainer=ddp (trainer.accelerator=cpu without GPUs), "
-                    "or set hydra.launcher.tasks_per_node=1")
+        if (
+            tasks > 1
+            and self.config is not None
+            and "trainer" in self.config
+            and not (isinstance(strategy, str) and strategy.startswith("ddp"))
+        ):
+            return (
+                f"hydra.launcher.tasks_per_node={self.params.get('tasks_per_node')} starts several ranks per job, "
+                "but this trainer runs one process: add trainer=ddp (trainer.accelerator=cpu without GPUs), "
+                "or set hydra.launcher.tasks_per_node=1"
+            )
         return None
 
     # -- launch --------------------------------------------------------------------------------
@@ -104,23 +115,32 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
         for k, overrides in enumerate(job_overrides):
             idx = initial_job_idx + k
             log.info(f"\t#{idx} : {' '.join(overrides)}")
-            job_params.append((list(overrides), "hydra.sweep.dir", idx, f"job_id_for_{idx}",
-                               _singleton_state()))
+            job_params.append((list(overrides), "hydra.sweep.dir", idx, f"job_id_for_{idx}", _singleton_state()))
         jobs = executor.map_array(self, *zip(*job_params))
         labels = {j.job_id: " ".join(o) for j, o in zip(jobs, job_overrides)}
         final = self.wait(jobs, labels)
-        return [self._job_return(job, list(overrides), initial_job_idx + k, final.get(job.job_id))
-                for k, (job, overrides) in enumerate(zip(jobs, job_overrides))]
+        return [
+            self._job_return(job, list(overrides), initial_job_idx + k, final.get(job.job_id))
+            for k, (job, overrides) in enumerate(zip(jobs, job_overrides))
+        ]
 
     def _executor(self, submitit):
         """The submitit executor with this launcher's settings (as hydra-submitit-launcher builds it)."""
         from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
 
-        init = {"folder": self.params["submitit_folder"], "slurm_max_num_timeout": self.params.get("max_num_timeout", 0)}
+        init = {
+            "folder": self.params["submitit_folder"],
+            "slurm_max_num_timeout": self.params.get("max_num_timeout", 0),
+        }
         executor = submitit.AutoExecutor(cluster="slurm", **init)
         base = set(OmegaConf.structured(BaseQueueConf).keys())
-        executor.update_parameters(**{k if k in base else f"slurm_{k}": v for k, v in self.params.items()
-                                      if k not in {"submitit_folder", "max_num_timeout"}})
+        executor.update_parameters(
+            **{
+                k if k in base else f"slurm_{k}": v
+                for k, v in self.params.items()
+                if k not in {"submitit_folder", "max_num_timeout"}
+            }
+        )
         return executor
 
     def wait(self, jobs: list, labels: dict[str, str]) -> dict[str, str | None]:
@@ -151,8 +171,9 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
                     if entry is None or entry.state in TERMINAL_STATES:
                         # results are written before the job ends; allow the file system a moment
                         ended_at.setdefault(job_id, now)
-                        if now - ended_at[job_id] > 10 * self.poll_s or (entry and entry.state != "COMPLETED"
-                                                                         and now - ended_at[job_id] > self.poll_s):
+                        if now - ended_at[job_id] > 10 * self.poll_s or (
+                            entry and entry.state != "COMPLETED" and now - ended_at[job_id] > self.poll_s
+                        ):
                             final[job_id] = last_state.get(job_id)
                             del open_jobs[job_id]
                     else:
@@ -178,8 +199,9 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
             error, ended_early = failure_reason(job.job_id, state, [job.paths.stderr, job.paths.stdout]), True
         if error:
             job_dir = self._job_dir(overrides, idx)
-            if job_dir is not None and record_failure(job_dir, error, overrides, current_sweep_id(),
-                                                      add_to_failed=ended_early):
+            if job_dir is not None and record_failure(
+                job_dir, error, overrides, current_sweep_id(), add_to_failed=ended_early
+            ):
                 log.warning("%s: %s", " ".join(overrides), error)
         return ret
 
@@ -207,5 +229,7 @@ def _has_results(job) -> bool:
     from submitit.core.utils import JobPaths
 
     folder = job.paths.folder
-    return all(JobPaths(folder, job_id=job.job_id, task_id=t).result_pickle.exists()
-               for t in range(max(1, int(getattr(job, "num_tasks", 1)))))
+    return all(
+        JobPaths(folder, job_id=job.job_id, task_id=t).result_pickle.exists()
+        for t in range(max(1, int(getattr(job, "num_tasks", 1))))
+    )

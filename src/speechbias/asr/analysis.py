@@ -41,14 +41,16 @@ def scored_spellings(corpus: ASRCorpus, utts: pd.DataFrame, categories: list[str
     counts every row it kept, including those dropped later); the corpus's table when it has no raw values."""
     if corpus.raw_values is None:
         return corpus.levels[corpus.levels["category"].isin(categories)].reset_index(drop=True)
-    raw = utts[["utterance_id", *categories]].merge(corpus.raw_values, on="utterance_id", how="left",
-                                                    suffixes=("", "__raw"))
+    raw = utts[["utterance_id", *categories]].merge(
+        corpus.raw_values, on="utterance_id", how="left", suffixes=("", "__raw")
+    )
     parts = [spelling_table(raw[c], raw[f"{c}__raw"]).assign(category=c) for c in categories]
     return pd.concat(parts, ignore_index=True)[LEVEL_SPELLING_COLUMNS]
 
 
-def dropped_per_level(corpus: ASRCorpus, utts: pd.DataFrame, excluded: pd.DataFrame,
-                      categories: list[str]) -> pd.DataFrame:
+def dropped_per_level(
+    corpus: ASRCorpus, utts: pd.DataFrame, excluded: pd.DataFrame, categories: list[str]
+) -> pd.DataFrame:
     """DROP_COLUMNS: per level, the utterances of the corpus table that were not scored (audio that
     failed to decode, no hypothesis, reference empty after normalisation) and why."""
     gone = corpus.utterances[~corpus.utterances["utterance_id"].isin(utts["utterance_id"])]
@@ -60,16 +62,32 @@ def dropped_per_level(corpus: ASRCorpus, utts: pd.DataFrame, excluded: pd.DataFr
     for c in categories:
         for level, g in gone.groupby(c, sort=True):
             counts = g["_reason"].value_counts()
-            rows.append({"category": c, "group": str(level), "dropped": int(len(g)),
-                         "reasons": "; ".join(f"{r} ({n})" for r, n in counts.items())})
+            rows.append(
+                {
+                    "category": c,
+                    "group": str(level),
+                    "dropped": int(len(g)),
+                    "reasons": "; ".join(f"{r} ({n})" for r, n in counts.items()),
+                }
+            )
     return pd.DataFrame(rows, columns=DROP_COLUMNS)
 
 
-def analyse_wer_disparity(corpus: ASRCorpus, hypotheses: pd.DataFrame, failed: pd.DataFrame | None = None,
-                          normalizer: str = "whisper_english", categories: list[str] | None = None,
-                          covariates: list[str] | None = None, n_agq: int = 1, n_resamples: int = 1000,
-                          wer_ci_resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
-                          rule: GroupRule = GroupRule(), n_jobs: int = 1) -> WerDisparityResult:
+def analyse_wer_disparity(
+    corpus: ASRCorpus,
+    hypotheses: pd.DataFrame,
+    failed: pd.DataFrame | None = None,
+    normalizer: str = "whisper_english",
+    categories: list[str] | None = None,
+    covariates: list[str] | None = None,
+    n_agq: int = 1,
+    n_resamples: int = 1000,
+    wer_ci_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    rule: GroupRule = GroupRule(),
+    n_jobs: int = 1,
+) -> WerDisparityResult:
     """Score every utterance with a hypothesis and build Table 2 and Table 3.
 
     Utterances whose audio could not be decoded (``failed``) or whose reference is empty after
@@ -79,8 +97,9 @@ def analyse_wer_disparity(corpus: ASRCorpus, hypotheses: pd.DataFrame, failed: p
     cats = list(categories) if categories else list(corpus.categories)
     unknown = [c for c in cats if c not in corpus.utterances.columns]
     if unknown:
-        raise ValueError(f"categories {unknown} are not columns of corpus {corpus.source} "
-                         f"(has {list(corpus.utterances.columns)})")
+        raise ValueError(
+            f"categories {unknown} are not columns of corpus {corpus.source} (has {list(corpus.utterances.columns)})"
+        )
     excluded = [corpus.excluded]
     utts = corpus.utterances.merge(hypotheses[["utterance_id", "hypothesis"]], on="utterance_id", how="left")
     if failed is not None and len(failed):
@@ -90,18 +109,27 @@ def analyse_wer_disparity(corpus: ASRCorpus, hypotheses: pd.DataFrame, failed: p
     if failed is not None and len(failed):
         no_hyp &= ~utts["utterance_id"].isin(failed["utterance_id"])
     if no_hyp.any():
-        excluded.append(utts.loc[no_hyp, ["utterance_id", "path"]].assign(
-            row=pd.NA, reason="no hypothesis (not transcribed: other shard?)")[EXCLUDED_COLUMNS])
+        excluded.append(
+            utts.loc[no_hyp, ["utterance_id", "path"]].assign(
+                row=pd.NA, reason="no hypothesis (not transcribed: other shard?)"
+            )[EXCLUDED_COLUMNS]
+        )
     utts = utts[utts["hypothesis"].notna()].reset_index(drop=True)
     scores = score_utterances(utts["reference"].tolist(), utts["hypothesis"].tolist(), normalizer)
     utts = pd.concat([utts, scores], axis=1)
     empty = utts["ref_words"] == 0
     if empty.any():
-        excluded.append(utts.loc[empty, ["utterance_id", "path"]].assign(
-            row=pd.NA, reason=f"reference empty after {normalizer} normalisation")[EXCLUDED_COLUMNS])
+        excluded.append(
+            utts.loc[empty, ["utterance_id", "path"]].assign(
+                row=pd.NA, reason=f"reference empty after {normalizer} normalisation"
+            )[EXCLUDED_COLUMNS]
+        )
         utts = utts[~empty].reset_index(drop=True)
-    excl = pd.concat([e for e in excluded if len(e)], ignore_index=True) if any(len(e) for e in excluded) else \
-        pd.DataFrame(columns=EXCLUDED_COLUMNS)
+    excl = (
+        pd.concat([e for e in excluded if len(e)], ignore_index=True)
+        if any(len(e) for e in excluded)
+        else pd.DataFrame(columns=EXCLUDED_COLUMNS)
+    )
     notes = list(corpus.notes)
     if len(excl):
         counts = excl["reason"].str.split(":").str[0].value_counts().to_dict()
@@ -109,16 +137,35 @@ def analyse_wer_disparity(corpus: ASRCorpus, hypotheses: pd.DataFrame, failed: p
     if utts.empty:
         raise ValueError(f"{corpus.source}: no utterance left to score ({len(excl)} excluded)")
     spk = corpus.speaker_column
-    table2 = wer_by_group(utts, cats, spk, n_resamples=wer_ci_resamples, seed=seed, confidence=confidence,
-                          rule=rule)
-    ratios = wer_ratio_table(utts, cats, spk, covariates=covariates, n_agq=n_agq, n_resamples=n_resamples,
-                             seed=seed, confidence=confidence, rule=rule, n_jobs=n_jobs)
+    table2 = wer_by_group(utts, cats, spk, n_resamples=wer_ci_resamples, seed=seed, confidence=confidence, rule=rule)
+    ratios = wer_ratio_table(
+        utts,
+        cats,
+        spk,
+        covariates=covariates,
+        n_agq=n_agq,
+        n_resamples=n_resamples,
+        seed=seed,
+        confidence=confidence,
+        rule=rule,
+        n_jobs=n_jobs,
+    )
     gaps = relative_gaps(table2)
     no_gap = [c for c in cats if c not in set(gaps["category"])]
     if no_gap:
         notes.append(f"no relative gap for {no_gap}: fewer than two compared levels.")
-    return WerDisparityResult(utterances=utts, table2=table2, gaps=gaps, table3=ratios.table,
-                              excluded=excl, notes=notes + ratios.notes, fits=ratios.fits, categories=cats,
-                              speaker_column=spk, levels=level_table(utts, cats, spk, rule),
-                              spellings=scored_spellings(corpus, utts, cats), rule=rule,
-                              drops=dropped_per_level(corpus, utts, excl, cats))
+    return WerDisparityResult(
+        utterances=utts,
+        table2=table2,
+        gaps=gaps,
+        table3=ratios.table,
+        excluded=excl,
+        notes=notes + ratios.notes,
+        fits=ratios.fits,
+        categories=cats,
+        speaker_column=spk,
+        levels=level_table(utts, cats, spk, rule),
+        spellings=scored_spellings(corpus, utts, cats),
+        rule=rule,
+        drops=dropped_per_level(corpus, utts, excl, cats),
+    )

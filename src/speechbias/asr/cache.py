@@ -42,6 +42,7 @@ class HypothesisCache:
             return None
 
     def put(self, audio_sha256: str, hypothesis: str) -> Path:
-        text = json.dumps({"hypothesis": hypothesis, "audio_sha256": audio_sha256, "model": self.model_fields},
-                          default=str)
+        text = json.dumps(
+            {"hypothesis": hypothesis, "audio_sha256": audio_sha256, "model": self.model_fields}, default=str
+        )
         return atomic_write(self.path(audio_sha256), lambda tmp: tmp.write_text(text, encoding="utf-8"))

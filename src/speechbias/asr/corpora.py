@@ -27,8 +27,15 @@ from speechbias.asr.levels import DEFAULT_UNDISCLOSED_VALUES, UNDISCLOSED, norma
 
 log = logging.getLogger(__name__)
 
-FAIR_SPEECH_COLUMNS = ("hash_name", "transcription", "age", "gender", "first_language", "socioeconomic_bkgd",
-                       "ethnicity")
+FAIR_SPEECH_COLUMNS = (
+    "hash_name",
+    "transcription",
+    "age",
+    "gender",
+    "first_language",
+    "socioeconomic_bkgd",
+    "ethnicity",
+)
 FAIR_SPEECH_CATEGORIES = ("age", "gender", "ethnicity", "socioeconomic_bkgd", "first_language")
 EXCLUDED_COLUMNS = ["row", "utterance_id", "path", "reason"]
 LEVEL_SPELLING_COLUMNS = ["category", "level", "raw_value", "rows"]
@@ -64,8 +71,18 @@ def _read_table(path: Path, sep: str | None) -> pd.DataFrame:
         raise CorpusError(f"{path}: not a readable {'TSV' if sep == chr(9) else 'CSV'} ({exc})") from exc
 
 
-def _build(df: pd.DataFrame, source: str, ids, paths, transcripts, speaker, categories: list[str],
-           notes: list[str], undisclosed_values=DEFAULT_UNDISCLOSED_VALUES, raw: dict | None = None) -> ASRCorpus:
+def _build(
+    df: pd.DataFrame,
+    source: str,
+    ids,
+    paths,
+    transcripts,
+    speaker,
+    categories: list[str],
+    notes: list[str],
+    undisclosed_values=DEFAULT_UNDISCLOSED_VALUES,
+    raw: dict | None = None,
+) -> ASRCorpus:
     """``raw``: category -> the original column when ``df[category]`` was already recoded (for ``levels``)."""
     raw = raw or {}
     if undisclosed_values is None:
@@ -81,36 +98,64 @@ def _build(df: pd.DataFrame, source: str, ids, paths, transcripts, speaker, cate
     empty = out["reference"].str.strip() == ""
     missing = ~out["path"].map(lambda p: Path(p).is_file())
     no_speaker = (out["speaker"].str.strip() == "") if speaker is not None else pd.Series(False, index=out.index)
-    for mask, reason in ((dup, "duplicate utterance id"), (empty, "empty transcript"),
-                         (missing & ~empty & ~dup, "audio file not found"),
-                         (no_speaker & ~missing & ~empty & ~dup, "empty speaker id")):
+    for mask, reason in (
+        (dup, "duplicate utterance id"),
+        (empty, "empty transcript"),
+        (missing & ~empty & ~dup, "audio file not found"),
+        (no_speaker & ~missing & ~empty & ~dup, "empty speaker id"),
+    ):
         for _, r in out[mask].iterrows():
-            excluded.append({"row": int(r["row"]), "utterance_id": r["utterance_id"], "path": r["path"], "reason": reason})
+            excluded.append(
+                {"row": int(r["row"]), "utterance_id": r["utterance_id"], "path": r["path"], "reason": reason}
+            )
     bad = dup | empty | missing | no_speaker
     excl = pd.DataFrame(excluded, columns=EXCLUDED_COLUMNS).sort_values("row", kind="stable").reset_index(drop=True)
     if len(excl):
         summary = excl["reason"].value_counts().to_dict()
-        log.warning("%s: %d row(s) excluded %s, e.g. row %d (%s)", source, len(excl), summary,
-                    excl["row"].iloc[0], excl["reason"].iloc[0])
+        log.warning(
+            "%s: %d row(s) excluded %s, e.g. row %d (%s)",
+            source,
+            len(excl),
+            summary,
+            excl["row"].iloc[0],
+            excl["reason"].iloc[0],
+        )
     kept = out[~bad].drop(columns="row").reset_index(drop=True)
     if kept.empty:
         raise CorpusError(f"{source}: no usable rows ({len(excl)} excluded: {excl['reason'].value_counts().to_dict()})")
     keep = (~bad).to_numpy()
-    spellings = [spelling_table(out[c][keep], raw.get(c, df[c]).reset_index(drop=True)[keep]).assign(category=c)
-                 for c in categories]
+    spellings = [
+        spelling_table(out[c][keep], raw.get(c, df[c]).reset_index(drop=True)[keep]).assign(category=c)
+        for c in categories
+    ]
     levels = pd.concat(spellings, ignore_index=True)[LEVEL_SPELLING_COLUMNS] if spellings else None
-    raw_values = pd.DataFrame({"utterance_id": kept["utterance_id"].to_numpy(),
-                               **{c: raw.get(c, df[c]).reset_index(drop=True)[keep].to_numpy() for c in categories}})
-    return ASRCorpus(utterances=kept, categories=list(categories),
-                     speaker_column="speaker" if speaker is not None else None, excluded=excl, source=source,
-                     notes=notes, levels=levels if levels is not None else pd.DataFrame(columns=LEVEL_SPELLING_COLUMNS),
-                     raw_values=raw_values)
+    raw_values = pd.DataFrame(
+        {
+            "utterance_id": kept["utterance_id"].to_numpy(),
+            **{c: raw.get(c, df[c]).reset_index(drop=True)[keep].to_numpy() for c in categories},
+        }
+    )
+    return ASRCorpus(
+        utterances=kept,
+        categories=list(categories),
+        speaker_column="speaker" if speaker is not None else None,
+        excluded=excl,
+        source=source,
+        notes=notes,
+        levels=levels if levels is not None else pd.DataFrame(columns=LEVEL_SPELLING_COLUMNS),
+        raw_values=raw_values,
+    )
 
 
-def load_fair_speech(root: str | Path, metadata: str | None = None, audio_dir: str = "asr_fairness_audio",
-                     speaker_column: str | None = None, categories: list[str] | tuple[str, ...] = FAIR_SPEECH_CATEGORIES,
-                     l1_languages: list[str] | None = None,
-                     undisclosed_values: list[str] | tuple[str, ...] | None = None) -> ASRCorpus:
+def load_fair_speech(
+    root: str | Path,
+    metadata: str | None = None,
+    audio_dir: str = "asr_fairness_audio",
+    speaker_column: str | None = None,
+    categories: list[str] | tuple[str, ...] = FAIR_SPEECH_CATEGORIES,
+    l1_languages: list[str] | None = None,
+    undisclosed_values: list[str] | tuple[str, ...] | None = None,
+) -> ASRCorpus:
     """Load Fair-Speech from ``root``.
 
     ``metadata``: the TSV (relative to ``root``); ``None`` = the only ``*.tsv`` in ``root``.
@@ -125,8 +170,9 @@ def load_fair_speech(root: str | Path, metadata: str | None = None, audio_dir: s
     if metadata is None:
         tsvs = sorted(root.glob("*.tsv"))
         if len(tsvs) != 1:
-            raise CorpusError(f"{root}: expected exactly one metadata *.tsv, found {[p.name for p in tsvs]}; "
-                              "set corpus.load.metadata")
+            raise CorpusError(
+                f"{root}: expected exactly one metadata *.tsv, found {[p.name for p in tsvs]}; set corpus.load.metadata"
+            )
         meta = tsvs[0]
     else:
         meta = root / metadata
@@ -137,32 +183,53 @@ def load_fair_speech(root: str | Path, metadata: str | None = None, audio_dir: s
         raise CorpusError(f"{meta}: missing column(s) {missing}; has {list(df.columns)}")
     notes = []
     if speaker_column is None:
-        notes.append("No speaker column: the public Fair-Speech release has no speaker ids, so the WER model is "
-                     "fitted without a speaker random effect (a Poisson GLM) and bootstrap CIs resample utterances; "
-                     "they are too narrow when a speaker's utterances are correlated. Set corpus.load.speaker_column "
-                     "to a speaker id column to fit the paper's mixed model.")
+        notes.append(
+            "No speaker column: the public Fair-Speech release has no speaker ids, so the WER model is "
+            "fitted without a speaker random effect (a Poisson GLM) and bootstrap CIs resample utterances; "
+            "they are too narrow when a speaker's utterances are correlated. Set corpus.load.speaker_column "
+            "to a speaker id column to fit the paper's mixed model."
+        )
     raw = {}
     if l1_languages is not None and "first_language" in categories:
         df = df.copy()
         raw["first_language"] = df["first_language"]
         l1 = {" ".join(s.split()).casefold() for s in l1_languages}
-        level = normalise_levels(df["first_language"],
-                                 DEFAULT_UNDISCLOSED_VALUES if undisclosed_values is None else undisclosed_values)
+        level = normalise_levels(
+            df["first_language"], DEFAULT_UNDISCLOSED_VALUES if undisclosed_values is None else undisclosed_values
+        )
         df["first_language"] = level.map(lambda v: v if v == UNDISCLOSED else ("L1" if v.casefold() in l1 else "L2"))
-        notes.append(f"first_language recoded: L1 = {sorted(l1_languages)}, L2 = any other stated language; "
-                     f"a first language not given stays '{UNDISCLOSED}'.")
+        notes.append(
+            f"first_language recoded: L1 = {sorted(l1_languages)}, L2 = any other stated language; "
+            f"a first language not given stays '{UNDISCLOSED}'."
+        )
     audio = root / audio_dir
     paths = [str(audio / f"{h.strip()}.wav") for h in df["hash_name"]]
     speaker = df[speaker_column].astype(str).str.strip() if speaker_column else None
-    return _build(df, str(meta), df["hash_name"].str.strip().tolist(), paths, df["transcription"].tolist(), speaker,
-                  list(categories), notes, undisclosed_values, raw)
+    return _build(
+        df,
+        str(meta),
+        df["hash_name"].str.strip().tolist(),
+        paths,
+        df["transcription"].tolist(),
+        speaker,
+        list(categories),
+        notes,
+        undisclosed_values,
+        raw,
+    )
 
 
-def load_asr_manifest(manifest: str | Path, category_columns: list[str] | tuple[str, ...], path_column: str = "path",
-                      transcript_column: str = "transcript", id_column: str | None = None,
-                      speaker_column: str | None = None, root: str | Path | None = None,
-                      sep: str | None = None,
-                      undisclosed_values: list[str] | tuple[str, ...] | None = None) -> ASRCorpus:
+def load_asr_manifest(
+    manifest: str | Path,
+    category_columns: list[str] | tuple[str, ...],
+    path_column: str = "path",
+    transcript_column: str = "transcript",
+    id_column: str | None = None,
+    speaker_column: str | None = None,
+    root: str | Path | None = None,
+    sep: str | None = None,
+    undisclosed_values: list[str] | tuple[str, ...] | None = None,
+) -> ASRCorpus:
     """Load any CSV/TSV manifest with an audio path, a transcript and demographic columns.
 
     Relative audio paths resolve against ``root`` (default: the manifest's folder). ``id_column``
@@ -181,8 +248,22 @@ def load_asr_manifest(manifest: str | Path, category_columns: list[str] | tuple[
     paths = [str(p if Path(p).is_absolute() else base / p) for p in df[path_column].str.strip()]
     ids = df[id_column].str.strip().tolist() if id_column else df[path_column].str.strip().tolist()
     speaker = df[speaker_column].astype(str).str.strip() if speaker_column else None
-    notes = [] if speaker_column else [
-        "No speaker column given: the WER model is a Poisson GLM without a speaker random effect and "
-        "bootstrap CIs resample utterances (too narrow when a speaker's utterances are correlated)."]
-    return _build(df, str(manifest), ids, paths, df[transcript_column].tolist(), speaker, list(category_columns), notes,
-                  undisclosed_values)
+    notes = (
+        []
+        if speaker_column
+        else [
+            "No speaker column given: the WER model is a Poisson GLM without a speaker random effect and "
+            "bootstrap CIs resample utterances (too narrow when a speaker's utterances are correlated)."
+        ]
+    )
+    return _build(
+        df,
+        str(manifest),
+        ids,
+        paths,
+        df[transcript_column].tolist(),
+        speaker,
+        list(category_columns),
+        notes,
+        undisclosed_values,
+    )

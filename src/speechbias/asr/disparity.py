@@ -31,10 +31,37 @@ from speechbias.stats.glmm import bootstrap_wer_ratios, fit_poisson_glmm
 
 log = logging.getLogger(__name__)
 
-TABLE2_COLUMNS = ["category", "group", "utterances", "speakers", "ref_words", "errors", "substitutions", "deletions",
-                  "insertions", "wer", "wer_ci_low", "wer_ci_high", "compared", "status"]
-TABLE3_COLUMNS = ["category", "group_a", "group_b", "wer_ratio", "ci_low", "ci_high", "significant", "degenerate",
-                  "method", "sigma", "resampling", "n_resamples", "n_failed"]
+TABLE2_COLUMNS = [
+    "category",
+    "group",
+    "utterances",
+    "speakers",
+    "ref_words",
+    "errors",
+    "substitutions",
+    "deletions",
+    "insertions",
+    "wer",
+    "wer_ci_low",
+    "wer_ci_high",
+    "compared",
+    "status",
+]
+TABLE3_COLUMNS = [
+    "category",
+    "group_a",
+    "group_b",
+    "wer_ratio",
+    "ci_low",
+    "ci_high",
+    "significant",
+    "degenerate",
+    "method",
+    "sigma",
+    "resampling",
+    "n_resamples",
+    "n_failed",
+]
 
 
 def _speaker_or_utterance(df: pd.DataFrame, speaker_column: str | None) -> pd.Series:
@@ -43,8 +70,9 @@ def _speaker_or_utterance(df: pd.DataFrame, speaker_column: str | None) -> pd.Se
     return pd.Series(np.arange(len(df)).astype(str), index=df.index)
 
 
-def _ratio_ci(err: np.ndarray, words: np.ndarray, n_resamples: int, rng: np.random.Generator,
-              confidence: float) -> tuple[float, float]:
+def _ratio_ci(
+    err: np.ndarray, words: np.ndarray, n_resamples: int, rng: np.random.Generator, confidence: float
+) -> tuple[float, float]:
     """Percentile CI of sum(err)/sum(words) resampling the given clusters with replacement."""
     n = err.size
     est = []
@@ -58,9 +86,15 @@ def _ratio_ci(err: np.ndarray, words: np.ndarray, n_resamples: int, rng: np.rand
     return float(lo), float(hi)
 
 
-def wer_by_group(utts: pd.DataFrame, categories: list[str], speaker_column: str | None = None,
-                 n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
-                 rule: GroupRule = GroupRule()) -> pd.DataFrame:
+def wer_by_group(
+    utts: pd.DataFrame,
+    categories: list[str],
+    speaker_column: str | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    rule: GroupRule = GroupRule(),
+) -> pd.DataFrame:
     """Table 2: one row per (category, level), every level including those not compared.
 
     ``compared`` / ``status`` come from :func:`speechbias.asr.groups.level_table`. The CI is NaN
@@ -75,18 +109,30 @@ def wer_by_group(utts: pd.DataFrame, categories: list[str], speaker_column: str 
         for grp, g in utts.groupby(cat, sort=True, dropna=False):
             clusters = _speaker_or_utterance(g, speaker_column)
             per = g.groupby(clusters.values)[["errors", "ref_words"]].sum()
-            lo, hi = _ratio_ci(per["errors"].to_numpy(float), per["ref_words"].to_numpy(float), n_resamples, rng,
-                               confidence) if n_resamples > 0 and len(per) >= 2 else (np.nan, np.nan)
+            lo, hi = (
+                _ratio_ci(per["errors"].to_numpy(float), per["ref_words"].to_numpy(float), n_resamples, rng, confidence)
+                if n_resamples > 0 and len(per) >= 2
+                else (np.nan, np.nan)
+            )
             lv = levels.loc[(cat, str(grp))]
-            rows.append({
-                "category": cat, "group": str(grp), "utterances": int(len(g)),
-                "speakers": int(g[speaker_column].nunique()) if speaker_column else np.nan,
-                "ref_words": int(g["ref_words"].sum()), "errors": int(g["errors"].sum()),
-                "substitutions": int(g["substitutions"].sum()), "deletions": int(g["deletions"].sum()),
-                "insertions": int(g["insertions"].sum()),
-                "wer": float(g["errors"].sum() / g["ref_words"].sum()), "wer_ci_low": lo, "wer_ci_high": hi,
-                "compared": bool(lv["compared"]), "status": str(lv["status"]),
-            })
+            rows.append(
+                {
+                    "category": cat,
+                    "group": str(grp),
+                    "utterances": int(len(g)),
+                    "speakers": int(g[speaker_column].nunique()) if speaker_column else np.nan,
+                    "ref_words": int(g["ref_words"].sum()),
+                    "errors": int(g["errors"].sum()),
+                    "substitutions": int(g["substitutions"].sum()),
+                    "deletions": int(g["deletions"].sum()),
+                    "insertions": int(g["insertions"].sum()),
+                    "wer": float(g["errors"].sum() / g["ref_words"].sum()),
+                    "wer_ci_low": lo,
+                    "wer_ci_high": hi,
+                    "compared": bool(lv["compared"]),
+                    "status": str(lv["status"]),
+                }
+            )
     return pd.DataFrame(rows, columns=TABLE2_COLUMNS)
 
 
@@ -105,9 +151,17 @@ def relative_gaps(table2: pd.DataFrame) -> pd.DataFrame:
             continue
         lo, hi = t.loc[t["wer"].idxmin()], t.loc[t["wer"].idxmax()]
         gap = (hi["wer"] - lo["wer"]) / lo["wer"] if lo["wer"] > 0 else np.inf
-        rows.append({"category": cat, "lowest_group": lo["group"], "lowest_wer": lo["wer"],
-                     "highest_group": hi["group"], "highest_wer": hi["wer"], "relative_gap": gap,
-                     "n_groups": int(len(t))})
+        rows.append(
+            {
+                "category": cat,
+                "lowest_group": lo["group"],
+                "lowest_wer": lo["wer"],
+                "highest_group": hi["group"],
+                "highest_wer": hi["wer"],
+                "relative_gap": gap,
+                "n_groups": int(len(t)),
+            }
+        )
     return pd.DataFrame(rows, columns=GAP_COLUMNS)
 
 
@@ -135,9 +189,18 @@ class RatioAnalysis:
     fits: dict = field(default_factory=dict)  # category -> PoissonGLMMFit
 
 
-def wer_ratio_table(utts: pd.DataFrame, categories: list[str], speaker_column: str | None = None,
-                    covariates: list[str] | None = None, n_agq: int = 1, n_resamples: int = 1000, seed: int = 0,
-                    confidence: float = 0.95, rule: GroupRule = GroupRule(), n_jobs: int = 1) -> RatioAnalysis:
+def wer_ratio_table(
+    utts: pd.DataFrame,
+    categories: list[str],
+    speaker_column: str | None = None,
+    covariates: list[str] | None = None,
+    n_agq: int = 1,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    rule: GroupRule = GroupRule(),
+    n_jobs: int = 1,
+) -> RatioAnalysis:
     """Table 3: per category, the WER model over the compared levels and their pairwise WER ratios."""
     out = RatioAnalysis(table=pd.DataFrame(columns=TABLE3_COLUMNS))
     rows = []
@@ -147,15 +210,19 @@ def wer_ratio_table(utts: pd.DataFrame, categories: list[str], speaker_column: s
         lv = levels[levels["category"] == cat]
         left_out = lv[~lv["compared"]]
         if len(left_out):
-            out.notes.append(f"{cat}: level(s) left out of the gap and the WER model: "
-                             + "; ".join(f"'{r.group}' {r.status.removeprefix('not compared: ')}"
-                                         for r in left_out.itertuples()) + ".")
+            out.notes.append(
+                f"{cat}: level(s) left out of the gap and the WER model: "
+                + "; ".join(f"'{r.group}' {r.status.removeprefix('not compared: ')}" for r in left_out.itertuples())
+                + "."
+            )
         d = utts[utts[cat].astype(str).isin(compared_groups(levels, cat))]
         zero = d.groupby(cat)["errors"].sum()
         zero = sorted(zero[zero == 0].index.astype(str))
         if zero:
-            out.notes.append(f"{cat}: group(s) {zero} have no word errors at all; their WER ratio is not "
-                             "estimable (log WER = -inf); left out of the WER model.")
+            out.notes.append(
+                f"{cat}: group(s) {zero} have no word errors at all; their WER ratio is not "
+                "estimable (log WER = -inf); left out of the WER model."
+            )
             d = d[~d[cat].astype(str).isin(zero)]
         if d[cat].nunique() < 2:
             out.notes.append(f"{cat}: fewer than two groups left; no WER ratios.")
@@ -163,27 +230,56 @@ def wer_ratio_table(utts: pd.DataFrame, categories: list[str], speaker_column: s
         try:
             cov = covariate_matrix(d, covariates)
             spk = d[speaker_column].to_numpy() if speaker_column else None
-            fit = fit_poisson_glmm(d["errors"].to_numpy(), d["ref_words"].to_numpy(), d[cat].astype(str).to_numpy(),
-                                   speaker=spk, covariates=cov, n_agq=n_agq)
+            fit = fit_poisson_glmm(
+                d["errors"].to_numpy(),
+                d["ref_words"].to_numpy(),
+                d[cat].astype(str).to_numpy(),
+                speaker=spk,
+                covariates=cov,
+                n_agq=n_agq,
+            )
             if not fit.converged:
                 out.notes.append(f"{cat}: the WER model did not converge ({fit.message}); no WER ratios reported.")
                 continue
-            boot = bootstrap_wer_ratios(d["errors"].to_numpy(), d["ref_words"].to_numpy(),
-                                        d[cat].astype(str).to_numpy(), speaker=spk, covariates=cov, fit=fit,
-                                        n_resamples=n_resamples, seed=seed + k, confidence=confidence, n_agq=n_agq,
-                                        n_jobs=n_jobs)
+            boot = bootstrap_wer_ratios(
+                d["errors"].to_numpy(),
+                d["ref_words"].to_numpy(),
+                d[cat].astype(str).to_numpy(),
+                speaker=spk,
+                covariates=cov,
+                fit=fit,
+                n_resamples=n_resamples,
+                seed=seed + k,
+                confidence=confidence,
+                n_agq=n_agq,
+                n_jobs=n_jobs,
+            )
         except ValueError as exc:
             out.notes.append(f"{cat}: WER model not fitted: {exc}")
             continue
         out.fits[cat] = fit
         if boot.n_failed:
-            out.notes.append(f"{cat}: {boot.n_failed} of {boot.n_resamples} bootstrap replicates could not be "
-                             f"fitted and were dropped ({boot.failures}).")
+            out.notes.append(
+                f"{cat}: {boot.n_failed} of {boot.n_resamples} bootstrap replicates could not be "
+                f"fitted and were dropped ({boot.failures})."
+            )
         for r in boot.table.itertuples():
-            rows.append({"category": cat, "group_a": r.group_a, "group_b": r.group_b, "wer_ratio": r.ratio,
-                         "ci_low": r.ci_low, "ci_high": r.ci_high, "significant": bool(r.significant),
-                         "degenerate": bool(r.degenerate), "method": fit.method, "sigma": fit.sigma,
-                         "resampling": boot.resampling,
-                         "n_resamples": boot.n_resamples, "n_failed": boot.n_failed})
+            rows.append(
+                {
+                    "category": cat,
+                    "group_a": r.group_a,
+                    "group_b": r.group_b,
+                    "wer_ratio": r.ratio,
+                    "ci_low": r.ci_low,
+                    "ci_high": r.ci_high,
+                    "significant": bool(r.significant),
+                    "degenerate": bool(r.degenerate),
+                    "method": fit.method,
+                    "sigma": fit.sigma,
+                    "resampling": boot.resampling,
+                    "n_resamples": boot.n_resamples,
+                    "n_failed": boot.n_failed,
+                }
+            )
     out.table = pd.DataFrame(rows, columns=TABLE3_COLUMNS)
     return out

@@ -35,12 +35,15 @@ class GroupRule:
 
     def __post_init__(self):
         if self.min_utterances < 1 or self.min_speakers < 1:
-            raise ValueError(f"group minimums must be >= 1, got min_utterances={self.min_utterances}, "
-                             f"min_speakers={self.min_speakers} (set corpus.min_group)")
+            raise ValueError(
+                f"group minimums must be >= 1, got min_utterances={self.min_utterances}, "
+                f"min_speakers={self.min_speakers} (set corpus.min_group)"
+            )
 
 
-def level_table(utts: pd.DataFrame, categories: list[str], speaker_column: str | None = None,
-                rule: GroupRule = GroupRule()) -> pd.DataFrame:
+def level_table(
+    utts: pd.DataFrame, categories: list[str], speaker_column: str | None = None, rule: GroupRule = GroupRule()
+) -> pd.DataFrame:
     """LEVEL_COLUMNS: every level of every category with its counts and whether it is compared.
 
     ``speakers`` is NaN without speaker ids. ``status`` is "compared" or the reason it is not.
@@ -58,9 +61,16 @@ def level_table(utts: pd.DataFrame, categories: list[str], speaker_column: str |
                 status = f"not compared: too small ({n_spk} speaker(s) < {rule.min_speakers})"
             else:
                 status = COMPARED
-            rows.append({"category": cat, "group": str(grp), "utterances": n_utt,
-                         "speakers": float("nan") if n_spk is None else n_spk,
-                         "compared": status == COMPARED, "status": status})
+            rows.append(
+                {
+                    "category": cat,
+                    "group": str(grp),
+                    "utterances": n_utt,
+                    "speakers": float("nan") if n_spk is None else n_spk,
+                    "compared": status == COMPARED,
+                    "status": status,
+                }
+            )
     return pd.DataFrame(rows, columns=LEVEL_COLUMNS)
 
 

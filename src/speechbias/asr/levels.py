@@ -15,9 +15,27 @@ import pandas as pd
 UNDISCLOSED = "undisclosed"
 # compared after case folding, whitespace collapsing and stripping a trailing full stop
 DEFAULT_UNDISCLOSED_VALUES = (
-    "", "nan", "na", "n/a", "none", "null", "unknown", "not specified", "not provided", "not applicable",
-    "prefer not to say", "prefer not to answer", "prefer not to disclose", "prefer not to state",
-    "rather not say", "decline to answer", "decline to state", "declined", "no answer", "-", UNDISCLOSED,
+    "",
+    "nan",
+    "na",
+    "n/a",
+    "none",
+    "null",
+    "unknown",
+    "not specified",
+    "not provided",
+    "not applicable",
+    "prefer not to say",
+    "prefer not to answer",
+    "prefer not to disclose",
+    "prefer not to state",
+    "rather not say",
+    "decline to answer",
+    "decline to state",
+    "declined",
+    "no answer",
+    "-",
+    UNDISCLOSED,
 )
 SPELLING_COLUMNS = ["level", "raw_value", "rows"]
 
@@ -55,5 +73,9 @@ def spelling_table(levels: pd.Series, raw: pd.Series) -> pd.DataFrame:
     """SPELLING_COLUMNS: how many rows of each raw value (shown with repr when not a string) became each level."""
     shown = raw.map(lambda v: v if isinstance(v, str) else repr(v))
     counts = pd.DataFrame({"level": levels.to_numpy(), "raw_value": shown.to_numpy()}).value_counts(sort=False)
-    return (counts.rename("rows").reset_index().sort_values(["level", "raw_value"], kind="stable")
-            .reset_index(drop=True)[SPELLING_COLUMNS])
+    return (
+        counts.rename("rows")
+        .reset_index()
+        .sort_values(["level", "raw_value"], kind="stable")
+        .reset_index(drop=True)[SPELLING_COLUMNS]
+    )

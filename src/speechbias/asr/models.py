@@ -20,8 +20,13 @@ from pathlib import Path
 import numpy as np
 
 from speechbias.fileio.audio import SAMPLE_RATE
-from speechbias.model_loading import (FingerprintedModel, MissingWeightsError, load_pretrained, local_weights_digest,
-                                      resolve_device)
+from speechbias.model_loading import (
+    FingerprintedModel,
+    MissingWeightsError,
+    load_pretrained,
+    local_weights_digest,
+    resolve_device,
+)
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +34,12 @@ WHISPER_WINDOW_SAMPLES = 30 * SAMPLE_RATE
 
 
 # what a local checkpoint folder needs for ASR: (what, any one of these file sets)
-WEIGHT_FILES = (("model.safetensors",), ("model.safetensors.index.json",), ("pytorch_model.bin",),
-                ("pytorch_model.bin.index.json",))
+WEIGHT_FILES = (
+    ("model.safetensors",),
+    ("model.safetensors.index.json",),
+    ("pytorch_model.bin",),
+    ("pytorch_model.bin.index.json",),
+)
 FEATURE_EXTRACTOR_FILES = (("preprocessor_config.json",), ("processor_config.json",))
 COMMON_FILES = {"config": (("config.json",),), "weights": WEIGHT_FILES, "feature extractor": FEATURE_EXTRACTOR_FILES}
 # generation_config.json keys Whisper's generate() needs for language/task (else "generation config is outdated")
@@ -46,8 +55,9 @@ def _missing(folder: Path, needs: dict[str, tuple[tuple[str, ...], ...]]) -> lis
     return out
 
 
-def missing_checkpoint_files(folder: str | Path, needs: dict[str, tuple[tuple[str, ...], ...]],
-                             generation_keys: tuple[str, ...] = ()) -> list[str]:
+def missing_checkpoint_files(
+    folder: str | Path, needs: dict[str, tuple[tuple[str, ...], ...]], generation_keys: tuple[str, ...] = ()
+) -> list[str]:
     """The files (and generation_config.json keys) a local ASR checkpoint lacks; empty when complete."""
     folder = Path(folder)
     missing = _missing(folder, {**COMMON_FILES, **needs})
@@ -75,8 +85,15 @@ class Transcriber(FingerprintedModel, ABC):
     generation_keys: tuple[str, ...] = ()
     base_model_hint: str = ""
 
-    def __init__(self, model_id: str, revision: str | None = None, name: str | None = None, batch_size: int = 8,
-                 device: str = "auto", dtype: str = "float32"):
+    def __init__(
+        self,
+        model_id: str,
+        revision: str | None = None,
+        name: str | None = None,
+        batch_size: int = 8,
+        device: str = "auto",
+        dtype: str = "float32",
+    ):
         if not model_id:
             raise ValueError("model_id is empty: give a hub id (e.g. openai/whisper-small) or a local folder")
         if int(batch_size) < 1:
@@ -96,8 +113,13 @@ class Transcriber(FingerprintedModel, ABC):
         return {}
 
     def fingerprint_fields(self) -> dict:
-        fields = {"family": self.family, "model_id": self.model_id, "revision": self.revision,
-                  "dtype": self.dtype_name, **self.decoding_fields()}
+        fields = {
+            "family": self.family,
+            "model_id": self.model_id,
+            "revision": self.revision,
+            "dtype": self.dtype_name,
+            **self.decoding_fields(),
+        }
         local = Path(self.model_id)
         if local.is_dir():
             if self._weights_digest is None:
@@ -120,7 +142,8 @@ class Transcriber(FingerprintedModel, ABC):
             raise MissingWeightsError(
                 f"model_id {self.model_id}: the local {self.family} checkpoint lacks what ASR needs: "
                 f"{'; '.join(missing)}. Copy them from the model it was fine-tuned from{self.base_model_hint} "
-                f"into that folder, or save them with the processor (processor.save_pretrained)")
+                f"into that folder, or save them with the processor (processor.save_pretrained)"
+            )
 
     def load(self) -> None:
         if self._model is None:
@@ -137,8 +160,7 @@ class Transcriber(FingerprintedModel, ABC):
         """Return (processor, model)."""
 
     @abstractmethod
-    def _transcribe_batch(self, wavs: list[np.ndarray]) -> list[str]:
-        ...
+    def _transcribe_batch(self, wavs: list[np.ndarray]) -> list[str]: ...
 
     def transcribe(self, wavs: list[np.ndarray]) -> list[str]:
         """Transcribe 16 kHz mono float32 waveforms; one string per input, in order."""
@@ -162,13 +184,24 @@ class WhisperTranscriber(Transcriber):
     family = "whisper"
     needs = {"tokenizer": (("tokenizer.json",), ("vocab.json", "merges.txt"))}
     generation_keys = WHISPER_GENERATION_KEYS
-    base_model_hint = (" (e.g. `huggingface-cli download openai/whisper-small generation_config.json "
-                       "tokenizer.json tokenizer_config.json --local-dir <folder>`)")
+    base_model_hint = (
+        " (e.g. `huggingface-cli download openai/whisper-small generation_config.json "
+        "tokenizer.json tokenizer_config.json --local-dir <folder>`)"
+    )
 
-    def __init__(self, model_id: str = "openai/whisper-small", revision: str | None = None, name: str | None = None,
-                 language: str = "en", task: str = "transcribe", num_beams: int = 1,
-                 max_new_tokens: int | None = None, batch_size: int = 8, device: str = "auto",
-                 dtype: str = "float32"):
+    def __init__(
+        self,
+        model_id: str = "openai/whisper-small",
+        revision: str | None = None,
+        name: str | None = None,
+        language: str = "en",
+        task: str = "transcribe",
+        num_beams: int = 1,
+        max_new_tokens: int | None = None,
+        batch_size: int = 8,
+        device: str = "auto",
+        dtype: str = "float32",
+    ):
         super().__init__(model_id, revision, name, batch_size, device, dtype)
         if int(num_beams) < 1:
             raise ValueError(f"num_beams must be >= 1, got {num_beams}")
@@ -177,20 +210,25 @@ class WhisperTranscriber(Transcriber):
         self.max_new_tokens = None if max_new_tokens is None else int(max_new_tokens)
 
     def decoding_fields(self) -> dict:
-        return {"language": self.language, "task": self.task, "num_beams": self.num_beams,
-                "max_new_tokens": self.max_new_tokens, "long_form": "sequential-timestamps"}
+        return {
+            "language": self.language,
+            "task": self.task,
+            "num_beams": self.num_beams,
+            "max_new_tokens": self.max_new_tokens,
+            "long_form": "sequential-timestamps",
+        }
 
     def _load(self, dtype):
         from transformers import WhisperForConditionalGeneration, WhisperProcessor
 
         processor = load_pretrained(WhisperProcessor.from_pretrained, self.model_id, self.revision, what="processor")
-        model = load_pretrained(WhisperForConditionalGeneration.from_pretrained, self.model_id, self.revision,
-                                what="model", dtype=dtype)
+        model = load_pretrained(
+            WhisperForConditionalGeneration.from_pretrained, self.model_id, self.revision, what="model", dtype=dtype
+        )
         return processor, model
 
     def _generate(self, features, attention_mask=None, long_form=False):
-        kwargs = dict(language=self.language, task=self.task, num_beams=self.num_beams,
-                      return_dict_in_generate=True)
+        kwargs = dict(language=self.language, task=self.task, num_beams=self.num_beams, return_dict_in_generate=True)
         if self.max_new_tokens is not None:
             kwargs["max_new_tokens"] = self.max_new_tokens
         if long_form:
@@ -204,17 +242,24 @@ class WhisperTranscriber(Transcriber):
         out: list[str | None] = [None] * len(wavs)
         short = [i for i, w in enumerate(wavs) if w.shape[0] <= WHISPER_WINDOW_SAMPLES]
         for start in range(0, len(short), self.batch_size):
-            idx = short[start:start + self.batch_size]
+            idx = short[start : start + self.batch_size]
             feats = self._processor([wavs[i] for i in idx], sampling_rate=SAMPLE_RATE, return_tensors="pt")
             texts = self._generate(feats.input_features.to(self.device, dtype))
             for i, t in zip(idx, texts):
                 out[i] = t
         for i, w in enumerate(wavs):
             if out[i] is None:
-                feats = self._processor([w], sampling_rate=SAMPLE_RATE, return_tensors="pt", truncation=False,
-                                        padding="longest", return_attention_mask=True)
-                out[i] = self._generate(feats.input_features.to(self.device, dtype),
-                                        feats.attention_mask.to(self.device), long_form=True)[0]
+                feats = self._processor(
+                    [w],
+                    sampling_rate=SAMPLE_RATE,
+                    return_tensors="pt",
+                    truncation=False,
+                    padding="longest",
+                    return_attention_mask=True,
+                )
+                out[i] = self._generate(
+                    feats.input_features.to(self.device, dtype), feats.attention_mask.to(self.device), long_form=True
+                )[0]
         return out
 
 
@@ -248,16 +293,18 @@ class CTCTranscriber(Transcriber):
         from transformers import AutoModelForCTC, AutoProcessor
 
         processor = load_pretrained(AutoProcessor.from_pretrained, self.model_id, self.revision, what="processor")
-        model = load_pretrained(AutoModelForCTC.from_pretrained, self.model_id, self.revision, what="model",
-                                dtype=dtype)
+        model = load_pretrained(
+            AutoModelForCTC.from_pretrained, self.model_id, self.revision, what="model", dtype=dtype
+        )
         return processor, model
 
     @property
     def pad_invariant(self) -> bool:
         self.load()
         fe = getattr(self._processor, "feature_extractor", self._processor)
-        return (getattr(self._model.config, "feat_extract_norm", "layer") == "layer"
-                and bool(getattr(fe, "return_attention_mask", False)))
+        return getattr(self._model.config, "feat_extract_norm", "layer") == "layer" and bool(
+            getattr(fe, "return_attention_mask", False)
+        )
 
     def _transcribe_batch(self, wavs):
         import torch
@@ -266,9 +313,10 @@ class CTCTranscriber(Transcriber):
         step = self.batch_size if self.pad_invariant else 1
         out: list[str] = []
         for start in range(0, len(wavs), step):
-            chunk = wavs[start:start + step]
-            inputs = self._processor(chunk, sampling_rate=SAMPLE_RATE, return_tensors="pt", padding=True,
-                                     return_attention_mask=step > 1)
+            chunk = wavs[start : start + step]
+            inputs = self._processor(
+                chunk, sampling_rate=SAMPLE_RATE, return_tensors="pt", padding=True, return_attention_mask=step > 1
+            )
             kwargs = {}
             if step > 1:
                 kwargs["attention_mask"] = inputs.attention_mask.to(self.device)
@@ -295,13 +343,15 @@ def tiny_random_whisper(cache_dir: str | Path, seed: int = 0, demo: bool = True,
     return WhisperTranscriber(model_id=str(folder), **kwargs)
 
 
-def tiny_random_ctc(cache_dir: str | Path, family: str = "wav2vec2", seed: int = 0, demo: bool = True,
-                    **kwargs) -> CTCTranscriber:
+def tiny_random_ctc(
+    cache_dir: str | Path, family: str = "wav2vec2", seed: int = 0, demo: bool = True, **kwargs
+) -> CTCTranscriber:
     """A CTCTranscriber over a tiny random wav2vec2/HuBERT CTC model saved under ``cache_dir``.
     ``demo``: as in :func:`tiny_random_whisper`."""
     from speechbias.asr.tiny_models import CTC_LAYOUT, build_tiny_ctc
 
-    folder = build_tiny_ctc(Path(cache_dir) / "tiny_models" / f"{family}_ctc_{CTC_LAYOUT}_seed{seed}", family=family,
-                            seed=seed)
+    folder = build_tiny_ctc(
+        Path(cache_dir) / "tiny_models" / f"{family}_ctc_{CTC_LAYOUT}_seed{seed}", family=family, seed=seed
+    )
     kwargs.setdefault("name", f"tiny_random_{family}_ctc")
     return CTCTranscriber(model_id=str(folder), **kwargs)

@@ -28,6 +28,7 @@ def make_normalizer(kind: str = "whisper_english") -> Callable[[str], str]:
 
         norm = BasicTextNormalizer()
     elif kind == "none":
+
         def norm(text: str) -> str:
             return text
     else:
@@ -65,12 +66,23 @@ def error_counts(references: Sequence[str], hypotheses: Sequence[str]) -> pd.Dat
             s, d, ins, h = c["substitute"], c["delete"], c["insert"], c["equal"]
         else:
             s, d, ins, h = 0, 0, hyp_words, 0
-        rows.append({"ref_words": h + s + d, "hyp_words": hyp_words, "substitutions": s, "deletions": d,
-                     "insertions": ins, "hits": h, "errors": s + d + ins})
+        rows.append(
+            {
+                "ref_words": h + s + d,
+                "hyp_words": hyp_words,
+                "substitutions": s,
+                "deletions": d,
+                "insertions": ins,
+                "hits": h,
+                "errors": s + d + ins,
+            }
+        )
     return pd.DataFrame(rows, columns=list(COUNT_COLUMNS))
 
 
-def score_utterances(references: Sequence[str], hypotheses: Sequence[str], normalizer: str = "whisper_english") -> pd.DataFrame:
+def score_utterances(
+    references: Sequence[str], hypotheses: Sequence[str], normalizer: str = "whisper_english"
+) -> pd.DataFrame:
     """Normalise both sides and count errors: columns reference_norm, hypothesis_norm + COUNT_COLUMNS."""
     norm = make_normalizer(normalizer)
     refs = [norm(r) for r in references]

@@ -39,8 +39,14 @@ def in_shard(utterance_id: str, shard_index: int, shard_count: int) -> bool:
     return zlib.crc32(str(utterance_id).encode()) % shard_count == shard_index
 
 
-def transcribe_corpus(utterances: pd.DataFrame, transcriber: Transcriber, cache: HypothesisCache,
-                      shard_index: int = 0, shard_count: int = 1, progress: bool = True) -> TranscriptionResult:
+def transcribe_corpus(
+    utterances: pd.DataFrame,
+    transcriber: Transcriber,
+    cache: HypothesisCache,
+    shard_index: int = 0,
+    shard_count: int = 1,
+    progress: bool = True,
+) -> TranscriptionResult:
     """Hypotheses for ``utterances`` (columns utterance_id, path), from the cache or the model."""
     if shard_count < 1 or not 0 <= shard_index < shard_count:
         raise ValueError(f"need 0 <= shard_index < shard_count, got shard {shard_index} of {shard_count}")
@@ -61,8 +67,12 @@ def transcribe_corpus(utterances: pd.DataFrame, transcriber: Transcriber, cache:
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    columns = (TextColumn(f"[bold]transcribing ({transcriber.name})"), BarColumn(), MofNCompleteColumn(),
-               TimeRemainingColumn())
+    columns = (
+        TextColumn(f"[bold]transcribing ({transcriber.name})"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, disable=not progress, transient=False) as bar:
         task = bar.add_task("asr", total=len(utterances))
         for uid, path in zip(utterances["utterance_id"], utterances["path"]):
@@ -86,11 +96,14 @@ def transcribe_corpus(utterances: pd.DataFrame, transcriber: Transcriber, cache:
                 flush()
         flush()
     if failed:
-        log.warning("%d utterance(s) with unusable audio, e.g. %s: %s", len(failed), failed[0]["path"],
-                    failed[0]["reason"])
+        log.warning(
+            "%d utterance(s) with unusable audio, e.g. %s: %s", len(failed), failed[0]["path"], failed[0]["reason"]
+        )
     log.info("hypotheses: %d from cache, %d transcribed, %d in other shards", n_cached, n_new, n_other)
     return TranscriptionResult(
         hypotheses=pd.DataFrame(rows, columns=["utterance_id", "audio_sha256", "hypothesis"]),
         failed=pd.DataFrame(failed, columns=["utterance_id", "path", "reason"]),
-        n_cached=n_cached, n_transcribed=n_new, n_skipped_other_shards=n_other,
+        n_cached=n_cached,
+        n_transcribed=n_new,
+        n_skipped_other_shards=n_other,
     )

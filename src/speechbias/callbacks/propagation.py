@@ -36,8 +36,13 @@ import torch
 from speechbias.aggregation import Aggregation
 from speechbias.features.cache import FeatureCache
 from speechbias.features.cached_statistics import StackedStatistics, load_statistics
-from speechbias.report.propagation_figures import (dev_curve_figure, layer_weights_figure,
-                                                    layer_weights_markdown, predictions_figure, training_notes)
+from speechbias.report.propagation_figures import (
+    dev_curve_figure,
+    layer_weights_figure,
+    layer_weights_markdown,
+    predictions_figure,
+    training_notes,
+)
 from speechbias.report.run_writer import RunWriter, markdown_table
 from speechbias.roles import split_roles
 from speechbias.ser.module import metric_key
@@ -81,9 +86,16 @@ class PropagationCallback(pl.Callback):
         speat_results: optional SpEAT results.csv to read d from (falls back to computing it).
     """
 
-    def __init__(self, tests: list[PropagationTest], cache: FeatureCache, fingerprint: str,
-                 writer: RunWriter, run_info: dict, aggregation: Aggregation | None = None,
-                 speat_results: str | Path | None = None):
+    def __init__(
+        self,
+        tests: list[PropagationTest],
+        cache: FeatureCache,
+        fingerprint: str,
+        writer: RunWriter,
+        run_info: dict,
+        aggregation: Aggregation | None = None,
+        speat_results: str | Path | None = None,
+    ):
         self.tests = list(tests)
         self.cache = cache
         self.fingerprint = fingerprint
@@ -114,15 +126,20 @@ class PropagationCallback(pl.Callback):
             predictions.append(preds)
         results_df = pd.DataFrame(results)
         predictions_df = pd.concat(predictions, ignore_index=True)
-        layers_df = pd.concat([pd.DataFrame({"lr": lr, "layer": np.arange(h.num_layers),
-                                             "weight": h.layer_weights().detach().numpy()})
-                               for lr, h in zip(lrs, heads)], ignore_index=True)
+        layers_df = pd.concat(
+            [
+                pd.DataFrame({"lr": lr, "layer": np.arange(h.num_layers), "weight": h.layer_weights().detach().numpy()})
+                for lr, h in zip(lrs, heads)
+            ],
+            ignore_index=True,
+        )
         curve_df = pd.DataFrame(module.dev_history, columns=["step", "epoch", "lr", "mse", "r2", "n_dev"])
         best = pd.DataFrame([_best_dev(b) | {"lr": lr} for lr, b in zip(lrs, module.best)])
         results_df = results_df.merge(best, on="lr", how="left")
         pooled_df = pooled_table(results_df, predictions_df) if len(lrs) > 1 else pd.DataFrame()
-        write_propagation_outputs(self.writer, results_df, predictions_df, layers_df, curve_df,
-                                  self.run_info, pooled=pooled_df)
+        write_propagation_outputs(
+            self.writer, results_df, predictions_df, layers_df, curve_df, self.run_info, pooled=pooled_df
+        )
         return summary_metrics(results_df, pooled_df)
 
     def _one_test(self, module, heads, lrs: list[float], test: PropagationTest) -> tuple[list[dict], pd.DataFrame]:
@@ -137,14 +154,26 @@ class PropagationCallback(pl.Callback):
         for lr, p in zip(lrs, pred):
             pred_x, pred_y = p[roles[target] == "X"], p[roles[target] == "Y"]
             res = cohens_d(pred_x, pred_y)
-            rows.append({**self.run_info, "lr": lr, "test": test.name, "n_x": int(pred_x.size),
-                         "n_y": int(pred_y.size), "mean_pred_x": float(pred_x.mean()),
-                         "mean_pred_y": float(pred_y.mean()), "cohens_d": res.d,
-                         "cohens_d_ci_low": res.ci_low, "cohens_d_ci_high": res.ci_high,
-                         "speat_d": speat_d, "speat_aggregation": self.aggregation.name,
-                         "speat_source": speat_source, "sign_agrees": _agrees(res.d, speat_d),
-                         "x_label": getattr(test.bias_test, "x_label", "X"),
-                         "y_label": getattr(test.bias_test, "y_label", "Y")})
+            rows.append(
+                {
+                    **self.run_info,
+                    "lr": lr,
+                    "test": test.name,
+                    "n_x": int(pred_x.size),
+                    "n_y": int(pred_y.size),
+                    "mean_pred_x": float(pred_x.mean()),
+                    "mean_pred_y": float(pred_y.mean()),
+                    "cohens_d": res.d,
+                    "cohens_d_ci_low": res.ci_low,
+                    "cohens_d_ci_high": res.ci_high,
+                    "speat_d": speat_d,
+                    "speat_aggregation": self.aggregation.name,
+                    "speat_source": speat_source,
+                    "sign_agrees": _agrees(res.d, speat_d),
+                    "x_label": getattr(test.bias_test, "x_label", "X"),
+                    "y_label": getattr(test.bias_test, "y_label", "Y"),
+                }
+            )
             preds = m.loc[target, keep].reset_index(drop=True)
             preds.insert(0, "test", test.name)
             for k, v in reversed(list({**self.run_info, "lr": lr}.items())):
@@ -158,8 +187,12 @@ class PropagationCallback(pl.Callback):
             d = speat_d_from_results(self.speat_results, test.name, self.fingerprint, self.aggregation.name)
             if d is not None:
                 return d, str(self.speat_results)
-            log.warning("%s has no SpEAT d for %s / %s; computing it from the cache", self.speat_results,
-                        test.name, self.aggregation.name)
+            log.warning(
+                "%s has no SpEAT d for %s / %s; computing it from the cache",
+                self.speat_results,
+                test.name,
+                self.aggregation.name,
+            )
         emb = self.aggregation(stats.stat(self.aggregation.temporal))
         parts = split_roles(emb, roles)
         return float(effect_size(parts["X"], parts["Y"], parts["A"], parts["B"])), "computed"
@@ -211,9 +244,15 @@ def summary_metrics(results: pd.DataFrame, pooled: pd.DataFrame | None = None) -
 
 
 # -- outputs ---------------------------------------------------------------------------------
-def write_propagation_outputs(writer: RunWriter, results: pd.DataFrame, predictions: pd.DataFrame,
-                              layers: pd.DataFrame, curve: pd.DataFrame, run_info: dict,
-                              pooled: pd.DataFrame | None = None) -> None:
+def write_propagation_outputs(
+    writer: RunWriter,
+    results: pd.DataFrame,
+    predictions: pd.DataFrame,
+    layers: pd.DataFrame,
+    curve: pd.DataFrame,
+    run_info: dict,
+    pooled: pd.DataFrame | None = None,
+) -> None:
     """Record the dev curve and the summary metrics for the tracker, then write predictions.csv,
     layer_weights.csv, dev_curve.csv, pooled.csv (several heads), figures, results.csv/json (last
     of the results: its presence marks the run as complete) and report.md. The writer's caveat (a
@@ -231,10 +270,14 @@ def write_propagation_outputs(writer: RunWriter, results: pd.DataFrame, predicti
     writer.figure("layer_weights", layer_weights_figure(layers), tracker_key="ser/layer_weights")
     for test, g in predictions.groupby("test", sort=False):
         rows = results.loc[results["test"] == test]
-        d = float(pooled.loc[pooled["test"] == test, "cohens_d"].iloc[0]) if not pooled.empty \
+        d = (
+            float(pooled.loc[pooled["test"] == test, "cohens_d"].iloc[0])
+            if not pooled.empty
             else float(rows["cohens_d"].iloc[0])
-        writer.figure(f"propagation_{test}", predictions_figure(g, rows.iloc[0], d),
-                      tracker_key=f"propagation/{test}/predictions")
+        )
+        writer.figure(
+            f"propagation_{test}", predictions_figure(g, rows.iloc[0], d), tracker_key=f"propagation/{test}/predictions"
+        )
     writer.table("results", results, tracker_key="propagation/results")
     sections = report_sections(results, pooled, layers, run_info)
     notes = training_notes(curve, predictions)  # not converged, predictions outside the rating scale
@@ -280,37 +323,92 @@ def report_title(results: pd.DataFrame, run_info: dict) -> str:
     return f"SER bias propagation: {run_info.get('upstream', '')} / lr={','.join(lr_label(v) for v in lrs)}"
 
 
-def report_sections(results: pd.DataFrame, pooled: pd.DataFrame, layers: pd.DataFrame,
-                    run_info: dict) -> list[tuple[str, str]]:
+def report_sections(
+    results: pd.DataFrame, pooled: pd.DataFrame, layers: pd.DataFrame, run_info: dict
+) -> list[tuple[str, str]]:
     """The (heading, markdown) sections of report.md (the writer puts a demo run's caveat first)."""
-    cols = ["test", "lr", "n_x", "n_y", "mean_pred_x", "mean_pred_y", "cohens_d", "cohens_d_ci_low",
-            "cohens_d_ci_high", "speat_d", "sign_agrees"]
+    cols = [
+        "test",
+        "lr",
+        "n_x",
+        "n_y",
+        "mean_pred_x",
+        "mean_pred_y",
+        "cohens_d",
+        "cohens_d_ci_low",
+        "cohens_d_ci_high",
+        "speat_d",
+        "sign_agrees",
+    ]
     first = results.iloc[0]
     lrs = list(dict.fromkeys(results["lr"]))
     sections = []
     if not pooled.empty:
-        sections.append((f"Bias propagation, {len(lrs)} heads pooled (the SpEAT paper's figure)", markdown_table(
-            pooled[["test", "n_heads", "n_x", "n_y", "mean_x", "mean_y", "cohens_d", "ci_low", "ci_high",
-                    "speat_d", "sign_agrees"]])))
+        sections.append(
+            (
+                f"Bias propagation, {len(lrs)} heads pooled (the SpEAT paper's figure)",
+                markdown_table(
+                    pooled[
+                        [
+                            "test",
+                            "n_heads",
+                            "n_x",
+                            "n_y",
+                            "mean_x",
+                            "mean_y",
+                            "cohens_d",
+                            "ci_low",
+                            "ci_high",
+                            "speat_d",
+                            "sign_agrees",
+                        ]
+                    ]
+                ),
+            )
+        )
     sections.append(("Bias propagation" + (" per head" if len(lrs) > 1 else ""), markdown_table(results[cols])))
-    sections.append(("How to read it", (
-        "Cohen's d (pooled SD, ddof = 1) compares the head's predicted valence of the X clips with the Y "
-        "clips: d > 0 means X is predicted more positive. `speat_d` is the SpEAT effect size of the same "
-        f"upstream and test ({first['speat_aggregation']}); d > 0 there means X is closer to pleasant than Y. "
-        "`sign_agrees` says whether the intrinsic bias points the same way as the downstream one. "
-        "Each head predicts with its weights of lowest dev MSE."
-        + (" Pooled: every head's predictions of X against every head's predictions of Y." if len(lrs) > 1
-           else ""))))
+    sections.append(
+        (
+            "How to read it",
+            (
+                "Cohen's d (pooled SD, ddof = 1) compares the head's predicted valence of the X clips with the Y "
+                "clips: d > 0 means X is predicted more positive. `speat_d` is the SpEAT effect size of the same "
+                f"upstream and test ({first['speat_aggregation']}); d > 0 there means X is closer to pleasant than Y. "
+                "`sign_agrees` says whether the intrinsic bias points the same way as the downstream one. "
+                "Each head predicts with its weights of lowest dev MSE."
+                + (
+                    " Pooled: every head's predictions of X against every head's predictions of Y."
+                    if len(lrs) > 1
+                    else ""
+                )
+            ),
+        )
+    )
     heads = results.groupby("lr", sort=False).first().reset_index()
-    sections.append(("Valence head" + ("s" if len(lrs) > 1 else ""), markdown_table(pd.DataFrame({
-        "upstream": run_info.get("upstream"), "lr": heads["lr"], "ser_data": run_info.get("ser_data"),
-        "best_step": heads["best_step"].astype(int), "dev_mse": heads["best_dev_mse"],
-        "dev_r2": heads["best_dev_r2"]})) + "\n\nDev MSE and R² are on the original rating scale.\n\n"
-        "![dev R2](dev_r2.png)"))
+    sections.append(
+        (
+            "Valence head" + ("s" if len(lrs) > 1 else ""),
+            markdown_table(
+                pd.DataFrame(
+                    {
+                        "upstream": run_info.get("upstream"),
+                        "lr": heads["lr"],
+                        "ser_data": run_info.get("ser_data"),
+                        "best_step": heads["best_step"].astype(int),
+                        "dev_mse": heads["best_dev_mse"],
+                        "dev_r2": heads["best_dev_r2"],
+                    }
+                )
+            )
+            + "\n\nDev MSE and R² are on the original rating scale.\n\n"
+            "![dev R2](dev_r2.png)",
+        )
+    )
     wide = layers.pivot(index="layer", columns="lr", values="weight")[list(dict.fromkeys(layers["lr"]))]
     wide = wide.reset_index()
     wide.columns = ["layer"] + [f"weight lr={lr_label(c)}" for c in wide.columns[1:]]
     sections.append(("Layer weights", layer_weights_markdown(layers) + "\n\n" + markdown_table(wide)))
-    sections.append(("Predicted valence by group", "\n\n".join(
-        f"![{t}](propagation_{t}.png)" for t in results["test"].unique())))
+    sections.append(
+        ("Predicted valence by group", "\n\n".join(f"![{t}](propagation_{t}.png)" for t in results["test"].unique()))
+    )
     return sections

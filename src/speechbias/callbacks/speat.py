@@ -41,14 +41,26 @@ class SpeatCallback(pl.Callback):
     a ``ddp_spawn`` run).
     """
 
-    def __init__(self, bias_test, manifest: pd.DataFrame, aggregation: Aggregation, cache: FeatureCache,
-                 fingerprint: str, writer: RunWriter, run_info: dict, settings: SpeatSettings | None = None,
-                 seed: int = 0, layer_convention: str | None = None, runs_per_process: int = 1):
+    def __init__(
+        self,
+        bias_test,
+        manifest: pd.DataFrame,
+        aggregation: Aggregation,
+        cache: FeatureCache,
+        fingerprint: str,
+        writer: RunWriter,
+        run_info: dict,
+        settings: SpeatSettings | None = None,
+        seed: int = 0,
+        layer_convention: str | None = None,
+        runs_per_process: int = 1,
+    ):
         self.manifest = manifest
         self.cache = cache
         self.fingerprint = fingerprint
-        self.results = SpeatResults(bias_test, manifest, aggregation, writer, run_info, settings, seed,
-                                    layer_convention, runs_per_process)
+        self.results = SpeatResults(
+            bias_test, manifest, aggregation, writer, run_info, settings, seed, layer_convention, runs_per_process
+        )
         self.summary: dict | None = None
 
     def on_predict_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -65,4 +77,3 @@ class SpeatCallback(pl.Callback):
     def compute(self, statistics: StackedStatistics) -> dict:
         """The result row of ``statistics`` (in the manifest's order), its files written."""
         return self.results.compute(statistics)
-

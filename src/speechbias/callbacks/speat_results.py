@@ -33,8 +33,7 @@ def speat_by_layer(per_layer: np.ndarray, roles: np.ndarray, n_permutations: int
     for layer in range(per_layer.shape[1]):
         parts = split_roles(per_layer[:, layer, :], roles)
         res = stats.speat(parts["X"], parts["Y"], parts["A"], parts["B"], n_permutations=n_permutations, seed=seed)
-        rows.append({"layer": layer, "d": res.d, "p": res.p, "n_permutations": res.n_permutations,
-                     "exact": res.exact})
+        rows.append({"layer": layer, "d": res.d, "p": res.p, "n_permutations": res.n_permutations, "exact": res.exact})
     return pd.DataFrame(rows)
 
 
@@ -50,9 +49,18 @@ class SpeatResults:
     kernels from its first test and one test stays on numpy. It changes no number.
     """
 
-    def __init__(self, bias_test, manifest: pd.DataFrame, aggregation: Aggregation, writer: RunWriter,
-                 run_info: dict, settings: SpeatSettings | None = None, seed: int = 0,
-                 layer_convention: str | None = None, runs_per_process: int = 1):
+    def __init__(
+        self,
+        bias_test,
+        manifest: pd.DataFrame,
+        aggregation: Aggregation,
+        writer: RunWriter,
+        run_info: dict,
+        settings: SpeatSettings | None = None,
+        seed: int = 0,
+        layer_convention: str | None = None,
+        runs_per_process: int = 1,
+    ):
         self.bias_test = bias_test
         self.manifest = manifest
         self.aggregation = aggregation
@@ -69,10 +77,13 @@ class SpeatResults:
         emb = self.aggregation(per_layer)
         parts = split_roles(emb, roles)
         design = self.bias_test.resampling if self.settings.se_curve else "iid"
-        plan_draws(self.runs_per_process * self.settings.planned_draws(
-            len(parts["X"]), len(parts["Y"]), per_layer.shape[1], design))
-        res = stats.speat(parts["X"], parts["Y"], parts["A"], parts["B"],
-                          n_permutations=self.settings.n_permutations, seed=self.seed)
+        plan_draws(
+            self.runs_per_process
+            * self.settings.planned_draws(len(parts["X"]), len(parts["Y"]), per_layer.shape[1], design)
+        )
+        res = stats.speat(
+            parts["X"], parts["Y"], parts["A"], parts["B"], n_permutations=self.settings.n_permutations, seed=self.seed
+        )
         test = self.bias_test.name
         row = {
             **self.run_info,
@@ -109,8 +120,9 @@ class SpeatResults:
             se.insert(0, "test", test)
             if "upstream" in self.run_info:
                 se.insert(0, "upstream", self.run_info["upstream"])
-        speat_report.write_speat_outputs(self.writer, row, layers, se, self.bias_test,
-                                         layer_convention=self.layer_convention)
+        speat_report.write_speat_outputs(
+            self.writer, row, layers, se, self.bias_test, layer_convention=self.layer_convention
+        )
         return row
 
     def _se_curve(self, emb: np.ndarray) -> tuple[pd.DataFrame, dict]:
@@ -118,14 +130,18 @@ class SpeatResults:
         m = self.manifest
         parts = split_roles(emb, m["role"].to_numpy())
         res = stats.bootstrap_se(
-            X=parts["X"], Y=parts["Y"], A=parts["A"], B=parts["B"],
-            design=self.bias_test.resampling, n_resamples=self.settings.n_resamples, seed=self.seed,
+            X=parts["X"],
+            Y=parts["Y"],
+            A=parts["A"],
+            B=parts["B"],
+            design=self.bias_test.resampling,
+            n_resamples=self.settings.n_resamples,
+            seed=self.seed,
             **_design_ids(m, self.bias_test.resampling),
         )
         curve = pd.DataFrame({"n": res.sizes, "se": res.se, "n_valid": res.n_valid})
         curve["design"], curve["n_resamples"], curve["seed"] = res.design, res.n_resamples, res.seed
-        return curve, {"ci_low": res.ci_low, "ci_high": res.ci_high, "ci_level": res.ci_level,
-                       "se_design": res.design}
+        return curve, {"ci_low": res.ci_low, "ci_high": res.ci_high, "ci_level": res.ci_level, "se_design": res.design}
 
 
 def _design_ids(m: pd.DataFrame, design: str) -> dict:

@@ -158,8 +158,9 @@ class FeatureCache:
             raise InvalidEntry(f"n_frames={n_frames}")
         return ClipStatistics(mean=data["mean"], min=data["min"], max=data["max"], n_frames=n_frames)
 
-    def read_into(self, fingerprint: str, audio_sha: str, mean: np.ndarray, minimum: np.ndarray,
-                  maximum: np.ndarray) -> int | None:
+    def read_into(
+        self, fingerprint: str, audio_sha: str, mean: np.ndarray, minimum: np.ndarray, maximum: np.ndarray
+    ) -> int | None:
         """Read a valid entry's statistics straight into ``mean``/``minimum``/``maximum`` (each a
         C-contiguous float32 (L, D) array, e.g. a row of a preallocated (N, L, D) stack) and return its
         ``n_frames``; None when the entry is absent, invalid or of another shape (the arrays may then
@@ -195,8 +196,10 @@ class FeatureCache:
             return None
         if self.verify_checksums:
             stored = meta.get("checksum")
-            if not (isinstance(stored, str) and stored.startswith(CHECKSUM_PREFIX)) \
-                    or tensor_checksum(targets) != stored:
+            if (
+                not (isinstance(stored, str) and stored.startswith(CHECKSUM_PREFIX))
+                or tensor_checksum(targets) != stored
+            ):
                 return None
         if meta.get("fingerprint") != fingerprint or meta.get("audio_sha256") != audio_sha:
             return None
@@ -211,11 +214,19 @@ class FeatureCache:
         if exc.outdated:  # expected after an upgrade, once per entry: one line for all of them
             if not self._reported_outdated:
                 self._reported_outdated = True
-                log.warning("feature cache entry %s has no checksum (written by an older speechbias); "
-                            "entries like it are recomputed and rewritten", path)
+                log.warning(
+                    "feature cache entry %s has no checksum (written by an older speechbias); "
+                    "entries like it are recomputed and rewritten",
+                    path,
+                )
             return
-        log.warning("feature cache entry %s (upstream %s, audio %s) is corrupt (%s); it will be recomputed",
-                    path, fingerprint, audio_sha[:12], exc)
+        log.warning(
+            "feature cache entry %s (upstream %s, audio %s) is corrupt (%s); it will be recomputed",
+            path,
+            fingerprint,
+            audio_sha[:12],
+            exc,
+        )
 
     # -- audio hash index --------------------------------------------------------------
     @staticmethod
@@ -258,8 +269,9 @@ class FeatureCache:
         except (ValueError, KeyError, InvalidEntry) as exc:  # json.JSONDecodeError is a ValueError
             if ip not in self._reported and not getattr(exc, "outdated", False):
                 self._reported.add(ip)
-                log.warning("audio index record %s for %s is corrupt (%s); the file will be decoded again",
-                            ip, path, exc)
+                log.warning(
+                    "audio index record %s for %s is corrupt (%s); the file will be decoded again", ip, path, exc
+                )
             return None
         return sha, n_samples
 

@@ -34,19 +34,27 @@ class StackedStatistics:
             raise ValueError(f"temporal statistic must be mean, min or max, got {name!r}")
         return getattr(self, name)
 
-    def rows(self, index: Sequence[int]) -> "StackedStatistics":
+    def rows(self, index: Sequence[int]) -> StackedStatistics:
         """The statistics of the clips at ``index`` (in that order)."""
         idx = np.asarray(index, dtype=np.int64)
-        return StackedStatistics(mean=self.mean[idx], min=self.min[idx], max=self.max[idx],
-                                 n_frames=self.n_frames[idx], audio_sha=[self.audio_sha[i] for i in idx])
+        return StackedStatistics(
+            mean=self.mean[idx],
+            min=self.min[idx],
+            max=self.max[idx],
+            n_frames=self.n_frames[idx],
+            audio_sha=[self.audio_sha[i] for i in idx],
+        )
 
 
 def stack_entries(entries: Sequence[ClipStatistics], shas: Sequence[str]) -> StackedStatistics:
     """Cache entries (in the clips' order) as one :class:`StackedStatistics`."""
     return StackedStatistics(
-        mean=np.stack([e.mean for e in entries]), min=np.stack([e.min for e in entries]),
-        max=np.stack([e.max for e in entries]), n_frames=np.array([e.n_frames for e in entries]),
-        audio_sha=list(shas))
+        mean=np.stack([e.mean for e in entries]),
+        min=np.stack([e.min for e in entries]),
+        max=np.stack([e.max for e in entries]),
+        n_frames=np.array([e.n_frames for e in entries]),
+        audio_sha=list(shas),
+    )
 
 
 def read_stacked(shas: Sequence[str], cache: FeatureCache, fingerprint: str) -> StackedStatistics | None:
@@ -61,17 +69,29 @@ def read_stacked(shas: Sequence[str], cache: FeatureCache, fingerprint: str) -> 
     if first is None or any(getattr(first, name).dtype != np.float32 for name in ("mean", "min", "max")):
         return None
     n, (layers, dim) = len(shas), first.mean.shape
-    stacked = StackedStatistics(mean=np.empty((n, layers, dim), dtype=np.float32),
-                                min=np.empty((n, layers, dim), dtype=np.float32),
-                                max=np.empty((n, layers, dim), dtype=np.float32),
-                                n_frames=np.empty(n, dtype=np.int64), audio_sha=shas)
-    stacked.mean[0], stacked.min[0], stacked.max[0], stacked.n_frames[0] = first.mean, first.min, first.max, first.n_frames
+    stacked = StackedStatistics(
+        mean=np.empty((n, layers, dim), dtype=np.float32),
+        min=np.empty((n, layers, dim), dtype=np.float32),
+        max=np.empty((n, layers, dim), dtype=np.float32),
+        n_frames=np.empty(n, dtype=np.int64),
+        audio_sha=shas,
+    )
+    stacked.mean[0], stacked.min[0], stacked.max[0], stacked.n_frames[0] = (
+        first.mean,
+        first.min,
+        first.max,
+        first.n_frames,
+    )
     row_of = {shas[0]: 0}
     for row in range(1, n):
         sha = shas[row]
         if sha in row_of:
             done = row_of[sha]
-            stacked.mean[row], stacked.min[row], stacked.max[row] = stacked.mean[done], stacked.min[done], stacked.max[done]
+            stacked.mean[row], stacked.min[row], stacked.max[row] = (
+                stacked.mean[done],
+                stacked.min[done],
+                stacked.max[done],
+            )
             stacked.n_frames[row] = stacked.n_frames[done]
             continue
         n_frames = cache.read_into(fingerprint, sha, stacked.mean[row], stacked.min[row], stacked.max[row])
@@ -88,8 +108,9 @@ def index_records(paths: Sequence[str], cache: FeatureCache) -> dict[str, tuple[
     return {str(p): cache.lookup_audio(p) for p in dict.fromkeys(map(str, paths))}
 
 
-def count_uncached(paths: Sequence[str], cache: FeatureCache, fingerprint: str,
-                   known: dict[str, tuple[str, int] | None] | None = None) -> int:
+def count_uncached(
+    paths: Sequence[str], cache: FeatureCache, fingerprint: str, known: dict[str, tuple[str, int] | None] | None = None
+) -> int:
     """Clips of ``paths`` that need work (decoding or a forward): no hash-index record, or no cache
     entry file for ``fingerprint``. Reads the index only (``known``: records already read); an entry
     file that turns out to be invalid is counted as cached here (and recomputed by the loop)."""
@@ -116,9 +137,13 @@ def fully_cached_statistics(paths: Sequence[str], cache: FeatureCache, fingerpri
     return read_stacked(shas, cache, fingerprint)
 
 
-def load_statistics(paths: Sequence[str], cache: FeatureCache, fingerprint: str,
-                    seen: dict[str, ClipStatistics] | None = None,
-                    audio_sha: dict[str, str] | None = None) -> StackedStatistics:
+def load_statistics(
+    paths: Sequence[str],
+    cache: FeatureCache,
+    fingerprint: str,
+    seen: dict[str, ClipStatistics] | None = None,
+    audio_sha: dict[str, str] | None = None,
+) -> StackedStatistics:
     """Stack the statistics of ``paths`` in order: from ``seen``/``audio_sha`` (what this process's
     extraction loop met) where there, else from the cache; raises if any clip lacks an entry."""
     seen, audio_sha = seen or {}, audio_sha or {}

@@ -39,8 +39,13 @@ from torch.utils.data import DataLoader, Dataset
 
 from speechbias.fileio.audio import SAMPLE_RATE, AudioError, audio_sha256, load_audio
 from speechbias.features.cache import ClipStatistics, FeatureCache
-from speechbias.features.cached_statistics import (StackedStatistics, count_uncached, index_records, load_statistics,
-                                                   read_stacked)
+from speechbias.features.cached_statistics import (
+    StackedStatistics,
+    count_uncached,
+    index_records,
+    load_statistics,
+    read_stacked,
+)
 from speechbias.features.statistics import temporal_statistics
 from speechbias.launch.lightning_trainer import quiet_third_party_console
 from speechbias.upstream.base import Upstream
@@ -60,10 +65,16 @@ class ClipDataset(Dataset):
     ``preloaded``: statistics already read and verified, by path (nothing is read for those clips).
     """
 
-    def __init__(self, paths: Sequence[str], cache: FeatureCache, fingerprint: str,
-                 min_samples: int = 1, pad_short: bool = False,
-                 known: dict[str, tuple[str, int] | None] | None = None,
-                 preloaded: dict[str, tuple[str, ClipStatistics]] | None = None):
+    def __init__(
+        self,
+        paths: Sequence[str],
+        cache: FeatureCache,
+        fingerprint: str,
+        min_samples: int = 1,
+        pad_short: bool = False,
+        known: dict[str, tuple[str, int] | None] | None = None,
+        preloaded: dict[str, tuple[str, ClipStatistics]] | None = None,
+    ):
         self.paths = [str(p) for p in paths]
         self.cache = cache
         self.fingerprint = fingerprint
@@ -93,8 +104,11 @@ class ClipDataset(Dataset):
             return {"index": i, "path": path, "sha": sha, "wav": None, "cached": cached}
         if wav.shape[0] < self.min_samples:
             if not self.pad_short:
-                raise AudioError(path, f"too short for this upstream: {wav.shape[0]} samples, needs at least "
-                                       f"{self.min_samples} (set extraction.pad_short=true to zero-pad)")
+                raise AudioError(
+                    path,
+                    f"too short for this upstream: {wav.shape[0]} samples, needs at least "
+                    f"{self.min_samples} (set extraction.pad_short=true to zero-pad)",
+                )
             wav = np.pad(wav, (0, self.min_samples - wav.shape[0]))
         return {"index": i, "path": path, "sha": sha, "wav": torch.from_numpy(wav), "cached": None}
 
@@ -127,9 +141,14 @@ def collate_clips(batch: list[list[dict]]) -> dict:
     wavs = torch.zeros(len(todo), int(lengths.max()) if len(todo) else 0)
     for row, it in enumerate(todo):
         wavs[row, : it["wav"].shape[0]] = it["wav"]
-    return {"sha": [it["sha"] for it in todo], "wavs": wavs, "lengths": lengths,
-            "index": [it["index"] for it in items], "paths": [(it["path"], it["sha"]) for it in todo],
-            "cached": [(it["path"], it["sha"], _as_fields(it["cached"])) for it in items if it["wav"] is None]}
+    return {
+        "sha": [it["sha"] for it in todo],
+        "wavs": wavs,
+        "lengths": lengths,
+        "index": [it["index"] for it in items],
+        "paths": [(it["path"], it["sha"]) for it in todo],
+        "cached": [(it["path"], it["sha"], _as_fields(it["cached"])) for it in items if it["wav"] is None],
+    }
 
 
 def _as_fields(entry: ClipStatistics) -> tuple:
@@ -138,8 +157,9 @@ def _as_fields(entry: ClipStatistics) -> tuple:
     return entry.mean, entry.min, entry.max, entry.n_frames
 
 
-def approximate_lengths(paths: Sequence[str], cache: FeatureCache,
-                        known: dict[str, tuple[str, int] | None] | None = None) -> list[int]:
+def approximate_lengths(
+    paths: Sequence[str], cache: FeatureCache, known: dict[str, tuple[str, int] | None] | None = None
+) -> list[int]:
     """Clip lengths in samples at 16 kHz from the hash index (``known``: records already read) or
     file headers (no decoding)."""
     records = known if known is not None else index_records(paths, cache)
@@ -217,8 +237,12 @@ class FeatureCacheWriter(BasePredictionWriter):
         stats = prediction["stats"]
         seen, audio_sha = getattr(pl_module, "seen", {}), getattr(pl_module, "audio_sha", {})
         for j, (path, sha) in enumerate(prediction["paths"]):
-            entry = ClipStatistics(mean=stats["mean"][j].numpy(), min=stats["min"][j].numpy(),
-                                   max=stats["max"][j].numpy(), n_frames=int(stats["n_frames"][j]))
+            entry = ClipStatistics(
+                mean=stats["mean"][j].numpy(),
+                min=stats["min"][j].numpy(),
+                max=stats["max"][j].numpy(),
+                n_frames=int(stats["n_frames"][j]),
+            )
             self.cache.put(self.fingerprint, sha, entry)
             seen[sha], audio_sha[path] = entry, sha
             self.n_written += 1
@@ -227,8 +251,15 @@ class FeatureCacheWriter(BasePredictionWriter):
             audio_sha[path] = sha
 
 
-def run_extraction(upstream: Upstream, paths: Sequence[str], cache: FeatureCache, trainer: pl.Trainer,
-                   batch_size: int = 8, num_workers: int = 0, pad_short: bool = False) -> ExtractionModule:
+def run_extraction(
+    upstream: Upstream,
+    paths: Sequence[str],
+    cache: FeatureCache,
+    trainer: pl.Trainer,
+    batch_size: int = 8,
+    num_workers: int = 0,
+    pad_short: bool = False,
+) -> ExtractionModule:
     """Fill the cache for ``paths`` through ``trainer.predict``; returns the module (``n_forward_clips``).
 
     Callbacks on ``trainer`` (e.g. the SpEAT callback) run at the end of the predict loop, after the
@@ -238,13 +269,28 @@ def run_extraction(upstream: Upstream, paths: Sequence[str], cache: FeatureCache
     module = ExtractionModule(upstream)
     known = index_records(paths, cache)
     uncached = count_uncached(paths, cache, fingerprint, known)
-    preloaded = preloaded_statistics(module, paths, cache, fingerprint, known) \
-        if uncached == 0 and trainer.world_size == 1 else None
-    dataset = ClipDataset(paths, cache, fingerprint, min_samples=upstream.min_samples, pad_short=pad_short,
-                          known=known, preloaded=preloaded)
+    preloaded = (
+        preloaded_statistics(module, paths, cache, fingerprint, known)
+        if uncached == 0 and trainer.world_size == 1
+        else None
+    )
+    dataset = ClipDataset(
+        paths,
+        cache,
+        fingerprint,
+        min_samples=upstream.min_samples,
+        pad_short=pad_short,
+        known=known,
+        preloaded=preloaded,
+    )
     batches = length_sorted_batches(approximate_lengths(paths, cache, known), batch_size)
-    loader = DataLoader(BatchedClipDataset(dataset, batches), batch_size=1, shuffle=False,
-                        collate_fn=collate_clips, num_workers=num_workers)
+    loader = DataLoader(
+        BatchedClipDataset(dataset, batches),
+        batch_size=1,
+        shuffle=False,
+        collate_fn=collate_clips,
+        num_workers=num_workers,
+    )
     writer = FeatureCacheWriter(cache, fingerprint)
     trainer.callbacks.insert(0, writer)
     try:
@@ -255,8 +301,13 @@ def run_extraction(upstream: Upstream, paths: Sequence[str], cache: FeatureCache
     return module
 
 
-def preloaded_statistics(module: ExtractionModule, paths: Sequence[str], cache: FeatureCache, fingerprint: str,
-                         known: dict[str, tuple[str, int] | None]) -> dict[str, tuple[str, ClipStatistics]] | None:
+def preloaded_statistics(
+    module: ExtractionModule,
+    paths: Sequence[str],
+    cache: FeatureCache,
+    fingerprint: str,
+    known: dict[str, tuple[str, int] | None],
+) -> dict[str, tuple[str, ClipStatistics]] | None:
     """Every clip's statistics read at once into one preallocated stack
     (:func:`~speechbias.features.cached_statistics.read_stacked`), for a one-process loop whose clips
     all have an index record and an entry file; None when one entry fails (the loop then reads
@@ -269,9 +320,15 @@ def preloaded_statistics(module: ExtractionModule, paths: Sequence[str], cache: 
     if stacked is None:
         return None
     module.stacked = (tuple(paths), stacked)
-    return {p: (sha, ClipStatistics(mean=stacked.mean[i], min=stacked.min[i], max=stacked.max[i],
-                                    n_frames=int(stacked.n_frames[i])))
-            for i, (p, sha) in enumerate(zip(paths, shas))}
+    return {
+        p: (
+            sha,
+            ClipStatistics(
+                mean=stacked.mean[i], min=stacked.min[i], max=stacked.max[i], n_frames=int(stacked.n_frames[i])
+            ),
+        )
+        for i, (p, sha) in enumerate(zip(paths, shas))
+    }
 
 
 @contextmanager
@@ -289,8 +346,9 @@ def progress_bar_hidden(trainer: pl.Trainer, hide: bool):
         bar.enable()
 
 
-def collected_statistics(module: pl.LightningModule, paths: Sequence[str], cache: FeatureCache,
-                         fingerprint: str) -> StackedStatistics:
+def collected_statistics(
+    module: pl.LightningModule, paths: Sequence[str], cache: FeatureCache, fingerprint: str
+) -> StackedStatistics:
     """The statistics of ``paths`` after the extraction loop of ``module`` (an :class:`ExtractionModule`):
     what this process's loop met, and from the cache the clips other ranks handled. Stacked once per
     module: the evaluation callbacks and :func:`extract_statistics` share it."""
@@ -298,8 +356,9 @@ def collected_statistics(module: pl.LightningModule, paths: Sequence[str], cache
     memo = getattr(module, "stacked", None)
     if memo is not None and memo[0] == key:
         return memo[1]
-    stacked = load_statistics(key, cache, fingerprint, getattr(module, "seen", None),
-                              getattr(module, "audio_sha", None))
+    stacked = load_statistics(
+        key, cache, fingerprint, getattr(module, "seen", None), getattr(module, "audio_sha", None)
+    )
     if isinstance(module, ExtractionModule):
         module.stacked = (key, stacked)
     return stacked
@@ -331,9 +390,16 @@ def _stimulus_set_lock(cache: FeatureCache, fingerprint: str, paths: Sequence[st
         lock.release()
 
 
-def extract_statistics(upstream: Upstream, paths: Sequence[str], cache: FeatureCache | str | Path,
-                       trainer: pl.Trainer, batch_size: int = 8, num_workers: int = 0,
-                       pad_short: bool = False, load: bool = True) -> tuple[StackedStatistics | None, int]:
+def extract_statistics(
+    upstream: Upstream,
+    paths: Sequence[str],
+    cache: FeatureCache | str | Path,
+    trainer: pl.Trainer,
+    batch_size: int = 8,
+    num_workers: int = 0,
+    pad_short: bool = False,
+    load: bool = True,
+) -> tuple[StackedStatistics | None, int]:
     """Ensure all clips are cached, then return (statistics in order, number of upstream forwards
     of this process). ``load=False`` returns no statistics (the callbacks had what they needed).
 

@@ -17,5 +17,8 @@ class ExtractionSettings:
 
     def kwargs(self) -> dict:
         """As keyword arguments of :func:`speechbias.features.extraction.extract_statistics`."""
-        return {"batch_size": int(self.batch_size), "num_workers": int(self.num_workers),
-                "pad_short": bool(self.pad_short)}
+        return {
+            "batch_size": int(self.batch_size),
+            "num_workers": int(self.num_workers),
+            "pad_short": bool(self.pad_short),
+        }

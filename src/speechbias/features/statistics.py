@@ -41,5 +41,9 @@ def temporal_statistics(hidden_states: list[torch.Tensor], frame_lengths: torch.
         means.append((total / counts).to(torch.float32))
         minima.append(h.masked_fill(padding, float("inf")).amin(dim=1))
         maxima.append(h.masked_fill(padding, float("-inf")).amax(dim=1))
-    return {"mean": torch.stack(means, dim=1), "min": torch.stack(minima, dim=1),
-            "max": torch.stack(maxima, dim=1), "n_frames": lengths.clone()}
+    return {
+        "mean": torch.stack(means, dim=1),
+        "min": torch.stack(minima, dim=1),
+        "max": torch.stack(maxima, dim=1),
+        "n_frames": lengths.clone(),
+    }

@@ -78,7 +78,8 @@ def storage_error(path: Path, exc: BaseException) -> BaseException:
         return exc
     return StorageError(
         f"{path}: cannot write it ({problem}); free space there or point the run at another folder "
-        "(paths.cache_dir=... or SPEECHBIAS_CACHE for the feature cache, paths.output_root=... for results)")
+        "(paths.cache_dir=... or SPEECHBIAS_CACHE for the feature cache, paths.output_root=... for results)"
+    )
 
 
 def atomic_folder(path: str | Path, write: Callable[[Path], object]) -> Path:

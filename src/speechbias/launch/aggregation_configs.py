@@ -24,8 +24,11 @@ TARGET = f"{Aggregation.__module__}.{Aggregation.__qualname__}"
 def aggregation_nodes() -> dict[str, dict[str, str]]:
     """``{"<temporal>_<layer>": {"_target_": ..., "temporal": ..., "layer": ...}}`` for every strategy,
     temporal-major in the order of ``aggregation.TEMPORAL`` x ``aggregation.LAYER_CHOICES``."""
-    return {f"{temporal}_{layer}": {"_target_": TARGET, "temporal": temporal, "layer": layer}
-            for temporal in TEMPORAL for layer in LAYER_CHOICES}
+    return {
+        f"{temporal}_{layer}": {"_target_": TARGET, "temporal": temporal, "layer": layer}
+        for temporal in TEMPORAL
+        for layer in LAYER_CHOICES
+    }
 
 
 def register_aggregation_configs() -> None:

@@ -28,8 +28,10 @@ def bias_test_path(name: str, config_dir: str | Path) -> Path:
     """``<config_dir>/bias_test/<name>.yaml``; ValueError naming the known tests when it does not exist."""
     path = Path(config_dir) / "bias_test" / f"{name}.yaml"
     if not path.is_file():
-        raise ValueError(f"bias_tests: no bias test {name!r} ({path} does not exist); "
-                         f"known: {', '.join(known_bias_tests(config_dir))}")
+        raise ValueError(
+            f"bias_tests: no bias test {name!r} ({path} does not exist); "
+            f"known: {', '.join(known_bias_tests(config_dir))}"
+        )
     return path
 
 

@@ -58,8 +58,10 @@ def check_config(cfg: DictConfig) -> None:
     elif task == "wer_disparity":
         for group in ("asr", "corpus"):
             if OmegaConf.select(cfg, group, default=None) is None:
-                raise ConfigError(f"{group}: required by task=wer_disparity, e.g. python evaluate.py "
-                                  "task=wer_disparity asr=whisper_small corpus=fair_speech")
+                raise ConfigError(
+                    f"{group}: required by task=wer_disparity, e.g. python evaluate.py "
+                    "task=wer_disparity asr=whisper_small corpus=fair_speech"
+                )
     elif task == "spoken_stereoset":
         check_spoken_stereoset_data(cfg)
     elif task == "train_ser":
@@ -76,8 +78,10 @@ STEP_KERNELS = ("auto", "compiled", "torch")
 def check_step_kernel(value) -> None:
     """``downstream.step_kernel``: one of auto, compiled, torch."""
     if value not in STEP_KERNELS:
-        raise ConfigError(f"downstream.step_kernel={value}: must be one of {', '.join(STEP_KERNELS)} (auto: the "
-                          "numba-compiled step where numba can be set up, else torch)")
+        raise ConfigError(
+            f"downstream.step_kernel={value}: must be one of {', '.join(STEP_KERNELS)} (auto: the "
+            "numba-compiled step where numba can be set up, else torch)"
+        )
 
 
 # the job config (without its hydra node, as YAML) that ConfigCheckCallback checked in this process and
@@ -149,8 +153,10 @@ def learning_rates(value) -> list[float]:
                 rate = math.nan
         if not (math.isfinite(rate) and rate > 0):
             shown = value if not isinstance(value, ListConfig) else OmegaConf.to_container(value)
-            raise ConfigError(f"lr={shown}: {item!r} is not a number > 0; give a learning rate such as lr=1e-4 "
-                              "or a list, 'lr=[1e-3,1e-4,1e-5]'")
+            raise ConfigError(
+                f"lr={shown}: {item!r} is not a number > 0; give a learning rate such as lr=1e-4 "
+                "or a list, 'lr=[1e-3,1e-4,1e-5]'"
+            )
         rates.append(rate)
     return rates
 
@@ -162,8 +168,9 @@ def check_learning_rates(value) -> None:
 def _folder(key: str, value, project_root) -> Path:
     path = user_path(value, project_root)
     if not path.is_dir():
-        raise ConfigError(f"{key}={value}: no such folder; give the multirun folder of a sweep, "
-                          "e.g. sweep_dir=multirun/<date>/<time>")
+        raise ConfigError(
+            f"{key}={value}: no such folder; give the multirun folder of a sweep, e.g. sweep_dir=multirun/<date>/<time>"
+        )
     return path
 
 
@@ -175,8 +182,10 @@ def check_report_arguments(cfg: DictConfig) -> None:
         _folder("task.extra_sweep_dirs", extra, root)
     paper = OmegaConf.select(cfg, "paper_results", default=None)
     if paper and not user_path(paper, root).is_file():
-        raise ConfigError(f"paper_results={paper}: no such file; give the paper's all_mean_mean_results.csv "
-                          "or leave paper_results out")
+        raise ConfigError(
+            f"paper_results={paper}: no such file; give the paper's all_mean_mean_results.csv "
+            "or leave paper_results out"
+        )
 
 
 def check_bias_test(node: DictConfig, key: str, cache_dir=None) -> None:
@@ -191,8 +200,10 @@ def check_bias_test(node: DictConfig, key: str, cache_dir=None) -> None:
         if has_builder:
             check_corpus_folders(node, key)
             return
-        raise ConfigError(f"{key}.manifest={manifest}: no such file and no builder configured; give an existing "
-                          "manifest CSV (columns clip_id, path, role)")
+        raise ConfigError(
+            f"{key}.manifest={manifest}: no such file and no builder configured; give an existing "
+            "manifest CSV (columns clip_id, path, role)"
+        )
     root = OmegaConf.select(node, "root", default=None)
     root = Path(str(root)) if root else path.parent
     check_manifest_files(path, root, f"{key}.manifest")
@@ -220,8 +231,10 @@ def check_role_sizes(path: Path, key: str = "manifest") -> None:
             counts[role] += 1
     small = [f"{role}: {n}" for role, n in counts.items() if n < MIN_CLIPS_PER_ROLE]
     if small:
-        raise ConfigError(f"{key}={path}: too few clips per role ({', '.join(small)}); a bias test needs at least "
-                          f"{MIN_CLIPS_PER_ROLE} clips of each role {'/'.join(ROLES)}; add clips to the manifest")
+        raise ConfigError(
+            f"{key}={path}: too few clips per role ({', '.join(small)}); a bias test needs at least "
+            f"{MIN_CLIPS_PER_ROLE} clips of each role {'/'.join(ROLES)}; add clips to the manifest"
+        )
 
 
 # clips already decoded by this process: (path, size, mtime_ns) -> problem or None (the entry points check
@@ -289,8 +302,10 @@ def check_manifest_clips(path: Path, root: Path, key: str = "manifest", verdict_
     if problems:
         shown = "; ".join(f"{clip}: {_short(problem)}" for clip, problem in problems[:MAX_LISTED])
         more = f"; ... ({len(problems) - MAX_LISTED} more)" if len(problems) > MAX_LISTED else ""
-        raise ConfigError(f"{key}={path}: {len(problems)} of {len(clips)} clips cannot be used: {shown}{more}; "
-                          "fix or replace those files, or drop their rows")
+        raise ConfigError(
+            f"{key}={path}: {len(problems)} of {len(clips)} clips cannot be used: {shown}{more}; "
+            "fix or replace those files, or drop their rows"
+        )
     if marker is not None:
         from speechbias.fileio.atomic_file import atomic_write
 
@@ -315,8 +330,10 @@ def check_corpus_folders(node: DictConfig, key: str) -> None:
     if OmegaConf.select(builder, "selection", default="ours") == "paper":
         lists = OmegaConf.select(builder, "paper_lists_dir", default=None)
         if lists and not Path(str(lists)).expanduser().is_dir():
-            raise ConfigError(f"{key}.builder.paper_lists_dir={lists}: no such folder; give the SpEAT authors' "
-                              "data/ folder (selection.paper_lists_dir=...)")
+            raise ConfigError(
+                f"{key}.builder.paper_lists_dir={lists}: no such folder; give the SpEAT authors' "
+                "data/ folder (selection.paper_lists_dir=...)"
+            )
     overrides = OmegaConf.to_container(builder.corpus_dirs) if builder.get("corpus_dirs") else {}
     dirs = {**CORPUS_DIRS, **(overrides or {})}
     corpora = list(dict.fromkeys([*recipe.corpora, recipe.attributes.corpus]))
@@ -327,8 +344,10 @@ def check_corpus_folders(node: DictConfig, key: str) -> None:
         return
     fix = f"set paths.data_root=... (or SPEECHBIAS_DATA) to the folder that holds them; layout: {CORPUS_LAYOUT}"
     if root is not None and not root.is_dir():
-        raise ConfigError(f"paths.data_root={data_root}: no such folder; {key}={test} builds its stimuli from "
-                          f"{', '.join(dirs[c] for c in corpora)} there; {fix}")
+        raise ConfigError(
+            f"paths.data_root={data_root}: no such folder; {key}={test} builds its stimuli from "
+            f"{', '.join(dirs[c] for c in corpora)} there; {fix}"
+        )
     raise ConfigError(f"{key}={test}: corpus folder(s) not found: {', '.join(missing)}; {fix}")
 
 
@@ -352,8 +371,10 @@ def check_writable_folder(folder, key: str, create: bool = True, fix: str | None
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         where = "" if probe == path else f" (in {probe})"
-        raise ConfigError(f"{key}={folder}: cannot write there{where} ({reason}); "
-                          f"{fix or f'give a writable folder, e.g. {key}=/tmp/speechbias'}") from exc
+        raise ConfigError(
+            f"{key}={folder}: cannot write there{where} ({reason}); "
+            f"{fix or f'give a writable folder, e.g. {key}=/tmp/speechbias'}"
+        ) from exc
 
 
 def check_spoken_stereoset_data(cfg: DictConfig) -> None:
@@ -364,15 +385,20 @@ def check_spoken_stereoset_data(cfg: DictConfig) -> None:
     folder = Path(str(data_dir)).expanduser()
     layout = "metadata/<domain>_<version>.csv and speech/<domain>/<id>_<speaker>.wav"
     if not folder.is_dir():
-        raise ConfigError(f"task.data_dir={data_dir}: no such folder; give the Spoken StereoSet folder ({layout}), "
-                          "see experiments/spoken_stereoset_2024/README.md")
+        raise ConfigError(
+            f"task.data_dir={data_dir}: no such folder; give the Spoken StereoSet folder ({layout}), "
+            "see experiments/spoken_stereoset_2024/README.md"
+        )
     version = OmegaConf.select(cfg, "task.version", default="v1.0")
     domains = OmegaConf.select(cfg, "task.domains", default=None) or []
-    missing = [f"metadata/{d}_{version}.csv" for d in domains
-               if not (folder / "metadata" / f"{d}_{version}.csv").is_file()]
+    missing = [
+        f"metadata/{d}_{version}.csv" for d in domains if not (folder / "metadata" / f"{d}_{version}.csv").is_file()
+    ]
     if missing:
-        raise ConfigError(f"task.data_dir={data_dir}: {', '.join(missing)} not found; expected the layout {layout} "
-                          "(or choose task.domains=... / task.version=...)")
+        raise ConfigError(
+            f"task.data_dir={data_dir}: {', '.join(missing)} not found; expected the layout {layout} "
+            "(or choose task.domains=... / task.version=...)"
+        )
 
 
 def check_manifest_files(path: Path, root: Path, key: str = "manifest") -> None:
@@ -381,16 +407,23 @@ def check_manifest_files(path: Path, root: Path, key: str = "manifest") -> None:
         with open(path, newline="", encoding="utf-8") as f:
             reader = csv.DictReader(f)
             if "path" not in (reader.fieldnames or []):
-                raise ConfigError(f"{key}={path}: no 'path' column (has {reader.fieldnames}); a manifest needs "
-                                  "columns clip_id, path, role")
-            missing = [(i, row["path"]) for i, row in enumerate(reader, start=2)
-                       if not (root / (row["path"] or "").strip()).is_file()]
+                raise ConfigError(
+                    f"{key}={path}: no 'path' column (has {reader.fieldnames}); a manifest needs "
+                    "columns clip_id, path, role"
+                )
+            missing = [
+                (i, row["path"])
+                for i, row in enumerate(reader, start=2)
+                if not (root / (row["path"] or "").strip()).is_file()
+            ]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise ConfigError(f"{key}={path}: not a readable CSV ({exc})") from exc
     if missing:
         rows = ", ".join(str(i) for i, _ in missing[:MAX_LISTED]) + (" ..." if len(missing) > MAX_LISTED else "")
-        raise ConfigError(f"{key}={path}: {len(missing)} audio file(s) not found, e.g. {missing[0][1]} "
-                          f"(row(s) {rows}); fix the path column or the files")
+        raise ConfigError(
+            f"{key}={path}: {len(missing)} audio file(s) not found, e.g. {missing[0][1]} "
+            f"(row(s) {rows}); fix the path column or the files"
+        )
 
 
 def check_valence_source(cfg: DictConfig) -> None:
@@ -398,21 +431,26 @@ def check_valence_source(cfg: DictConfig) -> None:
     that folder exists; one read from one ratings CSV: that file exists."""
     root = OmegaConf.select(cfg, "ser_data.source.root", default=None)
     if root and not Path(str(root)).expanduser().is_dir():
-        raise ConfigError(f"ser_data.source.root={root}: no such folder; set paths.data_root=... (or SPEECHBIAS_DATA) "
-                          f"to the folder that holds the {OmegaConf.select(cfg, 'ser_data.name', default='valence')} "
-                          f"corpus (layout: {CORPUS_LAYOUT})")
+        raise ConfigError(
+            f"ser_data.source.root={root}: no such folder; set paths.data_root=... (or SPEECHBIAS_DATA) "
+            f"to the folder that holds the {OmegaConf.select(cfg, 'ser_data.name', default='valence')} "
+            f"corpus (layout: {CORPUS_LAYOUT})"
+        )
     ratings = OmegaConf.select(cfg, "ser_data.source.ratings", default=None)
     if ratings and not Path(str(ratings)).expanduser().is_file():
-        raise ConfigError(f"ser_data.source.ratings={ratings}: no such file; give the valence ratings CSV "
-                          "(clip_id, path, speaker, valence) or choose another ser_data")
+        raise ConfigError(
+            f"ser_data.source.ratings={ratings}: no such file; give the valence ratings CSV "
+            "(clip_id, path, speaker, valence) or choose another ser_data"
+        )
 
 
 def check_propagation_tests(cfg: DictConfig) -> None:
     """``bias_tests`` of train.py name existing ``conf/bias_test/*.yaml`` files whose manifests check out."""
     entries = cfg.get("bias_tests") or []
     if not isinstance(entries, (list, ListConfig)):
-        raise ConfigError(f"bias_tests={entries}: give a list of bias test names, e.g. "
-                          "'bias_tests=[demo_voice,demo_accent]'")
+        raise ConfigError(
+            f"bias_tests={entries}: give a list of bias test names, e.g. 'bias_tests=[demo_voice,demo_accent]'"
+        )
     primary = primary_config_dir(cfg)
     folder = Path(primary) if primary else None
     for entry in entries:
@@ -425,8 +463,9 @@ def check_propagation_tests(cfg: DictConfig) -> None:
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
         scoped = OmegaConf.merge({"paths": cfg.paths, "seed": cfg.get("seed", 0)}, {"bias_test": node})
-        check_bias_test(scoped.bias_test, f"bias_tests[{entry}]",
-                        OmegaConf.select(cfg, "paths.cache_dir", default=None))
+        check_bias_test(
+            scoped.bias_test, f"bias_tests[{entry}]", OmegaConf.select(cfg, "paths.cache_dir", default=None)
+        )
 
 
 class ConfigCheckCallback(Callback):
@@ -439,8 +478,12 @@ class ConfigCheckCallback(Callback):
         try:
             check_config(config)
             run_dir = OmegaConf.select(config, "hydra.run.dir", default=None)
-            check_writable_folder(run_dir, "hydra.run.dir", create=False,
-                                  fix="give a writable folder: paths.output_root=... or hydra.run.dir=...")
+            check_writable_folder(
+                run_dir,
+                "hydra.run.dir",
+                create=False,
+                fix="give a writable folder: paths.output_root=... or hydra.run.dir=...",
+            )
             _checked_by_callback = job_config_text(config)  # the job need not check it again
         except ConfigError as exc:
             if full_error_requested():
@@ -489,8 +532,9 @@ def check_group_options(overrides: Sequence[str], config_dir: str | Path) -> Non
         parsed = OverridesParser.create().parse_overrides(list(overrides))
     except HydraException:
         return  # a malformed override: Hydra's own message names it
-    wanted = [(o.key_or_group, _option_names(o.value())) for o in parsed
-              if not o.is_delete() and "." not in o.key_or_group]
+    wanted = [
+        (o.key_or_group, _option_names(o.value())) for o in parsed if not o.is_delete() and "." not in o.key_or_group
+    ]
     wanted = [(group, names) for group, names in wanted if names]
     if not wanted:
         return

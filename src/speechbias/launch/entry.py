@@ -33,8 +33,14 @@ from speechbias.launch.run_markers import finished_results, record_run_digest
 from speechbias.launch.seeding import seed_run
 from speechbias.launch.slurm.job_environment import SlurmTasks, process_rank, slurm_tasks
 from speechbias.launch.sweep_status import JobStatus, current_sweep_id, job_error, read_status, reused_status
-from speechbias.launch.user_errors import (FULL_ERROR_HINT, ConfigError, error_line, find_user_error,
-                                    full_error_requested, log_traceback_to_files)
+from speechbias.launch.user_errors import (
+    FULL_ERROR_HINT,
+    ConfigError,
+    error_line,
+    find_user_error,
+    full_error_requested,
+    log_traceback_to_files,
+)
 
 log = logging.getLogger("speechbias")
 
@@ -55,19 +61,21 @@ register_project_root()
 register_choice_resolver()
 register_aggregation_configs()  # options of config group aggregation, before @hydra.main composes
 # ${speechbias.user_path:<path>,<project root>}: a typed relative path, from the cwd when it exists there
-OmegaConf.register_new_resolver("speechbias.user_path", lambda value, root: str(user_path(value, root)),
-                                replace=True)
+OmegaConf.register_new_resolver("speechbias.user_path", lambda value, root: str(user_path(value, root)), replace=True)
 
 
 # Lightning's SLURM cluster environment without its own requeue (on USR1): submitit's handler (on the
 # USR2 of sbatch --signal) requeues the job, counting hydra.launcher.max_num_timeout; one mechanism only
-SLURM_ENVIRONMENT_NO_REQUEUE = {"_target_": "lightning_fabric.plugins.environments.SLURMEnvironment",
-                                "auto_requeue": False}
+SLURM_ENVIRONMENT_NO_REQUEUE = {
+    "_target_": "lightning_fabric.plugins.environments.SLURMEnvironment",
+    "auto_requeue": False,
+}
 DISTRIBUTED_STRATEGIES = ("ddp", "ddp_spawn", "ddp_fork", "ddp_notebook", "ddp_find_unused_parameters_true")
 
 
-def job_trainer_config(trainer_cfg: DictConfig, tasks: SlurmTasks | None = None,
-                       multirun: bool | None = None) -> DictConfig:
+def job_trainer_config(
+    trainer_cfg: DictConfig, tasks: SlurmTasks | None = None, multirun: bool | None = None
+) -> DictConfig:
     """The trainer config to use in this job (``tasks``: this process's SLURM step, read from the
     environment when not given; ``multirun``: inside a Hydra multirun, detected when not given).
 
@@ -91,8 +99,10 @@ def job_trainer_config(trainer_cfg: DictConfig, tasks: SlurmTasks | None = None,
         return _slurm_trainer_config(trainer_cfg, tasks, strategy if distributed else None)
     if not (distributed and strategy == "ddp" and multirun):
         return trainer_cfg
-    log.warning("trainer.strategy=ddp inside a Hydra multirun re-launches the whole sweep in every child "
-                "process; using strategy=ddp_spawn for this job instead")
+    log.warning(
+        "trainer.strategy=ddp inside a Hydra multirun re-launches the whole sweep in every child "
+        "process; using strategy=ddp_spawn for this job instead"
+    )
     cfg = OmegaConf.create(OmegaConf.to_container(trainer_cfg, resolve=False))
     cfg.strategy = "ddp_spawn"
     return cfg
@@ -104,12 +114,16 @@ def _slurm_trainer_config(trainer_cfg: DictConfig, tasks: SlurmTasks, strategy: 
     if tasks.ntasks == 1:
         wanted = _slurm_devices(devices)
         if strategy is not None and wanted > 1:
-            raise ConfigError(f"trainer.devices={devices} asks for {wanted} ranks, but this SLURM job has one task: "
-                              f"set hydra.launcher.tasks_per_node={wanted} (one rank per SLURM task)")
+            raise ConfigError(
+                f"trainer.devices={devices} asks for {wanted} ranks, but this SLURM job has one task: "
+                f"set hydra.launcher.tasks_per_node={wanted} (one rank per SLURM task)"
+            )
     elif strategy is None:
-        raise ConfigError(f"hydra.launcher.tasks_per_node={tasks.tasks_per_node} starts {tasks.ntasks} ranks, but "
-                          "this trainer runs one process: use trainer=ddp (trainer.accelerator=cpu without GPUs), "
-                          "or hydra.launcher.tasks_per_node=1")
+        raise ConfigError(
+            f"hydra.launcher.tasks_per_node={tasks.tasks_per_node} starts {tasks.ntasks} ranks, but "
+            "this trainer runs one process: use trainer=ddp (trainer.accelerator=cpu without GPUs), "
+            "or hydra.launcher.tasks_per_node=1"
+        )
     cfg = OmegaConf.create(OmegaConf.to_container(trainer_cfg, resolve=False))
     if tasks.ntasks > 1:
         cfg.strategy, cfg.devices, cfg.num_nodes = "ddp", tasks.tasks_per_node, tasks.nodes
@@ -202,8 +216,12 @@ def run_entry(cfg: DictConfig) -> dict | None:
         job_done()
         if multirun:
             job = " ".join(status.overrides) or str(output_dir)
-            print(status.traceback if full_error_requested() else
-                  f"job failed ({job}): error: {status.error} ({FULL_ERROR_HINT})", file=sys.stderr)
+            print(
+                status.traceback
+                if full_error_requested()
+                else f"job failed ({job}): error: {status.error} ({FULL_ERROR_HINT})",
+                file=sys.stderr,
+            )
             if several_ranks:
                 raise SystemExit(1) from exc
             return None

@@ -31,8 +31,11 @@ LIGHTNING_INFO_NOISE = (
     re.compile(r"^(TPU|HPU|IPU) available: False"),
     re.compile(r"^GPU available: False, used: False$"),
 )
-LIGHTNING_INFO_LOGGERS = ("pytorch_lightning.utilities.rank_zero", "lightning.pytorch.utilities.rank_zero",
-                          "lightning_fabric.utilities.rank_zero")
+LIGHTNING_INFO_LOGGERS = (
+    "pytorch_lightning.utilities.rank_zero",
+    "lightning.pytorch.utilities.rank_zero",
+    "lightning_fabric.utilities.rank_zero",
+)
 
 # (message regex, category, module regex) of known third-party warnings, each ignored only there
 THIRD_PARTY_WARNINGS = (
@@ -40,15 +43,27 @@ THIRD_PARTY_WARNINGS = (
     (r"`isinstance\(treespec, LeafSpec\)` is deprecated", FutureWarning, r"pytorch_lightning\.utilities\._pytree"),
     (r"`isinstance\(treespec, LeafSpec\)` is deprecated", FutureWarning, r"lightning\.pytorch\.utilities\._pytree"),
     # Lightning's SLURM detection outside SLURM wherever srun is on PATH (a PossibleUserWarning)
-    (r"The `srun` command is available on your system but is not used", UserWarning,
-     r"lightning_fabric\.plugins\.environments\.slurm"),
-    (r"The `srun` command is available on your system but is not used", UserWarning,
-     r"lightning\.fabric\.plugins\.environments\.slurm"),
+    (
+        r"The `srun` command is available on your system but is not used",
+        UserWarning,
+        r"lightning_fabric\.plugins\.environments\.slurm",
+    ),
+    (
+        r"The `srun` command is available on your system but is not used",
+        UserWarning,
+        r"lightning\.fabric\.plugins\.environments\.slurm",
+    ),
     # torch >= 2.10 deprecates torch.distributed.nn.functional.all_gather; Lightning 2.6 all_gather uses it
-    (r"torch\.distributed\.nn\.functional\.all_gather is deprecated", FutureWarning,
-     r"lightning_fabric\.utilities\.distributed"),
-    (r"torch\.distributed\.nn\.functional\.all_gather is deprecated", FutureWarning,
-     r"lightning\.fabric\.utilities\.distributed"),
+    (
+        r"torch\.distributed\.nn\.functional\.all_gather is deprecated",
+        FutureWarning,
+        r"lightning_fabric\.utilities\.distributed",
+    ),
+    (
+        r"torch\.distributed\.nn\.functional\.all_gather is deprecated",
+        FutureWarning,
+        r"lightning\.fabric\.utilities\.distributed",
+    ),
 )
 
 

@@ -37,8 +37,9 @@ def watch_sweep_parent(job_dir: str | Path | None = None, poll_s: float = POLL_S
         return False
     _job_dir[0] = Path(job_dir) if job_dir is not None else None
     if not _watcher:
-        thread = threading.Thread(target=_watch, args=(parent, poll_s), name="speechbias-sweep-parent-watch",
-                                  daemon=True)
+        thread = threading.Thread(
+            target=_watch, args=(parent, poll_s), name="speechbias-sweep-parent-watch", daemon=True
+        )
         thread.start()
         _watcher.append(thread)
     return True

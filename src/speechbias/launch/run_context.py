@@ -58,10 +58,10 @@ def primary_config_dir(cfg: DictConfig | None = None) -> str | None:
 def register_choice_resolver() -> None:
     """Register ``${speechbias.choice:<group>}``, ``${speechbias.config_dir:}`` and
     ``${speechbias.process_id:}`` (idempotent)."""
-    OmegaConf.register_new_resolver(CHOICE_RESOLVER, lambda group, *, _root_: config_choice(_root_, group),
-                                    replace=True)
-    OmegaConf.register_new_resolver(CONFIG_DIR_RESOLVER, lambda *, _root_: primary_config_dir(_root_),
-                                    replace=True)
+    OmegaConf.register_new_resolver(
+        CHOICE_RESOLVER, lambda group, *, _root_: config_choice(_root_, group), replace=True
+    )
+    OmegaConf.register_new_resolver(CONFIG_DIR_RESOLVER, lambda *, _root_: primary_config_dir(_root_), replace=True)
     # cached like Hydra's ${now:}: the id of the process that composed the config, also where a sweep's
     # workers (joblib, SLURM) resolve hydra.sweep.dir again from its pickled copy
     OmegaConf.register_new_resolver(PROCESS_ID_RESOLVER, lambda: str(os.getpid()), replace=True, use_cache=True)
@@ -73,6 +73,9 @@ def upstream_info(upstream, name: str | None = None) -> dict:
     fields = upstream.fingerprint_fields()
     shown = getattr(upstream, "display_name", None) or name or fields.get("name") or type(upstream).__name__
     family = fields.get("family") or getattr(upstream, "family", None) or "other"
-    return {"upstream": str(shown), "family": str(family), "model_id": str(fields.get("model_id", shown)),
-            "fingerprint": upstream.fingerprint}
-
+    return {
+        "upstream": str(shown),
+        "family": str(family),
+        "model_id": str(fields.get("model_id", shown)),
+        "fingerprint": upstream.fingerprint,
+    }

@@ -36,13 +36,35 @@ RUN_DIGEST_FILE = "run_digest.json"
 # batch-invariant); conf/sweep/folders.yaml leaves the same settings out of job folder names, except
 # paths.data_root, which decides the stimuli and so stays in the digest
 PRESENTATION_KEYS = (
-    "hydra", "logger", "force", "sweep", "task.run_dir", "task.progress", "torch_threads", "fit_threads",
-    "paths.root_dir", "paths.output_dir", "paths.output_root", "paths.multirun_root", "paths.cache_dir",
-    "paths.demo_dir", "extraction.batch_size", "extraction.num_workers", "trainer",
+    "hydra",
+    "logger",
+    "force",
+    "sweep",
+    "task.run_dir",
+    "task.progress",
+    "torch_threads",
+    "fit_threads",
+    "paths.root_dir",
+    "paths.output_dir",
+    "paths.output_root",
+    "paths.multirun_root",
+    "paths.cache_dir",
+    "paths.demo_dir",
+    "extraction.batch_size",
+    "extraction.num_workers",
+    "trainer",
     # the task object's arguments that only say where to write and what to show
-    "task.run.writer", "task.run.tracker", "task.run.cache", "task.run.trainer", "task.run.progress",
-    "task.run.extraction.batch_size", "task.run.extraction.num_workers", "task.run.torch_threads",
-    "task.run.fit_threads", "task.run.force", "task.run.demo_dir",
+    "task.run.writer",
+    "task.run.tracker",
+    "task.run.cache",
+    "task.run.trainer",
+    "task.run.progress",
+    "task.run.extraction.batch_size",
+    "task.run.extraction.num_workers",
+    "task.run.torch_threads",
+    "task.run.fit_threads",
+    "task.run.force",
+    "task.run.demo_dir",
 )
 MAX_NAMED_KEYS = 4
 
@@ -66,8 +88,11 @@ def config_values(cfg: DictConfig) -> dict[str, str]:
     flat: dict[str, str] = {}
 
     def walk(node, prefix: str) -> None:
-        items = ([(f"[{i}]", i) for i in range(len(node))] if isinstance(node, ListConfig)
-                 else [(str(k), k) for k in node.keys()])
+        items = (
+            [(f"[{i}]", i) for i in range(len(node))]
+            if isinstance(node, ListConfig)
+            else [(str(k), k) for k in node.keys()]
+        )
         if not items:
             flat[prefix] = "[]" if isinstance(node, ListConfig) else "{}"
         for name, key in items:
@@ -100,8 +125,9 @@ def _hub_commit(model_id: str, revision: str | None, cache_dir: str | None) -> s
     """The commit a hub id's ``revision`` points at in the local Hugging Face cache (a file read)."""
     import huggingface_hub
 
-    found = huggingface_hub.try_to_load_from_cache(model_id, "config.json", cache_dir=cache_dir,
-                                                   revision=revision or None)
+    found = huggingface_hub.try_to_load_from_cache(
+        model_id, "config.json", cache_dir=cache_dir, revision=revision or None
+    )
     return Path(found).parent.name if isinstance(found, str) else None
 
 
@@ -216,10 +242,15 @@ def finished_results(cfg: DictConfig, output_dir: str | Path) -> Path | None:
         log.info("results already exist in %s for this config; skipping (force=true reruns)", output_dir)
         return markers[0]
     if old is None:
-        log.warning("results in %s have no run digest (an older version or an unfinished run wrote them); "
-                    "recomputing", output_dir)
+        log.warning(
+            "results in %s have no run digest (an older version or an unfinished run wrote them); recomputing",
+            output_dir,
+        )
     else:
-        log.warning("results in %s were computed with another config (%s); recomputing", output_dir,
-                    describe_change(old, new) or "version or models")
+        log.warning(
+            "results in %s were computed with another config (%s); recomputing",
+            output_dir,
+            describe_change(old, new) or "version or models",
+        )
         digest_file.unlink(missing_ok=True)
     return None

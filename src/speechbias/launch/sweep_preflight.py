@@ -64,8 +64,11 @@ def _models(job: DictConfig) -> Iterable[tuple[str, str | None, str | None]]:
         if OmegaConf.select(job, f"{node}.randomize", default=False) is True:
             continue  # a random control reads its config only, never the weights
         if isinstance(model_id, str) and model_id:
-            yield (model_id, OmegaConf.select(job, f"{node}.revision", default=None),
-                   OmegaConf.select(job, f"{node}.cache_dir", default=None))
+            yield (
+                model_id,
+                OmegaConf.select(job, f"{node}.revision", default=None),
+                OmegaConf.select(job, f"{node}.cache_dir", default=None),
+            )
 
 
 def _problem(check, *args) -> str | None:
@@ -119,6 +122,9 @@ class SweepPreflightCallback(Callback):
             return
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
-        print(f"sweep not launched: {len(problems)} problem(s) found in {time.monotonic() - started:.1f} s before "
-              f"any job started; fix them, or launch anyway with {GO_ON}", file=sys.stderr)
+        print(
+            f"sweep not launched: {len(problems)} problem(s) found in {time.monotonic() - started:.1f} s before "
+            f"any job started; fix them, or launch anyway with {GO_ON}",
+            file=sys.stderr,
+        )
         sys.exit(1)

@@ -96,8 +96,9 @@ def job_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[-1]}" if lines else type(exc).__name__
 
 
-def record_failure(job_dir: str | Path, error: str, overrides: Sequence[str] = (), sweep_id: str = "",
-                   add_to_failed: bool = False) -> bool:
+def record_failure(
+    job_dir: str | Path, error: str, overrides: Sequence[str] = (), sweep_id: str = "", add_to_failed: bool = False
+) -> bool:
     """Mark a job failed with ``error`` unless it already recorded an end (ok, skipped or failed: what
     the job said about itself wins). For jobs that ended without saying so: cancelled, timed out, or
     killed by SLURM. ``add_to_failed``: a job that recorded its own failure gets ``error`` in front of
@@ -168,9 +169,14 @@ def _row(sweep_dir: Path, job_dir: Path, status: JobStatus) -> StatusRow:
     state, error = status.status, status.error
     if state == "running":
         state, error = "failed", NO_END
-    return StatusRow(job=str(job_dir.relative_to(sweep_dir)), overrides=" ".join(status.overrides),
-                     status=state, seconds=round(float(status.seconds), 1), error=error,
-                     reused=bool(status.reused))
+    return StatusRow(
+        job=str(job_dir.relative_to(sweep_dir)),
+        overrides=" ".join(status.overrides),
+        status=state,
+        seconds=round(float(status.seconds), 1),
+        error=error,
+        reused=bool(status.reused),
+    )
 
 
 def collect_statuses(sweep_dir: str | Path, sweep_id: str | None = None) -> list[StatusRow]:
@@ -189,12 +195,14 @@ def collect_statuses(sweep_dir: str | Path, sweep_id: str | None = None) -> list
 def write_status_csv(rows: Sequence[StatusRow], path: str | Path) -> Path:
     """``sweep_status.csv``: job, overrides, status, seconds, error, reused (one row per job; ``reused``:
     ``yes`` where the job found the results of an earlier run, whose status and seconds the row keeps)."""
+
     def write(tmp: Path) -> None:
         with open(tmp, "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
             writer.writerow(CSV_COLUMNS)
             for r in rows:
                 writer.writerow([r.job, r.overrides, r.status, f"{r.seconds:.1f}", r.error, "yes" if r.reused else ""])
+
     return atomic_write(path, write)
 
 
@@ -211,8 +219,7 @@ def print_status_table(rows: Sequence[StatusRow], csv_path: Path, file=None) -> 
     colour = {"ok": "green", "skipped": "yellow", "failed": "bold red"}
     for r in rows:  # Text cells: brackets in overrides or errors (paths like /tmp/[/x]) are not markup
         state = f"{r.status}, reused" if r.reused and r.status == "ok" else r.status
-        table.add_row(Text(r.job), Text(state, style=colour.get(r.status, "")), f"{r.seconds:.1f}",
-                      Text(r.error))
+        table.add_row(Text(r.job), Text(state, style=colour.get(r.status, "")), f"{r.seconds:.1f}", Text(r.error))
     console.print(table)
     console.print(Text(f"{count_line(rows)}; {csv_path}"), highlight=False, soft_wrap=True)
 

@@ -16,24 +16,26 @@ import os
 import traceback
 
 # exception classes (module.Class) whose message names the bad input and the fix
-USER_ERROR_CLASSES = frozenset({
-    "speechbias.launch.user_errors.ConfigError",
-    "speechbias.launch.user_errors.StorageError",
-    "speechbias.stimuli.manifest.ManifestError",
-    "speechbias.fileio.audio.AudioError",
-    "speechbias.asr.corpora.CorpusError",
-    "speechbias.stimuli.corpora.layout.CorpusLayoutError",
-    "speechbias.stimuli.paper_lists.PaperListError",
-    "speechbias.stimuli.selection.matching.SelectionError",
-    "speechbias.ser.valence.ValenceDataError",
-    "speechbias.sllm.data.SpokenStereoSetError",
-    "speechbias.sllm.tts.TTSError",
-    "speechbias.model_loading.MissingWeightsError",
-    "speechbias.upstream.s3prl_import.S3PRLUnavailableError",
-    "speechbias.upstream.s3prl.S3PRLUpstreamError",
-    # a required config value (``???``) that was not given
-    "omegaconf.errors.MissingMandatoryValue",
-})
+USER_ERROR_CLASSES = frozenset(
+    {
+        "speechbias.launch.user_errors.ConfigError",
+        "speechbias.launch.user_errors.StorageError",
+        "speechbias.stimuli.manifest.ManifestError",
+        "speechbias.fileio.audio.AudioError",
+        "speechbias.asr.corpora.CorpusError",
+        "speechbias.stimuli.corpora.layout.CorpusLayoutError",
+        "speechbias.stimuli.paper_lists.PaperListError",
+        "speechbias.stimuli.selection.matching.SelectionError",
+        "speechbias.ser.valence.ValenceDataError",
+        "speechbias.sllm.data.SpokenStereoSetError",
+        "speechbias.sllm.tts.TTSError",
+        "speechbias.model_loading.MissingWeightsError",
+        "speechbias.upstream.s3prl_import.S3PRLUnavailableError",
+        "speechbias.upstream.s3prl.S3PRLUpstreamError",
+        # a required config value (``???``) that was not given
+        "omegaconf.errors.MissingMandatoryValue",
+    }
+)
 # project error classes that are deliberately not user errors (wrong arguments from code, i.e. bugs)
 NOT_USER_ERROR_CLASSES = frozenset({"speechbias.stats.validation.StatsInputError"})
 

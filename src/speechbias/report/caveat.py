@@ -6,8 +6,10 @@ models check the plumbing only. Every task that can run on such data says so in 
 
 from __future__ import annotations
 
-DEMO_CAVEAT = ("DEMO: synthetic stimuli (espeak-ng voices) and tiny or weight-free models - "
-               "these numbers check the plumbing and are not findings about any model or group.")
+DEMO_CAVEAT = (
+    "DEMO: synthetic stimuli (espeak-ng voices) and tiny or weight-free models - "
+    "these numbers check the plumbing and are not findings about any model or group."
+)
 
 
 def is_demo_test(test: str) -> bool:
@@ -18,13 +20,16 @@ def is_demo_test(test: str) -> bool:
 def demo_tests_caveat(tests) -> str:
     """The caveat of a sweep that mixes the synthetic demo tests with real ones: it names the demo tests."""
     names = ", ".join(sorted({str(t) for t in tests if is_demo_test(t)}))
-    return (f"DEMO TESTS ({names}): synthetic stimuli (espeak-ng voices) - their numbers check the plumbing and "
-            "are not findings about any model or group.")
+    return (
+        f"DEMO TESTS ({names}): synthetic stimuli (espeak-ng voices) - their numbers check the plumbing and "
+        "are not findings about any model or group."
+    )
 
 
 def markdown_caveat(caveat: str = DEMO_CAVEAT) -> str:
     """The caveat as a bold report.md paragraph."""
     return f"**{caveat}**"
+
 
 # A task sets ``RunWriter.caveat`` (speechbias.report.run_writer) for a demo run: the writer then puts
 # it first in report.md and on every figure it saves (``figures.save(fig, path, caveat=...)`` leaves a

@@ -93,8 +93,10 @@ def is_single_layer(layer_numbers, layer_convention: str | None = None) -> bool:
 
 def single_layer_note(upstream: str) -> str:
     """The one line report.md gives instead of a per-layer figure of a one-layer upstream."""
-    return (f"_No layer figure: {upstream or 'this upstream'} has a single layer (its feature vector), so its d "
-            "at every layer is the one d above._")
+    return (
+        f"_No layer figure: {upstream or 'this upstream'} has a single layer (its feature vector), so its d "
+        "at every layer is the one d above._"
+    )
 
 
 def layer_profile(layers: pd.DataFrame, title: str, layer_convention: str | None = None):

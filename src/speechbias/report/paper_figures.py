@@ -49,9 +49,18 @@ CAVEAT_FONTSIZE = 6
 CAVEAT_COLOUR = "#b00000"
 SIGNIFICANCE_COLOURS = {"corrected": "#08306B", "uncorrected": "#6AAED6", "none": "#F7FBFF"}
 
-plt.rcParams.update({"font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
-                     "xtick.labelsize": 8, "ytick.labelsize": 8, "axes.spines.top": False,
-                     "axes.spines.right": False})
+plt.rcParams.update(
+    {
+        "font.size": 9,
+        "axes.titlesize": 10,
+        "axes.labelsize": 9,
+        "legend.fontsize": 8,
+        "xtick.labelsize": 8,
+        "ytick.labelsize": 8,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -76,8 +85,9 @@ def model_styles(table: pd.DataFrame) -> dict[str, ModelStyle]:
         family = fam.get(model, "other")
         k = seen.get(family, 0)
         seen[family] = k + 1
-        styles[model] = ModelStyle(family_colour(family), MARKERS[k % len(MARKERS)],
-                                   LINESTYLES[k % len(LINESTYLES)], family)
+        styles[model] = ModelStyle(
+            family_colour(family), MARKERS[k % len(MARKERS)], LINESTYLES[k % len(LINESTYLES)], family
+        )
     return styles
 
 
@@ -93,8 +103,15 @@ def _write_caveat_below(fig, caveat: str) -> None:
     box = fig.get_tightbbox(fig.canvas.get_renderer())  # inches
     fig_w, fig_h = fig.get_size_inches()
     chars = max(40, int(max(box.width, 3.0) * 72 / (CAVEAT_FONTSIZE * 0.55)))
-    fig.text((box.x0 + box.width / 2) / fig_w, (box.y0 - 0.06) / fig_h, "\n".join(textwrap.wrap(caveat, chars)),
-             ha="center", va="top", fontsize=CAVEAT_FONTSIZE, color=CAVEAT_COLOUR)
+    fig.text(
+        (box.x0 + box.width / 2) / fig_w,
+        (box.y0 - 0.06) / fig_h,
+        "\n".join(textwrap.wrap(caveat, chars)),
+        ha="center",
+        va="top",
+        fontsize=CAVEAT_FONTSIZE,
+        color=CAVEAT_COLOUR,
+    )
 
 
 def save(fig, path: str | Path, caveat: str | None = None) -> Path:
@@ -111,8 +128,18 @@ def save(fig, path: str | Path, caveat: str | None = None) -> Path:
 
 
 def _model_handles(styles: dict[str, ModelStyle], models, line: bool = False) -> list:
-    return [Line2D([0], [0], color=styles[m].colour, marker=styles[m].marker,
-                   linestyle=styles[m].linestyle if line else "none", markersize=6, label=m) for m in models]
+    return [
+        Line2D(
+            [0],
+            [0],
+            color=styles[m].colour,
+            marker=styles[m].marker,
+            linestyle=styles[m].linestyle if line else "none",
+            markersize=6,
+            label=m,
+        )
+        for m in models
+    ]
 
 
 def effect_sizes_figure(table: pd.DataFrame, title: str = "", styles: dict | None = None) -> Figure | None:
@@ -131,15 +158,39 @@ def effect_sizes_figure(table: pd.DataFrame, title: str = "", styles: dict | Non
     for m in models:
         rows = table[table["upstream"] == m]
         s = styles[m]
-        ax.scatter(rows["d"], [ypos[t] + offset[m] for t in rows["test"]], color=s.colour, marker=s.marker,
-                   s=28, edgecolors="white", linewidths=0.4, zorder=3)
+        ax.scatter(
+            rows["d"],
+            [ypos[t] + offset[m] for t in rows["test"]],
+            color=s.colour,
+            marker=s.marker,
+            s=28,
+            edgecolors="white",
+            linewidths=0.4,
+            zorder=3,
+        )
     means = table.groupby("test", sort=False)["d"].mean()
-    ax.scatter([means[t] for t in tests], [ypos[t] for t in tests], marker="D", s=90, color=MEAN_COLOUR,
-               zorder=4, edgecolors="white", linewidths=0.8)
+    ax.scatter(
+        [means[t] for t in tests],
+        [ypos[t] for t in tests],
+        marker="D",
+        s=90,
+        color=MEAN_COLOUR,
+        zorder=4,
+        edgecolors="white",
+        linewidths=0.8,
+    )
     human = table.dropna(subset=["human_iat_d"]).drop_duplicates("test") if "human_iat_d" in table else table.iloc[:0]
     if len(human):
-        ax.scatter(human["human_iat_d"].astype(float), [ypos[t] for t in human["test"]], marker="v", s=110,
-                   color=HUMAN_COLOUR, zorder=5, edgecolors="white", linewidths=0.8)
+        ax.scatter(
+            human["human_iat_d"].astype(float),
+            [ypos[t] for t in human["test"]],
+            marker="v",
+            s=110,
+            color=HUMAN_COLOUR,
+            zorder=5,
+            edgecolors="white",
+            linewidths=0.8,
+        )
     for t in tests[1:]:
         ax.axhline(ypos[t] + 0.5, color="#cccccc", lw=0.6, zorder=0)
     ax.axvline(0, color="black", lw=0.8, zorder=1)
@@ -150,12 +201,19 @@ def effect_sizes_figure(table: pd.DataFrame, title: str = "", styles: dict | Non
     ax.set_xlabel("effect size (SpEAT d; human IAT D)  —  > 0: X group associated with pleasant")
     ax.set_title(title or "SpEAT effect size d per bias test")
     handles = _model_handles(styles, models) + [
-        Line2D([0], [0], marker="D", color=MEAN_COLOUR, linestyle="none", markersize=7, label="mean SpEAT d")]
+        Line2D([0], [0], marker="D", color=MEAN_COLOUR, linestyle="none", markersize=7, label="mean SpEAT d")
+    ]
     if len(human):
-        handles.append(Line2D([0], [0], marker="v", color=HUMAN_COLOUR, linestyle="none", markersize=8,
-                              label="human IAT D"))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
-              ncol=1 if len(handles) <= 20 else 2)
+        handles.append(
+            Line2D([0], [0], marker="v", color=HUMAN_COLOUR, linestyle="none", markersize=8, label="human IAT D")
+        )
+    ax.legend(
+        handles=handles,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        frameon=False,
+        ncol=1 if len(handles) <= 20 else 2,
+    )
     return fig
 
 
@@ -176,8 +234,16 @@ def propagation_figure(prop: pd.DataFrame, agreement: pd.DataFrame, styles: dict
     for ax, lr in zip(axes[0], lrs):
         rows = prop[prop["lr"] == lr]
         for r in rows.itertuples():
-            ax.scatter(r.speat_d, r.cohens_d, color=styles[r.upstream].colour, marker=test_marker[r.test], s=30,
-                       edgecolors="white", linewidths=0.4, zorder=3)
+            ax.scatter(
+                r.speat_d,
+                r.cohens_d,
+                color=styles[r.upstream].colour,
+                marker=test_marker[r.test],
+                s=30,
+                edgecolors="white",
+                linewidths=0.4,
+                zorder=3,
+            )
         ax.axhline(0, color="black", lw=0.8)
         ax.axvline(0, color="black", lw=0.8)
         ax.fill_between([0, lim_x], 0, lim_y, color="#e8f5e9", zorder=0)
@@ -191,8 +257,8 @@ def propagation_figure(prop: pd.DataFrame, agreement: pd.DataFrame, styles: dict
     axes[0][0].set_ylabel("Cohen's d of predicted valence (X vs. Y)")
     families = list(dict.fromkeys(s.family for m, s in styles.items() if m in set(prop["upstream"])))
     handles = [Patch(color=family_colour(f), label=f) for f in families] + [
-        Line2D([0], [0], marker=test_marker[t], color="#555555", linestyle="none", label=test_label(t))
-        for t in tests]
+        Line2D([0], [0], marker=test_marker[t], color="#555555", linestyle="none", label=test_label(t)) for t in tests
+    ]
     axes[0][-1].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     return fig
 
@@ -201,8 +267,9 @@ def _se_columns(se: pd.DataFrame) -> tuple[str, str]:
     size = next((c for c in ("sizes", "size", "n", "n_stimuli", "n_targets") if c in se.columns), None)
     value = next((c for c in ("se", "standard_error", "stdev") if c in se.columns), None)
     if size is None or value is None:
-        raise ValueError(f"se_curve tables need a size column (sizes|size|n) and an SE column (se); "
-                         f"have {list(se.columns)}")
+        raise ValueError(
+            f"se_curve tables need a size column (sizes|size|n) and an SE column (se); have {list(se.columns)}"
+        )
     return size, value
 
 
@@ -228,7 +295,8 @@ def se_curves_figure(se: pd.DataFrame, styles: dict | None = None) -> Figure | N
     shown = set(se["upstream"]) if "upstream" in se.columns else set()
     families = list(dict.fromkeys(s.family for m, s in styles.items() if m in shown))
     handles = [Line2D([0], [0], color=MEAN_COLOUR, lw=2.6, label="mean")] + [
-        Line2D([0], [0], color=family_colour(f), lw=1.2, label=f) for f in families]
+        Line2D([0], [0], color=family_colour(f), lw=1.2, label=f) for f in families
+    ]
     ax.legend(handles=handles, frameon=False, loc="upper right")
     ax.set_title("Standard error of SpEAT d vs. number of stimuli")
     return fig
@@ -245,8 +313,15 @@ def positive_heatmap(pivot: pd.DataFrame, n_results: int | None = None) -> Figur
         for j in range(pivot.shape[1]):
             v = pivot.iat[i, j]
             if np.isfinite(v):
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
-                        color="white" if abs(v - 0.5) > 0.3 else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{v:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white" if abs(v - 0.5) > 0.3 else "black",
+                )
     ax.set_xticks(range(pivot.shape[1]), list(pivot.columns))
     ax.set_yticks(range(pivot.shape[0]), list(pivot.index))
     ax.set_xlabel("temporal aggregation (over frames)")
@@ -278,8 +353,11 @@ def layer_lines_figure(layers: pd.DataFrame, temporal: str = "mean", styles: dic
     when no model has several layers (their one d per test is Figure 1's)."""
     if layers.empty:
         return None
-    data = layers[layers["temporal"] == temporal] if "temporal" in layers and temporal in set(layers["temporal"]) \
+    data = (
+        layers[layers["temporal"] == temporal]
+        if "temporal" in layers and temporal in set(layers["temporal"])
         else layers
+    )
     data = data.drop_duplicates(["upstream", "test", "layer"])
     depth = data.groupby("upstream")["layer"].nunique()
     single = [m for m in depth.index if depth[m] == 1 and set(data.loc[data["upstream"] == m, "layer"]) == {0}]
@@ -293,8 +371,14 @@ def layer_lines_figure(layers: pd.DataFrame, temporal: str = "mean", styles: dic
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 2.7 * nrows + 0.7), squeeze=False, sharey=True)
     lim = max(1.0, float(np.nanmax(np.abs(data["d"]))) * 1.05)
     single_models = [m for m in styles if m in single]
-    offsets = dict(zip(single_models, np.linspace(-FEATURES_WIDTH / 2, FEATURES_WIDTH / 2, len(single_models))
-                       if len(single_models) > 1 else [0.0]))
+    offsets = dict(
+        zip(
+            single_models,
+            np.linspace(-FEATURES_WIDTH / 2, FEATURES_WIDTH / 2, len(single_models))
+            if len(single_models) > 1
+            else [0.0],
+        )
+    )
     numbers = sorted({int(v) for v in multi["layer"]})
     for ax, t in zip(axes.flat, tests):
         rows = data[data["test"] == t]
@@ -302,11 +386,27 @@ def layer_lines_figure(layers: pd.DataFrame, temporal: str = "mean", styles: dic
             s = styles[m]
             g = rows[rows["upstream"] == m].sort_values("layer")
             if m in offsets:
-                ax.plot([FEATURES_X + offsets[m]], g["d"].to_numpy()[:1], color=s.colour, marker=s.marker, ms=5,
-                        linestyle="none", markeredgecolor="white", markeredgewidth=0.5)
+                ax.plot(
+                    [FEATURES_X + offsets[m]],
+                    g["d"].to_numpy()[:1],
+                    color=s.colour,
+                    marker=s.marker,
+                    ms=5,
+                    linestyle="none",
+                    markeredgecolor="white",
+                    markeredgewidth=0.5,
+                )
                 continue
-            ax.plot(g["layer"], g["d"], color=s.colour, linestyle=s.linestyle, marker=s.marker, ms=3.5, lw=1.1,
-                    markevery=max(1, len(g) // 8))
+            ax.plot(
+                g["layer"],
+                g["d"],
+                color=s.colour,
+                linestyle=s.linestyle,
+                marker=s.marker,
+                ms=3.5,
+                lw=1.1,
+                markevery=max(1, len(g) // 8),
+            )
         ax.axhline(0, color="black", lw=0.7)
         ax.set_ylim(-lim, lim)
         ax.set_title(test_label(t))
@@ -317,25 +417,39 @@ def layer_lines_figure(layers: pd.DataFrame, temporal: str = "mean", styles: dic
             ax.set_xticks(ticks, ["features"] + [str(v) for v in ticks[1:]])
             ax.axvline(-0.5, color="#bbbbbb", lw=0.6, ls=":")
             ax.set_xlim(FEATURES_X - FEATURES_WIDTH / 2 - 0.3, numbers[-1] + 0.5)
-    fig.supxlabel(_layer_axis_label(multi) + ("; features: one-layer upstreams" if single_models else ""),
-                  fontsize=8)
+    fig.supxlabel(_layer_axis_label(multi) + ("; features: one-layer upstreams" if single_models else ""), fontsize=8)
     for ax in axes[:, 0]:
         ax.set_ylabel("SpEAT d")
-    for ax in list(axes.flat)[len(tests):]:
+    for ax in list(axes.flat)[len(tests) :]:
         ax.axis("off")
     models = [m for m in styles if m in set(data["upstream"])]
-    handles = [Line2D([0], [0], color=styles[m].colour, marker=styles[m].marker,
-                      linestyle="none" if m in offsets else styles[m].linestyle, markersize=6,
-                      label=f"{m} (one layer)" if m in offsets else m) for m in models]
-    fig.legend(handles=handles, loc="lower center", frameon=False, ncol=min(4, len(models)),
-               bbox_to_anchor=(0.5, -0.06 - 0.035 * math.ceil(len(models) / 4)))
+    handles = [
+        Line2D(
+            [0],
+            [0],
+            color=styles[m].colour,
+            marker=styles[m].marker,
+            linestyle="none" if m in offsets else styles[m].linestyle,
+            markersize=6,
+            label=f"{m} (one layer)" if m in offsets else m,
+        )
+        for m in models
+    ]
+    fig.legend(
+        handles=handles,
+        loc="lower center",
+        frameon=False,
+        ncol=min(4, len(models)),
+        bbox_to_anchor=(0.5, -0.06 - 0.035 * math.ceil(len(models) / 4)),
+    )
     fig.suptitle(f"SpEAT d at every layer (temporal {temporal})")
     fig.tight_layout()
     return fig
 
 
-def significance_heatmap(table: pd.DataFrame, alpha: float = 0.05, method: str = "bonferroni",
-                         styles: dict | None = None) -> Figure | None:
+def significance_heatmap(
+    table: pd.DataFrame, alpha: float = 0.05, method: str = "bonferroni", styles: dict | None = None
+) -> Figure | None:
     """Rows = tests, columns = models; colour = significant after correction / uncorrected only / not;
     each cell shows d."""
     if table.empty:
@@ -350,13 +464,25 @@ def significance_heatmap(table: pd.DataFrame, alpha: float = 0.05, method: str =
         grid[i, j] = levels.index(r.significance)
         d[i, j] = r.d
     fig, ax = plt.subplots(figsize=(1.8 + 0.62 * len(models), 0.9 + 0.45 * len(tests)))
-    ax.imshow(np.ma.masked_invalid(grid), cmap=ListedColormap([SIGNIFICANCE_COLOURS[v] for v in levels]),
-              vmin=-0.5, vmax=len(levels) - 0.5, aspect="auto")
+    ax.imshow(
+        np.ma.masked_invalid(grid),
+        cmap=ListedColormap([SIGNIFICANCE_COLOURS[v] for v in levels]),
+        vmin=-0.5,
+        vmax=len(levels) - 0.5,
+        aspect="auto",
+    )
     for i in range(len(tests)):
         for j in range(len(models)):
             if np.isfinite(d[i, j]):
-                ax.text(j, i, f"{d[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                        color="white" if grid[i, j] == 0 else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{d[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if grid[i, j] == 0 else "black",
+                )
     ax.set_xticks(np.arange(len(models) + 1) - 0.5, minor=True)
     ax.set_yticks(np.arange(len(tests) + 1) - 0.5, minor=True)
     ax.grid(which="minor", color="black", lw=0.5)
@@ -369,10 +495,17 @@ def significance_heatmap(table: pd.DataFrame, alpha: float = 0.05, method: str =
     ax.set_xlabel("model (label colour = family)")
     ax.set_ylabel("bias test")
     ax.set_title(f"One-sided permutation test, alpha = {alpha} (cells: d)")
-    names = {"corrected": f"significant after {method.capitalize()} correction",
-             "uncorrected": "significant uncorrected only", "none": "not significant"}
-    ax.legend(handles=[Patch(facecolor=SIGNIFICANCE_COLOURS[v], edgecolor="black", label=names[v]) for v in levels],
-              loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    names = {
+        "corrected": f"significant after {method.capitalize()} correction",
+        "uncorrected": "significant uncorrected only",
+        "none": "not significant",
+    }
+    ax.legend(
+        handles=[Patch(facecolor=SIGNIFICANCE_COLOURS[v], edgecolor="black", label=names[v]) for v in levels],
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        frameon=False,
+    )
     return fig
 
 
@@ -388,8 +521,17 @@ def paper_comparison_figure(comparison: pd.DataFrame, styles: dict | None = None
     ax.plot([-lim, lim], [-lim, lim], color="#888888", lw=0.8, linestyle="--", label="d = paper d")
     for m in [m for m in styles if m in set(table["upstream"])]:
         g, s = table[table["upstream"] == m], styles[m]
-        ax.scatter(g["paper_d"], g["d"], color=s.colour, marker=s.marker, s=30, edgecolors="white",
-                   linewidths=0.4, label=m, zorder=3)
+        ax.scatter(
+            g["paper_d"],
+            g["d"],
+            color=s.colour,
+            marker=s.marker,
+            s=30,
+            edgecolors="white",
+            linewidths=0.4,
+            label=m,
+            zorder=3,
+        )
     ax.axhline(0, color="black", lw=0.6)
     ax.axvline(0, color="black", lw=0.6)
     ax.set_xlim(-lim, lim)

@@ -47,7 +47,7 @@ def not_converged(curve: pd.DataFrame) -> dict[str, str]:
             out[label] = f"its lowest dev MSE is at its last validation (step {last})"
             continue
         q = len(g) // 4
-        rise = float(g["r2"].iloc[-q:].mean() - g["r2"].iloc[-2 * q:-q].mean())
+        rise = float(g["r2"].iloc[-q:].mean() - g["r2"].iloc[-2 * q : -q].mean())
         if rise > RISING_R2:
             out[label] = f"its dev R² rose by {rise:.3f} over the last quarter of training (to step {last})"
     return out
@@ -70,8 +70,16 @@ def dev_curve_figure(curve: pd.DataFrame):
     ax.set_title(title + ("\n" if unconverged else ""))
     if unconverged:
         heads = ", ".join(k for k in unconverged if k) or "the head"
-        ax.text(0.5, 1.01, f"NOT CONVERGED ({heads}): still improving at the last step; raise max_steps",
-                transform=ax.transAxes, ha="center", va="bottom", fontsize=7, color=WARNING_COLOUR)
+        ax.text(
+            0.5,
+            1.01,
+            f"NOT CONVERGED ({heads}): still improving at the last step; raise max_steps",
+            transform=ax.transAxes,
+            ha="center",
+            va="bottom",
+            fontsize=7,
+            color=WARNING_COLOUR,
+        )
     if len(groups) > 1:
         ax.legend(fontsize=7)
     return fig
@@ -100,8 +108,7 @@ def layer_weights_figure(layers: pd.DataFrame):
 def layer_weights_markdown(layers: pd.DataFrame) -> str:
     """report.md's image of the layer weights, or the one line saying why a one-layer upstream has none."""
     if layers.empty or figures.is_single_layer(layers["layer"]):
-        return ("_No layer-weight figure: the upstream has a single layer, so its softmax weight is 1 by "
-                "construction._")
+        return "_No layer-weight figure: the upstream has a single layer, so its softmax weight is 1 by construction._"
     return "![layer weights](layer_weights.png)"
 
 
@@ -124,15 +131,20 @@ def outside_scale(preds: pd.DataFrame) -> int:
 def training_notes(curve: pd.DataFrame, preds: pd.DataFrame) -> list[str]:
     """report.md lines a reader must not miss: heads that had not converged, and per test how many
     predictions lie outside the rating scale. Empty when there is nothing to flag."""
-    notes = [f"**Not converged{f' ({label})' if label else ''}:** {why}; the head's predictions come "
-             "from a model still learning (raise `max_steps`)." for label, why in not_converged(curve).items()]
+    notes = [
+        f"**Not converged{f' ({label})' if label else ''}:** {why}; the head's predictions come "
+        "from a model still learning (raise `max_steps`)."
+        for label, why in not_converged(curve).items()
+    ]
     scale = rating_scale(preds)
-    for test, g in (preds.groupby("test", sort=False) if "test" in preds else []):
+    for test, g in preds.groupby("test", sort=False) if "test" in preds else []:
         n = outside_scale(g)
         if n:
-            notes.append(f"**{test}: {n} of {len(g)} predictions lie outside the rating scale "
-                         f"[{scale[0]:g}, {scale[1]:g}]** (range {g['predicted_valence'].min():.1f} to "
-                         f"{g['predicted_valence'].max():.1f}): the head extrapolates on these clips.")
+            notes.append(
+                f"**{test}: {n} of {len(g)} predictions lie outside the rating scale "
+                f"[{scale[0]:g}, {scale[1]:g}]** (range {g['predicted_valence'].min():.1f} to "
+                f"{g['predicted_valence'].max():.1f}): the head extrapolates on these clips."
+            )
     return notes
 
 
@@ -154,16 +166,25 @@ def predictions_figure(preds: pd.DataFrame, row: pd.Series, d: float):
         out = np.zeros(values.size, bool) if scale is None else (values < scale[0]) | (values > scale[1])
         ax.scatter(x[~out], values[~out], s=8, alpha=0.6, zorder=3)
         if out.any():
-            ax.scatter(x[out], values[out], s=18, marker="x", color=WARNING_COLOUR, zorder=4,
-                       label="outside the rating scale")
+            ax.scatter(
+                x[out], values[out], s=18, marker="x", color=WARNING_COLOUR, zorder=4, label="outside the rating scale"
+            )
     ax.set_ylabel("predicted valence (original scale)")
     n_heads = preds["lr"].nunique() if "lr" in preds else 1
     pooled = f", {n_heads} heads pooled" if n_heads > 1 else ""
     n_out = outside_scale(preds)
     ax.set_title(f"{row['test']}: Cohen's d = {d:.2f}{pooled}", fontsize=10)
     if n_out:
-        ax.text(0.5, 1.0, f"{n_out} of {len(preds)} predictions outside the rating scale",
-                transform=ax.transAxes, ha="center", va="bottom", fontsize=7, color=WARNING_COLOUR)
+        ax.text(
+            0.5,
+            1.0,
+            f"{n_out} of {len(preds)} predictions outside the rating scale",
+            transform=ax.transAxes,
+            ha="center",
+            va="bottom",
+            fontsize=7,
+            color=WARNING_COLOUR,
+        )
         ax.set_title(f"{row['test']}: Cohen's d = {d:.2f}{pooled}\n", fontsize=10)
     if scale is not None:
         handles, labels = ax.get_legend_handles_labels()

@@ -114,8 +114,7 @@ class RunWriter:
         """Write ``obj`` as indented JSON to ``<name>`` (give the suffix, e.g. ``summary.json``)."""
         return self.text(name, json_text(obj))
 
-    def table(self, stem: str, df: pd.DataFrame, *, tracker_key: str | None = None,
-              parquet: bool = False) -> Path:
+    def table(self, stem: str, df: pd.DataFrame, *, tracker_key: str | None = None, parquet: bool = False) -> Path:
         """Write ``df`` as ``<stem>.csv`` and ``<stem>.json`` (a list of row records), and
         ``<stem>.parquet`` when asked; record it for the tracker under ``tracker_key``.
         Returns the CSV path."""
@@ -128,8 +127,9 @@ class RunWriter:
             self._record({"kind": "table", "key": tracker_key, "file": f"{stem}.csv"})
         return csv_path
 
-    def figure(self, stem: str, fig, *, tracker_key: str | None = None,
-               save: Callable[..., Path] | None = None) -> Path | None:
+    def figure(
+        self, stem: str, fig, *, tracker_key: str | None = None, save: Callable[..., Path] | None = None
+    ) -> Path | None:
         """Save a matplotlib figure as ``<stem>.png`` (with the caveat of a demo run) and close it;
         record it for the tracker under ``tracker_key``. ``fig=None`` (nothing to draw): None.
         ``save(fig, path, caveat=)`` writes it: :func:`speechbias.report.figures.save` unless given

@@ -90,10 +90,16 @@ class SweepTables:
 
     def files(self) -> dict[str, pd.DataFrame]:
         """The tables written beside ``results``, by file stem, in the order report.md lists them."""
-        files = {"appendix_d": self.appendix_d, "anova": self.anova, "congruence": self.congruence,
-                 "congruence_by_aggregation": self.congruence_by_aggregation, "propagation": self.propagation,
-                 "propagation_agreement": self.propagation_agreement, "layers": self.layers,
-                 "se_curves": self.se_curves}
+        files = {
+            "appendix_d": self.appendix_d,
+            "anova": self.anova,
+            "congruence": self.congruence,
+            "congruence_by_aggregation": self.congruence_by_aggregation,
+            "propagation": self.propagation,
+            "propagation_agreement": self.propagation_agreement,
+            "layers": self.layers,
+            "se_curves": self.se_curves,
+        }
         if self.paper_comparison is not None:
             files["paper_comparison"] = self.paper_comparison
         return files
@@ -111,8 +117,12 @@ class SweepReport:
 
 
 def _tests(tables: SweepTables) -> list[str]:
-    return [str(v) for t in (tables.results, tables.propagation) if len(t) and "test" in t.columns
-            for v in dict.fromkeys(t["test"])]
+    return [
+        str(v)
+        for t in (tables.results, tables.propagation)
+        if len(t) and "test" in t.columns
+        for v in dict.fromkeys(t["test"])
+    ]
 
 
 def sweep_caveat(tables: SweepTables) -> str | None:
@@ -134,10 +144,12 @@ def _shown(tables: SweepTables) -> SweepTables:
     info = sweep_tables.model_info(tables.results, tables.propagation)
     comparison = tables.paper_comparison
     return dataclasses.replace(
-        tables, layers=sweep_tables.with_family(tables.layers, info),
+        tables,
+        layers=sweep_tables.with_family(tables.layers, info),
         se_curves=sweep_tables.with_family(tables.se_curves, info),
         propagation=sweep_tables.with_family(tables.propagation, info),
-        paper_comparison=None if comparison is None else sweep_tables.with_family(comparison, info))
+        paper_comparison=None if comparison is None else sweep_tables.with_family(comparison, info),
+    )
 
 
 def _figures(tables: SweepTables, writer: RunWriter, options: ReportOptions) -> dict[str, Path]:
@@ -156,15 +168,20 @@ def _figures(tables: SweepTables, writer: RunWriter, options: ReportOptions) -> 
         if path is not None:
             written[name] = path
 
-    write("figure1_effect_sizes",
-          paper_figures.effect_sizes_figure(main, title=f"SpEAT d per bias test ({agg})", styles=styles))
-    write("figure2_propagation",
-          paper_figures.propagation_figure(tables.propagation, tables.propagation_agreement, styles))
+    write(
+        "figure1_effect_sizes",
+        paper_figures.effect_sizes_figure(main, title=f"SpEAT d per bias test ({agg})", styles=styles),
+    )
+    write(
+        "figure2_propagation",
+        paper_figures.propagation_figure(tables.propagation, tables.propagation_agreement, styles),
+    )
     write("figure3_se_curves", paper_figures.se_curves_figure(tables.se_curves, styles))
     write("appendix_d_positive", paper_figures.positive_heatmap(sweep_tables.positive_pivot(tables.appendix_d), n_per))
     write("layer_profiles", paper_figures.layer_lines_figure(tables.layers, temporal, styles))
-    write("significance_heatmap",
-          paper_figures.significance_heatmap(main, options.alpha, options.corrections[0], styles))
+    write(
+        "significance_heatmap", paper_figures.significance_heatmap(main, options.alpha, options.corrections[0], styles)
+    )
     if tables.paper_comparison is not None:
         write("paper_comparison", paper_figures.paper_comparison_figure(tables.paper_comparison, styles))
     return written
@@ -191,108 +208,167 @@ def _incomplete_lines(results: SweepResults) -> list[str]:
 def _no_layer_profiles_reason(layers: pd.DataFrame) -> str:
     if layers.empty:
         return "no per-layer results (speat.per_layer=false)"
-    return ("every upstream of this sweep has a single layer (" + ", ".join(dict.fromkeys(layers["upstream"].astype(str)))
-            + "), whose one d per test is Figure 1's")
+    return (
+        "every upstream of this sweep has a single layer ("
+        + ", ".join(dict.fromkeys(layers["upstream"].astype(str)))
+        + "), whose one d per test is Figure 1's"
+    )
 
 
 def _no_heatmap_reason(appendix_d: pd.DataFrame) -> str:
     if appendix_d.empty:
         return "no SpEAT results in this sweep"
     r = appendix_d.iloc[0]
-    return (f"one aggregation strategy in this sweep ({r['aggregation']}: d > 0 in {int(r['n_positive'])} of "
-            f"{int(r['n'])} results); the heat map compares strategies (experiment=paper_aggregation runs all 33)")
+    return (
+        f"one aggregation strategy in this sweep ({r['aggregation']}: d > 0 in {int(r['n_positive'])} of "
+        f"{int(r['n'])} results); the heat map compares strategies (experiment=paper_aggregation runs all 33)"
+    )
 
 
-def _sections(results: SweepResults, tables: SweepTables, options: ReportOptions,
-              figs: dict[str, Path]) -> list[tuple[str, str]]:
+def _sections(
+    results: SweepResults, tables: SweepTables, options: ReportOptions, figs: dict[str, Path]
+) -> list[tuple[str, str]]:
     main, speat = tables.main, tables.results
     agg = str(main["aggregation"].iloc[0]) if len(main) else options.main_aggregation
     method = options.corrections[0] if options.corrections else "none"
     sections = []  # the writer puts the demo caveat (RunWriter.caveat: sweep_caveat) first, once
     n_prop = results.propagation["run_dir"].nunique() if "run_dir" in results.propagation else 0
-    counts = [_plural(speat[c].nunique() if len(speat) else 0, w)
-              for c, w in (("upstream", "model"), ("test", "test"), ("aggregation", "aggregation"))]
-    lines = [f"- sweep folder(s): {', '.join(str(d) for d in results.sweep_dirs)}",
-             f"- {results.completion()}",
-             f"- SpEAT runs: {len(speat)} ({', '.join(counts)}); SER runs: {n_prop}"]
+    counts = [
+        _plural(speat[c].nunique() if len(speat) else 0, w)
+        for c, w in (("upstream", "model"), ("test", "test"), ("aggregation", "aggregation"))
+    ]
+    lines = [
+        f"- sweep folder(s): {', '.join(str(d) for d in results.sweep_dirs)}",
+        f"- {results.completion()}",
+        f"- SpEAT runs: {len(speat)} ({', '.join(counts)}); SER runs: {n_prop}",
+    ]
     if results.duplicates:
         lines.append(f"- {results.duplicates} repeated SpEAT run(s) ignored (the newest of each is kept)")
     if results.incomplete:
-        lines.append(f"- **{len(results.incomplete)} job folder(s) have no results yet** (failed or interrupted; "
-                     "the reason of each, from its `job_status.json` or log, below). Run the same sweep command "
-                     "again (same `hydra.sweep.dir`) to finish only these; finished jobs are skipped.")
+        lines.append(
+            f"- **{len(results.incomplete)} job folder(s) have no results yet** (failed or interrupted; "
+            "the reason of each, from its `job_status.json` or log, below). Run the same sweep command "
+            "again (same `hydra.sweep.dir`) to finish only these; finished jobs are skipped."
+        )
         lines.extend(_incomplete_lines(results))
     sections.append(("Sweep", "\n".join(lines)))
-    sections.append(("SpEAT effect sizes (Figure 1)",
-                     _image(figs, "figure1_effect_sizes", "Figure 1", "no SpEAT results in this sweep")
-                     + f"\n\nd per model and test ({agg}); `**` significant "
-                     f"after {method.capitalize()} correction over the {len(main)} model x test results of this "
-                     f"aggregation, `*` significant at alpha = {options.alpha} uncorrected only. "
-                     "One-sided permutation p (H1: d > 0). All runs: `results.csv` / `results.parquet`.\n\n"
-                     + markdown_table(sweep_tables.d_pivot(main))))
-    sections.append(("Significance", _image(figs, "significance_heatmap", "significance heat map",
-                                            "no SpEAT results in this sweep")))
+    sections.append(
+        (
+            "SpEAT effect sizes (Figure 1)",
+            _image(figs, "figure1_effect_sizes", "Figure 1", "no SpEAT results in this sweep")
+            + f"\n\nd per model and test ({agg}); `**` significant "
+            f"after {method.capitalize()} correction over the {len(main)} model x test results of this "
+            f"aggregation, `*` significant at alpha = {options.alpha} uncorrected only. "
+            "One-sided permutation p (H1: d > 0). All runs: `results.csv` / `results.parquet`.\n\n"
+            + markdown_table(sweep_tables.d_pivot(main)),
+        )
+    )
+    sections.append(
+        (
+            "Significance",
+            _image(figs, "significance_heatmap", "significance heat map", "no SpEAT results in this sweep"),
+        )
+    )
     agreement = tables.propagation_agreement
     if len(agreement):
-        body = (_image(figs, "figure2_propagation", "Figure 2", "no SER propagation results") + "\n\n"
-                "SpEAT d vs. Cohen's d of the valence head's predictions (X vs. Y); `pooled`: all heads' "
-                "predictions pooled per group. Sign agreement:\n\n" + markdown_table(agreement))
+        body = (
+            _image(figs, "figure2_propagation", "Figure 2", "no SER propagation results") + "\n\n"
+            "SpEAT d vs. Cohen's d of the valence head's predictions (X vs. Y); `pooled`: all heads' "
+            "predictions pooled per group. Sign agreement:\n\n" + markdown_table(agreement)
+        )
     else:
-        body = ("_No Figure 2: no SER propagation runs in this sweep (see `python train.py`, experiment "
-                "paper_propagation)._")
+        body = (
+            "_No Figure 2: no SER propagation runs in this sweep (see `python train.py`, experiment "
+            "paper_propagation)._"
+        )
     sections.append(("Bias propagation to SER (Figure 2)", body))
-    sections.append(("Standard error vs. number of stimuli (Figure 3)",
-                     _image(figs, "figure3_se_curves", "Figure 3", "no SE curves: run the sweep with "
-                            "`speat.se_curve=true` (experiment paper_se_curves)")))
-    sections.append(("SpEAT d at every layer", _image(figs, "layer_profiles", "layer-profile figure",
-                                                      _no_layer_profiles_reason(tables.layers))
-                     + "\n\nWhere in each network "
-                     "the association lives: d of each single layer's temporal statistic (`layers.csv`)."))
+    sections.append(
+        (
+            "Standard error vs. number of stimuli (Figure 3)",
+            _image(
+                figs,
+                "figure3_se_curves",
+                "Figure 3",
+                "no SE curves: run the sweep with `speat.se_curve=true` (experiment paper_se_curves)",
+            ),
+        )
+    )
+    sections.append(
+        (
+            "SpEAT d at every layer",
+            _image(figs, "layer_profiles", "layer-profile figure", _no_layer_profiles_reason(tables.layers))
+            + "\n\nWhere in each network "
+            "the association lives: d of each single layer's temporal statistic (`layers.csv`).",
+        )
+    )
     pivot = sweep_tables.positive_pivot(tables.appendix_d)
-    sections.append(("Proportion of positive d per aggregation strategy (appendix D)",
-                     _image(figs, "appendix_d_positive", "appendix D figure", _no_heatmap_reason(tables.appendix_d))
-                     + "\n\n"
-                     + (markdown_table(pivot.reset_index(), floatfmt=".2f") if len(pivot) else "_(no rows)_")))
+    sections.append(
+        (
+            "Proportion of positive d per aggregation strategy (appendix D)",
+            _image(figs, "appendix_d_positive", "appendix D figure", _no_heatmap_reason(tables.appendix_d))
+            + "\n\n"
+            + (markdown_table(pivot.reset_index(), floatfmt=".2f") if len(pivot) else "_(no rows)_"),
+        )
+    )
     anova = tables.anova
-    sections.append(("Two-way ANOVA: test x model family",
-                     tables.anova_note + ("\n\n" + markdown_table(anova) if len(anova) else "")))
+    sections.append(
+        (
+            "Two-way ANOVA: test x model family",
+            tables.anova_note + ("\n\n" + markdown_table(anova) if len(anova) else ""),
+        )
+    )
     cong, totals = tables.congruence, tables.congruence_totals
-    body = (f"{totals['n_congruent']} of {totals['n_total']} model x test effect sizes ({agg}) have the sign of "
-            "the human IAT D of their test.\n\n" + markdown_table(cong)) if totals["n_total"] else \
-        "_No test in this sweep has a human IAT D._"
+    body = (
+        (
+            f"{totals['n_congruent']} of {totals['n_total']} model x test effect sizes ({agg}) have the sign of "
+            "the human IAT D of their test.\n\n" + markdown_table(cong)
+        )
+        if totals["n_total"]
+        else "_No test in this sweep has a human IAT D._"
+    )
     by_agg = tables.congruence_by_aggregation
     if len(by_agg):
-        body += (f"\n\nPer aggregation strategy: tests whose mean d over models has the IAT's sign "
-                 f"({int(by_agg['n_congruent'].sum())} of {int(by_agg['n_tests'].sum())} in all).\n\n"
-                 + markdown_table(by_agg))
+        body += (
+            f"\n\nPer aggregation strategy: tests whose mean d over models has the IAT's sign "
+            f"({int(by_agg['n_congruent'].sum())} of {int(by_agg['n_tests'].sum())} in all).\n\n"
+            + markdown_table(by_agg)
+        )
     sections.append(("Congruence with human IAT signs", body))
     if tables.paper_comparison is not None:
         comp = tables.paper_comparison
         if len(comp):
-            body = (_image(figs, "paper_comparison", "paper comparison figure", "no data")
-                    + "\n\nThe paper's published d (temporal mean, layer mean; the layer sum gives the same d) "
-                    "beside this sweep's d; `d_minus_paper` = this - paper. "
-                    f"Same sign in {int(comp['same_sign'].sum())} of {len(comp)}; mean |difference| "
-                    f"{comp['d_minus_paper'].abs().mean():.3f}.\n\n"
-                    + markdown_table(comp.drop(columns=["model_id"], errors="ignore")))
+            body = (
+                _image(figs, "paper_comparison", "paper comparison figure", "no data")
+                + "\n\nThe paper's published d (temporal mean, layer mean; the layer sum gives the same d) "
+                "beside this sweep's d; `d_minus_paper` = this - paper. "
+                f"Same sign in {int(comp['same_sign'].sum())} of {len(comp)}; mean |difference| "
+                f"{comp['d_minus_paper'].abs().mean():.3f}.\n\n"
+                + markdown_table(comp.drop(columns=["model_id"], errors="ignore"))
+            )
         else:
             body = "_No (model, test) of this sweep is in the paper's table._"
         sections.append(("Reproduction check: the paper's published results", body))
     return sections
 
 
-def write_sweep_report(results: SweepResults, tables: SweepTables, writer: RunWriter,
-                       options: ReportOptions = ReportOptions()) -> SweepReport:
+def write_sweep_report(
+    results: SweepResults, tables: SweepTables, writer: RunWriter, options: ReportOptions = ReportOptions()
+) -> SweepReport:
     """Write the report folder (see the module docstring) through ``writer``; the summary metrics, the
     non-empty tables and the figures are recorded for the tracker under ``report/<name>``. A demo
     sweep's caveat (``writer.caveat``, set by the caller) heads report.md and is drawn on every figure."""
     writer.text(REPORT_MARKER, "speechbias sweep report: not a run folder\n")
     speat, files = tables.results, tables.files()
     totals = tables.congruence_totals
-    summary = {"report/n_speat_runs": int(len(speat)), "report/n_propagation_rows": int(len(results.propagation)),
-               "report/n_incomplete": len(results.incomplete), "report/n_jobs": results.n_jobs,
-               "report/n_finished": len(results.finished), "report/human_congruent": totals["n_congruent"],
-               "report/human_total": totals["n_total"]}
+    summary = {
+        "report/n_speat_runs": int(len(speat)),
+        "report/n_propagation_rows": int(len(results.propagation)),
+        "report/n_incomplete": len(results.incomplete),
+        "report/n_jobs": results.n_jobs,
+        "report/n_finished": len(results.finished),
+        "report/human_congruent": totals["n_congruent"],
+        "report/human_total": totals["n_total"],
+    }
     writer.metrics(summary)
     writer.table("results", speat, tracker_key="report/results" if len(speat) else None, parquet=True)
     for name, table in files.items():
@@ -300,7 +376,13 @@ def write_sweep_report(results: SweepResults, tables: SweepTables, writer: RunWr
     shown = _shown(tables)
     figs = _figures(shown, writer, options)
     sections = _sections(results, shown, options, figs)
-    sections.append(("Files", "\n".join(f"- `{name}.csv`" for name in ["results", *files])
-                     + "\n- `results.parquet`\n" + "\n".join(f"- `{p.name}`" for p in figs.values())))
+    sections.append(
+        (
+            "Files",
+            "\n".join(f"- `{name}.csv`" for name in ["results", *files])
+            + "\n- `results.parquet`\n"
+            + "\n".join(f"- `{p.name}`" for p in figs.values()),
+        )
+    )
     writer.report(f"{options.title}: {results.completion()}", sections)
     return SweepReport(output_dir=writer.output_dir, tables=tables, figures=figs, sections=sections, summary=summary)

@@ -46,8 +46,11 @@ def d_pivot(main: pd.DataFrame) -> pd.DataFrame:
 def model_info(*tables: pd.DataFrame) -> pd.DataFrame:
     """One row per model (``upstream, family, num_layers``) from every given table that has them,
     shallowest model first."""
-    parts = [t[[c for c in ("upstream", "family", "num_layers") if c in t.columns]]
-             for t in tables if len(t) and "upstream" in t.columns]
+    parts = [
+        t[[c for c in ("upstream", "family", "num_layers") if c in t.columns]]
+        for t in tables
+        if len(t) and "upstream" in t.columns
+    ]
     if not parts:
         return pd.DataFrame(columns=["upstream", "family", "num_layers"])
     info = pd.concat(parts, ignore_index=True)

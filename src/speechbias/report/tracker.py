@@ -32,8 +32,15 @@ class Tracker:
             disabled; ``group`` defaults to the name of the run folder's parent, i.e. the sweep).
     """
 
-    def __init__(self, kind: str = "none", project: str = "speechbias", entity: str | None = None,
-                 mode: str = "auto", group: str | None = None, tags: Sequence[str] = ()):
+    def __init__(
+        self,
+        kind: str = "none",
+        project: str = "speechbias",
+        entity: str | None = None,
+        mode: str = "auto",
+        group: str | None = None,
+        tags: Sequence[str] = (),
+    ):
         if kind not in KINDS:
             raise ValueError(f"logger.kind must be one of {KINDS}, got {kind!r}")
         self.kind = kind
@@ -61,9 +68,17 @@ class Tracker:
 
         return {"logger": CSVLogger(save_dir=str(output_dir), name="", version="")}
 
-    def publish(self, writer: RunWriter, *, job_type: str, name: str, tags: Sequence[str] = (),
-                config: dict | None = None, group: str | None = None,
-                on_run: Callable | None = None) -> None:
+    def publish(
+        self,
+        writer: RunWriter,
+        *,
+        job_type: str,
+        name: str,
+        tags: Sequence[str] = (),
+        config: dict | None = None,
+        group: str | None = None,
+        on_run: Callable | None = None,
+    ) -> None:
         """Log what ``writer`` recorded to W&B (``kind: wandb``; otherwise nothing).
 
         ``config``: the run's resolved config (the W&B run config). ``group``: the W&B group when
@@ -73,9 +88,16 @@ class Tracker:
         if self.kind != "wandb":
             return
         run = wandb_run.start_run(
-            project=self.project, entity=self.entity, name=name, config=config,
+            project=self.project,
+            entity=self.entity,
+            name=name,
+            config=config,
             group=self.group or group or writer.output_dir.parent.name,
-            tags=[*tags, *self.tags], job_type=job_type, mode=self.mode, save_dir=writer.output_dir)
+            tags=[*tags, *self.tags],
+            job_type=job_type,
+            mode=self.mode,
+            save_dir=writer.output_dir,
+        )
         if run is None:
             return
         try:

@@ -60,9 +60,17 @@ def prepare(mode: str = "auto") -> None:
         log.debug("W&B could not be prepared (%s: %s)", type(exc).__name__, exc)
 
 
-def start_run(project: str = "speechbias", name: str | None = None, config: dict | None = None,
-              group: str | None = None, tags: list[str] | None = None, job_type: str | None = None,
-              mode: str = "auto", save_dir: str | Path | None = None, entity: str | None = None):
+def start_run(
+    project: str = "speechbias",
+    name: str | None = None,
+    config: dict | None = None,
+    group: str | None = None,
+    tags: list[str] | None = None,
+    job_type: str | None = None,
+    mode: str = "auto",
+    save_dir: str | Path | None = None,
+    entity: str | None = None,
+):
     """Start a W&B run; returns the run, or ``None`` if W&B is disabled or could not start."""
     resolved = resolve_mode(mode)
     if resolved == "disabled":
@@ -71,9 +79,19 @@ def start_run(project: str = "speechbias", name: str | None = None, config: dict
         import wandb
 
         settings = wandb.Settings(init_timeout=60, silent=True, x_disable_stats=True)
-        run = wandb.init(project=project, entity=entity, name=name, config=config, group=group,
-                         tags=[t for t in (tags or []) if t][:64], job_type=job_type, mode=resolved,
-                         dir=str(save_dir) if save_dir else None, settings=settings, reinit="finish_previous")
+        run = wandb.init(
+            project=project,
+            entity=entity,
+            name=name,
+            config=config,
+            group=group,
+            tags=[t for t in (tags or []) if t][:64],
+            job_type=job_type,
+            mode=resolved,
+            dir=str(save_dir) if save_dir else None,
+            settings=settings,
+            reinit="finish_previous",
+        )
         return run
     except Exception as exc:  # never fail the job for W&B
         log.warning("W&B could not start (%s: %s); continuing without W&B", type(exc).__name__, exc)

@@ -16,8 +16,14 @@ from pathlib import Path
 
 import pandas as pd
 
-PAPER_COLUMNS = ("Test", "Target Dataset", "Speech Model", "SpEAT d", "SpEAT p",
-                 "Number of Target Embeddings per Group")
+PAPER_COLUMNS = (
+    "Test",
+    "Target Dataset",
+    "Speech Model",
+    "SpEAT d",
+    "SpEAT p",
+    "Number of Target Embeddings per Group",
+)
 
 
 def load_paper_results(path: str | Path, models: Mapping[str, str], tests: Mapping[str, str]) -> pd.DataFrame:
@@ -33,25 +39,30 @@ def load_paper_results(path: str | Path, models: Mapping[str, str], tests: Mappi
     df = pd.read_csv(path)
     missing = [c for c in PAPER_COLUMNS if c not in df.columns]
     if missing:
-        raise ValueError(f"paper_results {path}: missing column(s) {missing}; expected the layout of the "
-                         f"SpEAT paper's all_mean_mean_results.csv")
+        raise ValueError(
+            f"paper_results {path}: missing column(s) {missing}; expected the layout of the "
+            f"SpEAT paper's all_mean_mean_results.csv"
+        )
     df = df.drop_duplicates()
     both = df["Test"].astype(str).str.strip() + " | " + df["Target Dataset"].astype(str).str.strip()
     by_target = df["Target Dataset"].astype(str).str.strip()
     test = both.map(lambda k: tests.get(k))
     test = test.where(test.notna(), by_target.map(lambda k: tests.get(k)))
-    out = pd.DataFrame({
-        "model_id": df["Speech Model"].map(lambda m: models.get(str(m))),
-        "paper_model": df["Speech Model"].astype(str),
-        "test": test,
-        "paper_d": pd.to_numeric(df["SpEAT d"], errors="coerce"),
-        "paper_p": pd.to_numeric(df["SpEAT p"], errors="coerce"),
-        "paper_n_targets": pd.to_numeric(df["Number of Target Embeddings per Group"], errors="coerce"),
-    })
+    out = pd.DataFrame(
+        {
+            "model_id": df["Speech Model"].map(lambda m: models.get(str(m))),
+            "paper_model": df["Speech Model"].astype(str),
+            "test": test,
+            "paper_d": pd.to_numeric(df["SpEAT d"], errors="coerce"),
+            "paper_p": pd.to_numeric(df["SpEAT p"], errors="coerce"),
+            "paper_n_targets": pd.to_numeric(df["Number of Target Embeddings per Group"], errors="coerce"),
+        }
+    )
     out = out.dropna(subset=["model_id", "test"]).reset_index(drop=True)
     dup = out.duplicated(["model_id", "test"], keep=False)
     if dup.any():
-        raise ValueError(f"paper_results {path}: several rows map to the same (model, test): "
-                         f"{out.loc[dup, ['paper_model', 'test']].values.tolist()[:4]}; check the test mapping")
+        raise ValueError(
+            f"paper_results {path}: several rows map to the same (model, test): "
+            f"{out.loc[dup, ['paper_model', 'test']].values.tolist()[:4]}; check the test mapping"
+        )
     return out
-

@@ -162,8 +162,10 @@ def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str
     dirs = [Path(d) for d in sweep_dirs]
     for d in dirs:
         if not d.is_dir():
-            raise ConfigError(f"sweep_dir {d}: no such folder (give the multirun folder of a sweep, e.g. "
-                             f"multirun/2024-05-01/12-00-00)")
+            raise ConfigError(
+                f"sweep_dir {d}: no such folder (give the multirun folder of a sweep, e.g. "
+                f"multirun/2024-05-01/12-00-00)"
+            )
     speat, layers, se, prop, preds, incomplete, reasons, finished = [], [], [], [], [], [], {}, []
     for sweep in dirs:
         for run_dir, done in _walk_runs(sweep, [Path(p) for p in exclude]):
@@ -189,8 +191,9 @@ def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str
                     preds.append(_read_csv(run_dir / "predictions.csv").assign(run_dir=rel))
             else:
                 log.debug("%s: results.csv is neither a SpEAT nor a propagation table; skipped", run_dir)
-    out = SweepResults(sweep_dirs=dirs, incomplete=sorted(incomplete), incomplete_reasons=reasons,
-                       finished=sorted(finished))
+    out = SweepResults(
+        sweep_dirs=dirs, incomplete=sorted(incomplete), incomplete_reasons=reasons, finished=sorted(finished)
+    )
     if speat:
         table = pd.concat(speat, ignore_index=True)
         key = [k for k in SPEAT_KEY if k in table.columns]
@@ -198,8 +201,11 @@ def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str
         dup = table.duplicated(key, keep="last")
         out.duplicates = int(dup.sum())
         if out.duplicates:
-            log.warning("%d SpEAT run(s) repeat an earlier run (same %s); keeping the newest of each",
-                        out.duplicates, ", ".join(key))
+            log.warning(
+                "%d SpEAT run(s) repeat an earlier run (same %s); keeping the newest of each",
+                out.duplicates,
+                ", ".join(key),
+            )
             kept = set(table.loc[~dup, "run_dir"])
             layers = [t for t in layers if t["run_dir"].iloc[0] in kept] if layers else layers
             se = [t for t in se if t["run_dir"].iloc[0] in kept] if se else se
@@ -212,6 +218,11 @@ def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str
         out.propagation = _sorted(pd.concat(prop, ignore_index=True), ["test", "lr", "seed"])
     if preds:
         out.predictions = pd.concat(preds, ignore_index=True)
-    log.info("collected %d SpEAT and %d SER run(s) from %s; %d incomplete", len(out.speat),
-             len(prop), ", ".join(map(str, dirs)), len(out.incomplete))
+    log.info(
+        "collected %d SpEAT and %d SER run(s) from %s; %d incomplete",
+        len(out.speat),
+        len(prop),
+        ", ".join(map(str, dirs)),
+        len(out.incomplete),
+    )
     return out

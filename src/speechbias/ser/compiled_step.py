@@ -58,14 +58,16 @@ def _adam_vector(p, m, v, g, scale, step_size, one_minus_beta1, beta2, one_minus
 
 
 @njit(cache=True, error_model="numpy")
-def _adam_rank_one_rows(w1, m, v, w2_row, dv, step_size, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps,
-                        grad_w2):
+def _adam_rank_one_rows(
+    w1, m, v, w2_row, dv, step_size, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps, grad_w2
+):
     """Adam on ``w1`` (H, D) with gradient ``w2_row[h] * dv[d]`` (never stored), in place; first writes
     ``grad_w2[h] = dv . w1[h]`` (the W2 gradient's product term, from each row before it changes)."""
     for h in range(w1.shape[0]):
         grad_w2[h] = _dot(dv, w1[h])
-        _adam_vector(w1[h], m[h], v[h], dv, w2_row[h], step_size, one_minus_beta1, beta2, one_minus_beta2,
-                     bc2_sqrt, eps)
+        _adam_vector(
+            w1[h], m[h], v[h], dv, w2_row[h], step_size, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps
+        )
 
 
 @njit(cache=True, error_model="numpy")
@@ -122,8 +124,32 @@ def heads_predict(features, a, w1, b1, w2, b2, out):
 
 
 @njit(cache=True, error_model="numpy")
-def heads_adam_step(source, rows, target, a, w1, b1, w2, b2, m_a, v_a, m_w1, v_w1, m_b1, v_b1, m_w2, v_w2,
-                    m_b2, v_b2, steps, lrs, beta1s, beta2s, epss, mse):
+def heads_adam_step(
+    source,
+    rows,
+    target,
+    a,
+    w1,
+    b1,
+    w2,
+    b2,
+    m_a,
+    v_a,
+    m_w1,
+    v_w1,
+    m_b1,
+    v_b1,
+    m_w2,
+    v_w2,
+    m_b2,
+    v_b2,
+    steps,
+    lrs,
+    beta1s,
+    beta2s,
+    epss,
+    mse,
+):
     """One step of every head k: the MSE gradient on the batch ``source[rows]`` (B, L, D) with targets
     ``target`` (B,), then head k's Adam update with ``lrs[k]``, ``beta1s[k]``, ``beta2s[k]``, ``epss[k]``
     (float64), in place; ``steps[k, :]`` advance by 1; ``mse[k]`` gets head k's MSE before the update."""
@@ -189,16 +215,42 @@ def heads_adam_step(source, rows, target, a, w1, b1, w2, b2, m_a, v_a, m_w1, v_w
         for h in range(n_hidden):
             grad_b1[h] = w2[k, 0, h] * dc
         # W1 (gradient W2^T dv made on the fly) and the product term of W2's gradient, from the old rows
-        _adam_rank_one_rows(w1[k], m_w1[k], v_w1[k], w2[k, 0], dv[k], step_size, one_minus_beta1,
-                            f_beta2, one_minus_beta2, bc2_sqrt, eps, grad_w2)
+        _adam_rank_one_rows(
+            w1[k],
+            m_w1[k],
+            v_w1[k],
+            w2[k, 0],
+            dv[k],
+            step_size,
+            one_minus_beta1,
+            f_beta2,
+            one_minus_beta2,
+            bc2_sqrt,
+            eps,
+            grad_w2,
+        )
         for h in range(n_hidden):
             grad_w2[h] = grad_w2[h] + dc * b1[k, h]
         grad_b2[0] = dc
-        _adam_vector(a[k], m_a[k], v_a[k], da, unit, step_size, one_minus_beta1, f_beta2, one_minus_beta2,
-                     bc2_sqrt, eps)
-        _adam_vector(w2[k, 0], m_w2[k, 0], v_w2[k, 0], grad_w2, unit, step_size, one_minus_beta1, f_beta2,
-                     one_minus_beta2, bc2_sqrt, eps)
-        _adam_vector(b1[k], m_b1[k], v_b1[k], grad_b1, unit, step_size, one_minus_beta1, f_beta2,
-                     one_minus_beta2, bc2_sqrt, eps)
-        _adam_vector(b2[k], m_b2[k], v_b2[k], grad_b2, unit, step_size, one_minus_beta1, f_beta2,
-                     one_minus_beta2, bc2_sqrt, eps)
+        _adam_vector(
+            a[k], m_a[k], v_a[k], da, unit, step_size, one_minus_beta1, f_beta2, one_minus_beta2, bc2_sqrt, eps
+        )
+        _adam_vector(
+            w2[k, 0],
+            m_w2[k, 0],
+            v_w2[k, 0],
+            grad_w2,
+            unit,
+            step_size,
+            one_minus_beta1,
+            f_beta2,
+            one_minus_beta2,
+            bc2_sqrt,
+            eps,
+        )
+        _adam_vector(
+            b1[k], m_b1[k], v_b1[k], grad_b1, unit, step_size, one_minus_beta1, f_beta2, one_minus_beta2, bc2_sqrt, eps
+        )
+        _adam_vector(
+            b2[k], m_b2[k], v_b2[k], grad_b2, unit, step_size, one_minus_beta1, f_beta2, one_minus_beta2, bc2_sqrt, eps
+        )

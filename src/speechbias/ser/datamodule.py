@@ -33,8 +33,9 @@ class LayerMeansDataset(Dataset):
 
     def __init__(self, features: torch.Tensor, target: torch.Tensor):
         if features.ndim != 3 or target.ndim != 1 or features.shape[0] != target.shape[0]:
-            raise ValueError(f"features must be (N, L, D) and target (N,), got {tuple(features.shape)} "
-                             f"and {tuple(target.shape)}")
+            raise ValueError(
+                f"features must be (N, L, D) and target (N,), got {tuple(features.shape)} and {tuple(target.shape)}"
+            )
         self.features = features.contiguous()
         self.target = target
 
@@ -185,15 +186,25 @@ class LayerMeansDataModule(pl.LightningDataModule):
     itself.
     """
 
-    def __init__(self, features, target, dev_mask, batch_size: int = 32, seed: int = 0, num_workers: int = 0,
-                 steps_per_call: int = 1):
+    def __init__(
+        self,
+        features,
+        target,
+        dev_mask,
+        batch_size: int = 32,
+        seed: int = 0,
+        num_workers: int = 0,
+        steps_per_call: int = 1,
+    ):
         super().__init__()
         features = torch.as_tensor(np.asarray(features, dtype=np.float32))
         target = torch.as_tensor(np.asarray(target, dtype=np.float32))
         dev = np.asarray(dev_mask, dtype=bool)
         if dev.shape != (features.shape[0],) or target.shape != (features.shape[0],):
-            raise ValueError(f"features {tuple(features.shape)}, target {tuple(target.shape)} and dev_mask "
-                             f"{dev.shape} must agree on N")
+            raise ValueError(
+                f"features {tuple(features.shape)}, target {tuple(target.shape)} and dev_mask "
+                f"{dev.shape} must agree on N"
+            )
         if dev.all() or not dev.any():
             raise ValueError(f"dev_mask must hold some but not all clips, has {int(dev.sum())} of {dev.size}")
         if batch_size < 1:
@@ -240,24 +251,50 @@ class LayerMeansDataModule(pl.LightningDataModule):
         """Items are lists of batches (see ``steps_per_call``)."""
         if self._distributed():
             sampler = TrainerEpochDistributedSampler(
-                self.train_set, self._current_epoch, num_replicas=self.trainer.world_size,
-                rank=self.trainer.global_rank, shuffle=True, seed=self.seed)
-            return DataLoader(self.train_set, batch_size=self.rank_batch_size(self.trainer.world_size),
-                              sampler=sampler, collate_fn=as_one_step, num_workers=self.num_workers)
+                self.train_set,
+                self._current_epoch,
+                num_replicas=self.trainer.world_size,
+                rank=self.trainer.global_rank,
+                shuffle=True,
+                seed=self.seed,
+            )
+            return DataLoader(
+                self.train_set,
+                batch_size=self.rank_batch_size(self.trainer.world_size),
+                sampler=sampler,
+                collate_fn=as_one_step,
+                num_workers=self.num_workers,
+            )
         sampler = EpochSeededSampler(len(self.train_set), self.seed, self._current_epoch)
         if self.steps_per_call == 1:
-            return DataLoader(self.train_set, batch_size=self.batch_size, sampler=sampler,
-                              collate_fn=as_one_step, num_workers=self.num_workers)
+            return DataLoader(
+                self.train_set,
+                batch_size=self.batch_size,
+                sampler=sampler,
+                collate_fn=as_one_step,
+                num_workers=self.num_workers,
+            )
         # worker processes would send the whole source with every batch: they get gathered rows
         gather = self.gather_training_rows or self.num_workers > 0
-        return DataLoader(StepChunks(self.train_set, gather=gather), batch_size=None,
-                          sampler=StepChunkSampler(sampler, self.batch_size, self.steps_per_call),
-                          collate_fn=already_collated, num_workers=self.num_workers)
+        return DataLoader(
+            StepChunks(self.train_set, gather=gather),
+            batch_size=None,
+            sampler=StepChunkSampler(sampler, self.batch_size, self.steps_per_call),
+            collate_fn=already_collated,
+            num_workers=self.num_workers,
+        )
 
     def val_dataloader(self) -> DataLoader:
         sampler = None
         if self._distributed():
-            sampler = DistributedSampler(self.dev_set, num_replicas=self.trainer.world_size,
-                                         rank=self.trainer.global_rank, shuffle=False)
-        return DataLoader(self.dev_set, batch_size=256, sampler=sampler, shuffle=False,
-                          collate_fn=already_collated, num_workers=self.num_workers)
+            sampler = DistributedSampler(
+                self.dev_set, num_replicas=self.trainer.world_size, rank=self.trainer.global_rank, shuffle=False
+            )
+        return DataLoader(
+            self.dev_set,
+            batch_size=256,
+            sampler=sampler,
+            shuffle=False,
+            collate_fn=already_collated,
+            num_workers=self.num_workers,
+        )

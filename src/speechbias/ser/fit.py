@@ -34,8 +34,14 @@ def checkpoint_callbacks(checkpoint_dir: str | Path, every_n_epochs: int = 1) ->
         raise ValueError(f"checkpoint_every_n_epochs must be >= 1, got {every_n_epochs}")
     # a "top-1 without monitor" keeps the newest checkpoint; ``save_last`` would only write when a
     # top-k checkpoint was written in the same step (Lightning 2.6)
-    last = ModelCheckpoint(dirpath=str(checkpoint_dir), filename="last", monitor=None, save_top_k=1,
-                           every_n_epochs=int(every_n_epochs), enable_version_counter=False)
+    last = ModelCheckpoint(
+        dirpath=str(checkpoint_dir),
+        filename="last",
+        monitor=None,
+        save_top_k=1,
+        every_n_epochs=int(every_n_epochs),
+        enable_version_counter=False,
+    )
     return [last, BestHeadsCheckpoint(checkpoint_dir)]
 
 
@@ -51,17 +57,31 @@ class BestHeadsCheckpoint(pl.Callback):
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if not trainer.is_global_zero:
             return
-        state = {f"heads.{k}.{name}": value for k, head in enumerate(pl_module.best_heads())
-                 for name, value in head.state_dict().items()}
+        state = {
+            f"heads.{k}.{name}": value
+            for k, head in enumerate(pl_module.best_heads())
+            for name, value in head.state_dict().items()
+        }
         dev = [None if b is None else {c: b[c] for c in ("step", "epoch", "mse", "r2")} for b in pl_module.best]
-        checkpoint = {"state_dict": state, "hyper_parameters": dict(pl_module.hparams), "best_heads": dev,
-                      "global_step": int(trainer.global_step), "pytorch-lightning_version": pl.__version__}
+        checkpoint = {
+            "state_dict": state,
+            "hyper_parameters": dict(pl_module.hparams),
+            "best_heads": dev,
+            "global_step": int(trainer.global_step),
+            "pytorch-lightning_version": pl.__version__,
+        }
         atomic_write(self.checkpoint_dir / "best.ckpt", lambda tmp: torch.save(checkpoint, tmp))
 
 
-def fit_trainer(make_trainer: Callable[..., pl.Trainer], checkpoint_dir: str | Path, max_steps: int,
-                val_every_n_epochs: int = 1, callbacks: Sequence[pl.Callback] = (),
-                checkpoint_every_n_epochs: int = 1, **overrides) -> pl.Trainer:
+def fit_trainer(
+    make_trainer: Callable[..., pl.Trainer],
+    checkpoint_dir: str | Path,
+    max_steps: int,
+    val_every_n_epochs: int = 1,
+    callbacks: Sequence[pl.Callback] = (),
+    checkpoint_every_n_epochs: int = 1,
+    **overrides,
+) -> pl.Trainer:
     """A trainer for ``max_steps`` optimiser steps that validates every ``val_every_n_epochs`` epochs
     and keeps best/last checkpoints in ``checkpoint_dir`` (``last.ckpt`` at the validations of
     every ``checkpoint_every_n_epochs``-th epoch).
@@ -76,10 +96,16 @@ def fit_trainer(make_trainer: Callable[..., pl.Trainer], checkpoint_dir: str | P
         raise ValueError(f"max_steps must be >= 1, got {max_steps}")
     if val_every_n_epochs < 1:
         raise ValueError(f"val_every_n_epochs must be >= 1, got {val_every_n_epochs}")
-    trainer = make_trainer(callbacks=[*checkpoint_callbacks(checkpoint_dir, checkpoint_every_n_epochs), *callbacks],
-                           max_steps=int(max_steps),
-                           max_epochs=-1, check_val_every_n_epoch=int(val_every_n_epochs),
-                           num_sanity_val_steps=0, enable_checkpointing=True, log_every_n_steps=50, **overrides)
+    trainer = make_trainer(
+        callbacks=[*checkpoint_callbacks(checkpoint_dir, checkpoint_every_n_epochs), *callbacks],
+        max_steps=int(max_steps),
+        max_epochs=-1,
+        check_val_every_n_epoch=int(val_every_n_epochs),
+        num_sanity_val_steps=0,
+        enable_checkpointing=True,
+        log_every_n_steps=50,
+        **overrides,
+    )
     return use_step_bounded_progress_bar(trainer)
 
 
@@ -120,14 +146,19 @@ def use_step_bounded_progress_bar(trainer: pl.Trainer) -> pl.Trainer:
     :class:`StepBoundedProgressBar` with the same settings; other progress bars are left alone."""
     for k, callback in enumerate(trainer.callbacks):
         if type(callback) is RichProgressBar:
-            bar = StepBoundedProgressBar(refresh_rate=callback.refresh_rate, leave=callback._leave,
-                                         theme=callback.theme, console_kwargs=callback._console_kwargs)
+            bar = StepBoundedProgressBar(
+                refresh_rate=callback.refresh_rate,
+                leave=callback._leave,
+                theme=callback.theme,
+                console_kwargs=callback._console_kwargs,
+            )
             trainer.callbacks[k] = bar
     return trainer
 
 
-def fit_valence_head(trainer: pl.Trainer, module: pl.LightningModule, datamodule: pl.LightningDataModule,
-                     checkpoint_dir: str | Path) -> pl.Trainer:
+def fit_valence_head(
+    trainer: pl.Trainer, module: pl.LightningModule, datamodule: pl.LightningDataModule, checkpoint_dir: str | Path
+) -> pl.Trainer:
     """``trainer.fit``, resuming from ``<checkpoint_dir>/last.ckpt`` when it exists."""
     last = Path(checkpoint_dir) / "last.ckpt"
     resume = str(last) if last.is_file() else None

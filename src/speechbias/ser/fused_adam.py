@@ -28,16 +28,24 @@ class ReusedListsAdam(torch.optim.Adam):
     def _reusable(self) -> bool:
         if self._lists is None or len(self._lists) != len(self.param_groups):
             return False
-        return all(group["params"] is lists[0] and all(p.grad is g for p, g in zip(lists[0], lists[1]))
-                   for group, lists in zip(self.param_groups, self._lists))
+        return all(
+            group["params"] is lists[0] and all(p.grad is g for p, g in zip(lists[0], lists[1]))
+            for group, lists in zip(self.param_groups, self._lists)
+        )
 
     def _collect(self) -> list[tuple] | None:
         """Per group (params, grads, exp_avgs, exp_avg_sqs, steps), or None when the shortcut does
         not apply (a parameter without gradient or state, options it does not handle)."""
         lists = []
         for group in self.param_groups:
-            if group["amsgrad"] or group["maximize"] or group["capturable"] or group["differentiable"] \
-                    or group.get("decoupled_weight_decay", False) or not group["fused"]:
+            if (
+                group["amsgrad"]
+                or group["maximize"]
+                or group["capturable"]
+                or group["differentiable"]
+                or group.get("decoupled_weight_decay", False)
+                or not group["fused"]
+            ):
                 return None
             params = group["params"]
             states = [self.state.get(p) for p in params]
@@ -45,8 +53,15 @@ class ReusedListsAdam(torch.optim.Adam):
                 return None
             if len({(p.device, p.dtype) for p in params}) > 1:
                 return None
-            lists.append((params, [p.grad for p in params], [s["exp_avg"] for s in states],
-                          [s["exp_avg_sq"] for s in states], [s["step"] for s in states]))
+            lists.append(
+                (
+                    params,
+                    [p.grad for p in params],
+                    [s["exp_avg"] for s in states],
+                    [s["exp_avg_sq"] for s in states],
+                    [s["step"] for s in states],
+                )
+            )
         return lists
 
     @torch.no_grad()
@@ -66,9 +81,23 @@ class ReusedListsAdam(torch.optim.Adam):
         for group, (params, grads, exp_avgs, exp_avg_sqs, steps) in zip(self.param_groups, self._lists):
             beta1, beta2 = group["betas"]
             torch._foreach_add_(steps, 1)
-            torch._fused_adam_(params, grads, exp_avgs, exp_avg_sqs, [], steps, amsgrad=False, lr=group["lr"],
-                               beta1=beta1, beta2=beta2, weight_decay=group["weight_decay"], eps=group["eps"],
-                               maximize=False, grad_scale=None, found_inf=None)
+            torch._fused_adam_(
+                params,
+                grads,
+                exp_avgs,
+                exp_avg_sqs,
+                [],
+                steps,
+                amsgrad=False,
+                lr=group["lr"],
+                beta1=beta1,
+                beta2=beta2,
+                weight_decay=group["weight_decay"],
+                eps=group["eps"],
+                maximize=False,
+                grad_scale=None,
+                found_inf=None,
+            )
         return loss
 
     def load_state_dict(self, state_dict) -> None:

@@ -27,8 +27,9 @@ class ValenceHead(nn.Module):
     def __init__(self, num_layers: int, input_size: int, hidden_size: int = 256):
         super().__init__()
         if num_layers < 1 or input_size < 1 or hidden_size < 1:
-            raise ValueError(f"num_layers, input_size, hidden_size must be >= 1, got "
-                             f"{num_layers}, {input_size}, {hidden_size}")
+            raise ValueError(
+                f"num_layers, input_size, hidden_size must be >= 1, got {num_layers}, {input_size}, {hidden_size}"
+            )
         self.num_layers = int(num_layers)
         self.input_size = int(input_size)
         self.layer_logits = nn.Parameter(torch.zeros(self.num_layers))
@@ -41,8 +42,9 @@ class ValenceHead(nn.Module):
 
     def _check(self, x: torch.Tensor, layer_dim: int) -> None:
         if x.shape[layer_dim] != self.num_layers or x.shape[-1] != self.input_size:
-            raise ValueError(f"expected {self.num_layers} layers of width {self.input_size}, "
-                             f"got features of shape {tuple(x.shape)}")
+            raise ValueError(
+                f"expected {self.num_layers} layers of width {self.input_size}, got features of shape {tuple(x.shape)}"
+            )
 
     def forward(self, layer_means: torch.Tensor) -> torch.Tensor:
         """Per-layer temporal means (B, L, D) -> predictions (B,).
@@ -55,12 +57,12 @@ class ValenceHead(nn.Module):
         """
         return predict_with_heads([self], layer_means)[0]  # checks the shape
 
-    def forward_frames(self, hidden_states: list[torch.Tensor] | torch.Tensor,
-                       frame_lengths: torch.Tensor) -> torch.Tensor:
+    def forward_frames(
+        self, hidden_states: list[torch.Tensor] | torch.Tensor, frame_lengths: torch.Tensor
+    ) -> torch.Tensor:
         """Full sequences: a list of L tensors (B, T, D) (or one (B, L, T, D)) with valid frame
         counts (B,) -> predictions (B,). Frames at index >= ``frame_lengths[b]`` are padding."""
-        states = torch.stack(list(hidden_states), dim=1) if isinstance(hidden_states, (list, tuple)) \
-            else hidden_states
+        states = torch.stack(list(hidden_states), dim=1) if isinstance(hidden_states, (list, tuple)) else hidden_states
         self._check(states, 1)
         mixed = torch.einsum("l,bltd->btd", self.layer_weights().to(states.dtype), states)
         projected = self.project(mixed)  # (B, T, H)
@@ -93,8 +95,8 @@ def predict_with_heads(heads: Sequence[ValenceHead], layer_means: torch.Tensor) 
     rows = layer_means.to(dtype).reshape(b * n_layers, dim).T  # (D, B*L)
     predictions = []
     for h in heads:
-        direction = h.output.weight @ h.project.weight                   # (1, D)
-        offset = h.output.weight @ h.project.bias + h.output.bias        # (1,)
-        per_layer = (direction @ rows).view(b, n_layers)                 # (B, L): v . x_l
-        predictions.append(per_layer @ h.layer_weights() + offset)      # (B,)
+        direction = h.output.weight @ h.project.weight  # (1, D)
+        offset = h.output.weight @ h.project.bias + h.output.bias  # (1,)
+        per_layer = (direction @ rows).view(b, n_layers)  # (B, L): v . x_l
+        predictions.append(per_layer @ h.layer_weights() + offset)  # (B,)
     return torch.stack(predictions)

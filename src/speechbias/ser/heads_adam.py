@@ -61,8 +61,11 @@ def compiled_step_available(step_kernel: str = "auto") -> bool:
     if _compiled_missing and step_kernel == "compiled":
         raise RuntimeError(f"step_kernel=compiled: the compiled SER step is unavailable ({_compiled_missing})")
     if _compiled_missing and not _missing_warned:
-        log.warning("the compiled SER step is unavailable (%s); the heads train with the torch step (same "
-                    "estimator, ~2x slower)", _compiled_missing)
+        log.warning(
+            "the compiled SER step is unavailable (%s); the heads train with the torch step (same "
+            "estimator, ~2x slower)",
+            _compiled_missing,
+        )
         _missing_warned = True
     return not _compiled_missing
 
@@ -76,8 +79,9 @@ class HeadsAdam(ReusedListsAdam):
     def __init__(self, heads: Sequence[ValenceHead], lrs: Sequence[float], compiled: bool = True):
         if len(heads) != len(lrs) or not heads:
             raise ValueError(f"need one learning rate per head, got {len(heads)} heads and {len(lrs)} lrs")
-        super().__init__([{"params": list(h.parameters()), "lr": float(lr)} for h, lr in zip(heads, lrs)],
-                         lr=float(lrs[0]))
+        super().__init__(
+            [{"params": list(h.parameters()), "lr": float(lr)} for h, lr in zip(heads, lrs)], lr=float(lrs[0])
+        )
         self.heads = list(heads)
         self.compiled = bool(compiled)
         self._stacked: StackedHeads | None = None
@@ -96,11 +100,15 @@ class HeadsAdam(ReusedListsAdam):
         microseconds: identity and address checks only)."""
         if self._bound_state is None:
             return False
-        for p, pointer, (state, exp_avg, exp_avg_sq, step) in zip(self._flat_params, self._pointers,
-                                                                   self._bound_state):
+        for p, pointer, (state, exp_avg, exp_avg_sq, step) in zip(self._flat_params, self._pointers, self._bound_state):
             current = self.state.get(p)
-            if p.data_ptr() != pointer or current is not state or current.get("exp_avg") is not exp_avg \
-                    or current.get("exp_avg_sq") is not exp_avg_sq or current.get("step") is not step:
+            if (
+                p.data_ptr() != pointer
+                or current is not state
+                or current.get("exp_avg") is not exp_avg
+                or current.get("exp_avg_sq") is not exp_avg_sq
+                or current.get("step") is not step
+            ):
                 return False
         return True
 
@@ -122,8 +130,14 @@ class HeadsAdam(ReusedListsAdam):
         for j, kind in enumerate(kinds):
             states = [self.state.get(p) or {} for p in kind]
             for key in ("exp_avg", "exp_avg_sq"):
-                stacks.append(torch.stack([s[key].detach().to(torch.float32) if key in s else torch.zeros_like(p)
-                                           for s, p in zip(states, kind)]).contiguous())
+                stacks.append(
+                    torch.stack(
+                        [
+                            s[key].detach().to(torch.float32) if key in s else torch.zeros_like(p)
+                            for s, p in zip(states, kind)
+                        ]
+                    ).contiguous()
+                )
             for k, s in enumerate(states):
                 if "step" in s:
                     steps[k, j] = float(s["step"])
@@ -159,8 +173,14 @@ class HeadsAdam(ReusedListsAdam):
     def _settings_allow_compiled(self) -> bool:
         """Whether the groups' options and the parameters suit the compiled pass (checked when binding)."""
         for group in self.param_groups:
-            if group["amsgrad"] or group["maximize"] or group["weight_decay"] != 0 or group["capturable"] \
-                    or group["differentiable"] or group.get("decoupled_weight_decay", False):
+            if (
+                group["amsgrad"]
+                or group["maximize"]
+                or group["weight_decay"] != 0
+                or group["capturable"]
+                or group["differentiable"]
+                or group.get("decoupled_weight_decay", False)
+            ):
                 return False
             if any(p.device.type != "cpu" or p.dtype != torch.float32 for p in group["params"]):
                 return False
@@ -169,8 +189,13 @@ class HeadsAdam(ReusedListsAdam):
     def _compiled_arrays(self, source: torch.Tensor) -> tuple | None:
         """The compiled pass's arrays for a batch from ``source`` (bound afresh when something changed
         since the last step), or None where the compiled pass does not apply."""
-        if not (self.compiled and source.device.type == "cpu" and source.dtype == torch.float32
-                and getattr(self, "grad_scale", None) is None and getattr(self, "found_inf", None) is None):
+        if not (
+            self.compiled
+            and source.device.type == "cpu"
+            and source.dtype == torch.float32
+            and getattr(self, "grad_scale", None) is None
+            and getattr(self, "found_inf", None) is None
+        ):
             return None
         if self._arrays is not None and self._bound():
             return self._arrays
@@ -207,6 +232,12 @@ class HeadsAdam(ReusedListsAdam):
 
         rows = batch["index"] if "source" in batch else torch.arange(source.shape[0])
         mse = np.empty(len(self.heads), dtype=np.float64)
-        heads_adam_step(source.contiguous().numpy(), rows.to(torch.int64).contiguous().numpy(),
-                        batch["target"].to(torch.float32).contiguous().numpy(), *arrays, *self._hyperparameters(), mse)
+        heads_adam_step(
+            source.contiguous().numpy(),
+            rows.to(torch.int64).contiguous().numpy(),
+            batch["target"].to(torch.float32).contiguous().numpy(),
+            *arrays,
+            *self._hyperparameters(),
+            mse,
+        )
         return torch.from_numpy(mse)

@@ -18,9 +18,16 @@ from speechbias.ser.head import ValenceHead
 from speechbias.ser.heads_adam import HeadsAdam, compiled_step_available
 
 
-def train_heads_in_memory(heads: Sequence[ValenceHead], lrs: Sequence[float], features: torch.Tensor,
-                          target: torch.Tensor, max_steps: int, batch_size: int = 32,
-                          seed: int = 0, step_kernel: str = "auto") -> list[ValenceHead]:
+def train_heads_in_memory(
+    heads: Sequence[ValenceHead],
+    lrs: Sequence[float],
+    features: torch.Tensor,
+    target: torch.Tensor,
+    max_steps: int,
+    batch_size: int = 32,
+    seed: int = 0,
+    step_kernel: str = "auto",
+) -> list[ValenceHead]:
     """Train each head in place with its own learning rate and Adam on ``features`` (N, L, D) and
     ``target`` (N,) on [0, 1], for ``max_steps`` steps each.
 
@@ -31,8 +38,9 @@ def train_heads_in_memory(heads: Sequence[ValenceHead], lrs: Sequence[float], fe
     own learning rate.
     """
     if features.ndim != 3 or target.shape != (features.shape[0],):
-        raise ValueError(f"features must be (N, L, D) and target (N,), got {tuple(features.shape)}, "
-                         f"{tuple(target.shape)}")
+        raise ValueError(
+            f"features must be (N, L, D) and target (N,), got {tuple(features.shape)}, {tuple(target.shape)}"
+        )
     if len(heads) != len(lrs) or not heads:
         raise ValueError(f"need one learning rate per head, got {len(heads)} heads and {len(lrs)} lrs")
     if max_steps < 1 or batch_size < 1 or not all(lr > 0 for lr in lrs):
@@ -46,7 +54,7 @@ def train_heads_in_memory(heads: Sequence[ValenceHead], lrs: Sequence[float], fe
     while step < max_steps:
         order = torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))
         for start in range(0, n, batch_size):
-            idx = order[start: start + batch_size]
+            idx = order[start : start + batch_size]
             optimiser.step(batch={"source": features, "index": idx, "target": target[idx]})
             step += 1
             if step >= max_steps:
@@ -55,7 +63,15 @@ def train_heads_in_memory(heads: Sequence[ValenceHead], lrs: Sequence[float], fe
     return list(heads)
 
 
-def train_head_in_memory(head: ValenceHead, features: torch.Tensor, target: torch.Tensor, max_steps: int,
-                         lr: float, batch_size: int = 32, seed: int = 0, step_kernel: str = "auto") -> ValenceHead:
+def train_head_in_memory(
+    head: ValenceHead,
+    features: torch.Tensor,
+    target: torch.Tensor,
+    max_steps: int,
+    lr: float,
+    batch_size: int = 32,
+    seed: int = 0,
+    step_kernel: str = "auto",
+) -> ValenceHead:
     """Train one head in place (see :func:`train_heads_in_memory`)."""
     return train_heads_in_memory([head], [lr], features, target, max_steps, batch_size, seed, step_kernel)[0]

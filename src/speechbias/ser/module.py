@@ -96,9 +96,15 @@ def metric_key(base: str, lr: float, n_heads: int) -> str:
 class ValenceRegressor(pl.LightningModule):
     """Valence heads + training logic. ``valence_range`` = (low, high) of the original rating scale."""
 
-    def __init__(self, num_layers: int, input_size: int, hidden_size: int = 256,
-                 lr: float | Sequence[float] = 1e-4, valence_range: tuple[float, float] = (0.0, 100.0),
-                 step_kernel: str = "auto"):
+    def __init__(
+        self,
+        num_layers: int,
+        input_size: int,
+        hidden_size: int = 256,
+        lr: float | Sequence[float] = 1e-4,
+        valence_range: tuple[float, float] = (0.0, 100.0),
+        step_kernel: str = "auto",
+    ):
         super().__init__()
         self.save_hyperparameters()
         self.lrs = as_learning_rates(lr)
@@ -180,8 +186,9 @@ class ValenceRegressor(pl.LightningModule):
         if self._train_loss_count >= self._log_every:
             mean = [float(v) for v in self._train_loss_sum / self._train_loss_count]
             for lr, value in zip(self.lrs, mean):
-                self.log(metric_key("ser/train/mse", lr, len(self.lrs)), value, on_step=True, on_epoch=False,
-                         batch_size=1)
+                self.log(
+                    metric_key("ser/train/mse", lr, len(self.lrs)), value, on_step=True, on_epoch=False, batch_size=1
+                )
             self._train_loss_sum, self._train_loss_count = None, 0
 
     def validation_step(self, batch: dict, batch_idx: int) -> None:
@@ -221,8 +228,14 @@ class ValenceRegressor(pl.LightningModule):
             self.log(metric_key("ser/val/r2", lr, len(self.lrs)), r2, sync_dist=False)
             if self.trainer.sanity_checking:
                 continue
-            entry = {"step": int(self.global_step), "epoch": int(self.current_epoch), "lr": lr, "mse": mse,
-                     "r2": r2, "n_dev": int(first.sum())}
+            entry = {
+                "step": int(self.global_step),
+                "epoch": int(self.current_epoch),
+                "lr": lr,
+                "mse": mse,
+                "r2": r2,
+                "n_dev": int(first.sum()),
+            }
             self.dev_history.append(entry)
             best = self.best[k]
             if best is None or mse < best["mse"]:  # strictly better
@@ -236,8 +249,10 @@ class ValenceRegressor(pl.LightningModule):
         if self._single_process_full_precision():
             return HeadsAdam(self.heads, self.lrs, compiled=compiled_step_available(self.step_kernel))
         if self.step_kernel == "compiled":
-            raise ValueError("step_kernel=compiled needs one process at 32-bit precision (DDP and mixed "
-                             "precision train with autograd)")
+            raise ValueError(
+                "step_kernel=compiled needs one process at 32-bit precision (DDP and mixed "
+                "precision train with autograd)"
+            )
         return adam_groups([list(h.parameters()) for h in self.heads], self.lrs)
 
     def on_fit_start(self) -> None:
@@ -247,8 +262,12 @@ class ValenceRegressor(pl.LightningModule):
         optimiser = self.optimizers()
         datamodule = getattr(self.trainer, "datamodule", None)
         # (on a GPU the torch step runs, and Lightning would copy the whole source with every batch)
-        if isinstance(optimiser.optimizer, HeadsAdam) and optimiser.optimizer.compiled \
-                and self.device.type == "cpu" and hasattr(datamodule, "gather_training_rows"):
+        if (
+            isinstance(optimiser.optimizer, HeadsAdam)
+            and optimiser.optimizer.compiled
+            and self.device.type == "cpu"
+            and hasattr(datamodule, "gather_training_rows")
+        ):
             datamodule.gather_training_rows = False
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:

@@ -62,8 +62,9 @@ def read_predictions(tables: Iterable[pd.DataFrame | str | Path]) -> pd.DataFram
     return out
 
 
-def pooled_propagation(tables: Iterable[pd.DataFrame | str | Path],
-                       by: Sequence[str] = ("upstream", "test")) -> pd.DataFrame:
+def pooled_propagation(
+    tables: Iterable[pd.DataFrame | str | Path], by: Sequence[str] = ("upstream", "test")
+) -> pd.DataFrame:
     """Cohen's d of predicted valence X vs. Y, for every head and pooled over heads.
 
     One row per group of ``by`` and head (``lr`` = that learning rate) plus one pooled row
@@ -87,7 +88,18 @@ def pooled_propagation(tables: Iterable[pd.DataFrame | str | Path],
             if x.size < 2 or y.size < 2:
                 raise ValueError(f"{label}, lr={lr}: need >= 2 X and >= 2 Y predictions, have {x.size} and {y.size}")
             res = cohens_d(x, y)
-            rows.append({**label, "lr": lr, "n_heads": int(g["head"].nunique()), "n_x": int(x.size),
-                         "n_y": int(y.size), "mean_x": float(x.mean()), "mean_y": float(y.mean()),
-                         "cohens_d": res.d, "ci_low": res.ci_low, "ci_high": res.ci_high})
+            rows.append(
+                {
+                    **label,
+                    "lr": lr,
+                    "n_heads": int(g["head"].nunique()),
+                    "n_x": int(x.size),
+                    "n_y": int(y.size),
+                    "mean_x": float(x.mean()),
+                    "mean_y": float(y.mean()),
+                    "cohens_d": res.d,
+                    "ci_low": res.ci_low,
+                    "ci_high": res.ci_high,
+                }
+            )
     return pd.DataFrame(rows)

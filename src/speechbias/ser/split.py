@@ -49,5 +49,6 @@ class DevSplit:
 
     def __call__(self, speakers) -> np.ndarray:
         """Boolean mask (N,) of dev clips for ``speakers`` (N,)."""
-        return dev_split(speakers, fraction=float(self.fraction), seed=int(self.seed),
-                         speaker_disjoint=bool(self.speaker_disjoint))
+        return dev_split(
+            speakers, fraction=float(self.fraction), seed=int(self.seed), speaker_disjoint=bool(self.speaker_disjoint)
+        )

@@ -66,8 +66,13 @@ class StackedHeads:
         values, grads = self.values.get(name), self.grads.get(name)
         if values is None:
             return False
-        return all(p.data_ptr() == values[k].data_ptr() and p.shape == values[k].shape and p.grad is not None
-                   and p.grad.data_ptr() == grads[k].data_ptr() for k, p in enumerate(self._params(name)))
+        return all(
+            p.data_ptr() == values[k].data_ptr()
+            and p.shape == values[k].shape
+            and p.grad is not None
+            and p.grad.data_ptr() == grads[k].data_ptr()
+            for k, p in enumerate(self._params(name))
+        )
 
     def bind(self) -> None:
         """Stack (again) every kind of parameter whose heads' tensors are not views of its stack."""
@@ -92,25 +97,27 @@ class StackedHeads:
         n_heads, hidden, dim = w1.shape
         b, n_layers = features.shape[0], features.shape[1]
         if features.shape[1:] != (a.shape[1], dim) or target.shape != (b,):
-            raise ValueError(f"expected features (B, {a.shape[1]}, {dim}) and target (B,), got "
-                             f"{tuple(features.shape)} and {tuple(target.shape)}")
+            raise ValueError(
+                f"expected features (B, {a.shape[1]}, {dim}) and target (B,), got "
+                f"{tuple(features.shape)} and {tuple(target.shape)}"
+            )
         with torch.no_grad():
-            x = features.to(w1.dtype).reshape(b * n_layers, dim)           # (B*L, D)
-            v = torch.bmm(w2, w1)                                         # (K, 1, D)
+            x = features.to(w1.dtype).reshape(b * n_layers, dim)  # (B*L, D)
+            v = torch.bmm(w2, w1)  # (K, 1, D)
             c = torch.bmm(w2, b1.unsqueeze(2)).view(n_heads) + b2.view(n_heads)
-            w = torch.softmax(a, dim=1)                                   # (K, L)
+            w = torch.softmax(a, dim=1)  # (K, L)
             # per head, in the shape autograd uses for one head, (1, D) x (D, B*L): one (K, D) product
             # rounds differently for K = 1 and K = 3
             s = torch.cat([v[k] @ x.T for k in range(n_heads)]).view(n_heads, b, n_layers)
-            p = (s * w.unsqueeze(1)).sum(dim=2) + c.unsqueeze(1)             # (K, B)
+            p = (s * w.unsqueeze(1)).sum(dim=2) + c.unsqueeze(1)  # (K, B)
             err = p - target.to(p.dtype)
             mse = (err * err).mean(dim=1)
-            g = err * (2.0 / b)                                           # d MSE / d p, (K, B)
-            dc = g.sum(dim=1)                                             # (K,)
-            dw = (g.unsqueeze(2) * s).sum(dim=1)                          # (K, L)
+            g = err * (2.0 / b)  # d MSE / d p, (K, B)
+            dc = g.sum(dim=1)  # (K,)
+            dw = (g.unsqueeze(2) * s).sum(dim=1)  # (K, L)
             torch.mul(w, dw - (w * dw).sum(dim=1, keepdim=True), out=da)
             ds = (g.unsqueeze(2) * w.unsqueeze(1)).view(n_heads, b * n_layers)
-            dv = (ds @ x).unsqueeze(1)                                    # (K, 1, D)
+            dv = (ds @ x).unsqueeze(1)  # (K, 1, D)
             # (K, H, D) = W2^T dv, single products: a broadcast mul writes it ~2x faster than bmm
             torch.mul(w2.transpose(1, 2), dv, out=dw1)
             torch.mul(w2.view(n_heads, hidden), dc.unsqueeze(1), out=db1)

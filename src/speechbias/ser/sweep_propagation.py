@@ -36,9 +36,13 @@ def propagation_table(propagation: pd.DataFrame, predictions: pd.DataFrame) -> p
     prop = propagation.assign(
         family=propagation["family"] if "family" in propagation else "other",
         speat_d=propagation["speat_d"] if "speat_d" in propagation else np.nan,
-        lr=propagation["lr"].map(lr_label) if "lr" in propagation else "all")
-    info = prop.groupby(["upstream", "test"], sort=False).agg(family=("family", "first"),
-                                                             speat_d=("speat_d", "mean")).reset_index()
+        lr=propagation["lr"].map(lr_label) if "lr" in propagation else "all",
+    )
+    info = (
+        prop.groupby(["upstream", "test"], sort=False)
+        .agg(family=("family", "first"), speat_d=("speat_d", "mean"))
+        .reset_index()
+    )
     table = prop.groupby(["upstream", "test", "lr"], sort=False)["cohens_d"].mean().reset_index()
     if not predictions.empty:
         try:
@@ -62,16 +66,22 @@ def agreement_counts(prop: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     rows = []
     for lr, g in prop.groupby("lr", sort=False):
-        g = g.dropna(subset=["speat_d", "cohens_d"]).groupby(["upstream", "test"], as_index=False)[
-            ["speat_d", "cohens_d"]].mean()
+        g = (
+            g.dropna(subset=["speat_d", "cohens_d"])
+            .groupby(["upstream", "test"], as_index=False)[["speat_d", "cohens_d"]]
+            .mean()
+        )
         if g.empty:
             continue
-        res = sign_agreement(g.rename(columns={"upstream": "model"})[["model", "test", "speat_d"]],
-                             g.rename(columns={"upstream": "model"})[["model", "test", "cohens_d"]])
+        res = sign_agreement(
+            g.rename(columns={"upstream": "model"})[["model", "test", "speat_d"]],
+            g.rename(columns={"upstream": "model"})[["model", "test", "cohens_d"]],
+        )
         rows.append({"lr": lr, "n_agree": res.n_agree, "n_total": res.n_total})
     out = pd.DataFrame(rows, columns=cols)
-    return out.assign(_o=out["lr"].map(lr_rank)).sort_values("_o", kind="stable").drop(columns="_o") \
-        .reset_index(drop=True)
+    return (
+        out.assign(_o=out["lr"].map(lr_rank)).sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
+    )
 
 
 def lr_rank(lr: str) -> float:

@@ -69,8 +69,9 @@ def unscale_valence(values, low: float, high: float) -> np.ndarray:
     return np.asarray(values, dtype=np.float64) * (high - low) + low
 
 
-def validate_valence_table(df: pd.DataFrame, low: float, high: float, source: str,
-                           check_files: bool = True) -> pd.DataFrame:
+def validate_valence_table(
+    df: pd.DataFrame, low: float, high: float, source: str, check_files: bool = True
+) -> pd.DataFrame:
     """A clean copy of ``df`` or :class:`ValenceDataError` naming ``source`` and the bad rows.
 
     Checks: required columns; every clip has a numeric, finite rating inside [low, high];
@@ -85,17 +86,22 @@ def validate_valence_table(df: pd.DataFrame, low: float, high: float, source: st
     values = pd.to_numeric(raw, errors="coerce")
     unparsable = out.index[values.isna() & raw.notna() & (raw.astype(str).str.strip() != "")]
     if len(unparsable):
-        raise ValenceDataError(f"{source}: valence is not a number in row(s) {_rows(unparsable)} "
-                               f"(e.g. {raw.iloc[unparsable[0]]!r})")
+        raise ValenceDataError(
+            f"{source}: valence is not a number in row(s) {_rows(unparsable)} (e.g. {raw.iloc[unparsable[0]]!r})"
+        )
     unrated = out.index[~np.isfinite(values.to_numpy(dtype=float))]
     if len(unrated):
         ids = out.loc[unrated[:5], "clip_id"].tolist()
-        raise ValenceDataError(f"{source}: {len(unrated)} clip(s) without a valence rating (empty/NaN) in "
-                               f"row(s) {_rows(unrated)}, e.g. {ids}")
+        raise ValenceDataError(
+            f"{source}: {len(unrated)} clip(s) without a valence rating (empty/NaN) in "
+            f"row(s) {_rows(unrated)}, e.g. {ids}"
+        )
     outside = out.index[(values < low) | (values > high)]
     if len(outside):
-        raise ValenceDataError(f"{source}: valence outside the scale [{low:g}, {high:g}] in row(s) "
-                               f"{_rows(outside)} (e.g. {values.iloc[outside[0]]:g})")
+        raise ValenceDataError(
+            f"{source}: valence outside the scale [{low:g}, {high:g}] in row(s) "
+            f"{_rows(outside)} (e.g. {values.iloc[outside[0]]:g})"
+        )
     out["valence"] = values.astype(float)
     out["clip_id"] = out["clip_id"].astype(str)
     out["speaker"] = out["speaker"].astype(str)
@@ -106,15 +112,18 @@ def validate_valence_table(df: pd.DataFrame, low: float, high: float, source: st
     if check_files:
         absent = out.index[~out["path"].map(lambda p: Path(p).is_file())]
         if len(absent):
-            raise ValenceDataError(f"{source}: {len(absent)} audio file(s) not found in row(s) {_rows(absent)}, "
-                                   f"e.g. {out.loc[absent[0], 'path']}")
+            raise ValenceDataError(
+                f"{source}: {len(absent)} audio file(s) not found in row(s) {_rows(absent)}, "
+                f"e.g. {out.loc[absent[0], 'path']}"
+            )
     if len(out) < 2:
         raise ValenceDataError(f"{source}: needs at least 2 rated clips, has {len(out)}")
     return out
 
 
-def csv_valence_set(ratings: str | Path, low: float = 0.0, high: float = 100.0, name: str | None = None,
-                    synthetic: bool = False) -> ValenceSet:
+def csv_valence_set(
+    ratings: str | Path, low: float = 0.0, high: float = 100.0, name: str | None = None, synthetic: bool = False
+) -> ValenceSet:
     """A valence set from one CSV (``clip_id, path, speaker, valence`` + free columns); relative
     paths resolve against the CSV's folder. Used for the shipped demo set and any custom set."""
     p = Path(ratings)
@@ -133,8 +142,9 @@ def csv_valence_set(ratings: str | Path, low: float = 0.0, high: float = 100.0, 
 _MESS_CODE = re.compile(r"^([a-z][fm]\d[a-z]\d+)(?:_scr)?$", re.IGNORECASE)
 
 
-def mess_valence_set(root: str | Path, ratings: str | Path | None = None, low: float = 0.0,
-                     high: float = 100.0) -> ValenceSet:
+def mess_valence_set(
+    root: str | Path, ratings: str | Path | None = None, low: float = 0.0, high: float = 100.0
+) -> ValenceSet:
     """MESS (Morgan Emotional Speech Set; 0-100 valence) via :func:`speechbias.stimuli.corpora.mess.load_mess`.
 
     A MESS clip on disk without a row in the ratings table is an error naming the table and clips.
@@ -145,21 +155,33 @@ def mess_valence_set(root: str | Path, ratings: str | Path | None = None, low: f
     table = load_mess(root, ratings=ratings)
     source = str(ratings) if ratings else f"MESS ratings under {root}"
     rated = set(table["code"].str.lower())
-    unrated = sorted(path.name for stem, path in index_audio(Path(root)).items()
-                     if (m := _MESS_CODE.match(stem)) and m.group(1).lower() not in rated)
+    unrated = sorted(
+        path.name
+        for stem, path in index_audio(Path(root)).items()
+        if (m := _MESS_CODE.match(stem)) and m.group(1).lower() not in rated
+    )
     if unrated:
-        raise ValenceDataError(f"{source}: {len(unrated)} MESS clip(s) on disk have no valence rating, "
-                               f"e.g. {unrated[:5]}")
-    return ValenceSet(name="mess", table=table, low=low, high=high, source=source,
-                      problems=list(table.attrs.get("problems", [])))
+        raise ValenceDataError(
+            f"{source}: {len(unrated)} MESS clip(s) on disk have no valence rating, e.g. {unrated[:5]}"
+        )
+    return ValenceSet(
+        name="mess", table=table, low=low, high=high, source=source, problems=list(table.attrs.get("problems", []))
+    )
 
 
-def eu_emotion_valence_set(root: str | Path, ratings: str | Path | None = None, low: float = 1.0,
-                           high: float = 5.0) -> ValenceSet:
+def eu_emotion_valence_set(
+    root: str | Path, ratings: str | Path | None = None, low: float = 1.0, high: float = 5.0
+) -> ValenceSet:
     """EU-Emotion Stimulus Set, UK voices (1-5 valence) via ``speechbias.stimuli.corpora.eu_emotion``."""
     from speechbias.stimuli.corpora.eu_emotion import load_eu_emotion
 
     table = load_eu_emotion(root, ratings=ratings)
     source = str(ratings) if ratings else f"EU-Emotion ratings under {root}"
-    return ValenceSet(name="eu_emotion", table=table, low=low, high=high, source=source,
-                      problems=list(table.attrs.get("problems", [])))
+    return ValenceSet(
+        name="eu_emotion",
+        table=table,
+        low=low,
+        high=high,
+        source=source,
+        problems=list(table.attrs.get("problems", [])),
+    )

@@ -66,9 +66,17 @@ DEFAULT_CER_THRESHOLD = 0.1
 DEFAULT_MIN_WORD_RECALL = 0.8
 #: rule -> method (coarse kind), in cascade order
 RULES = {
-    "letter_only": "letter", "letter_stated": "letter", "letter_first": "letter", "letter_last": "letter",
-    "option_text": "text", "answer_in_option": "text", "quoted_part": "text",
-    "cer": "cer", "most_words": "text", "judge": "judge", "none": "none",
+    "letter_only": "letter",
+    "letter_stated": "letter",
+    "letter_first": "letter",
+    "letter_last": "letter",
+    "option_text": "text",
+    "answer_in_option": "text",
+    "quoted_part": "text",
+    "cer": "cer",
+    "most_words": "text",
+    "judge": "judge",
+    "none": "none",
 }
 METHODS = tuple(dict.fromkeys(RULES.values()))
 LETTER_RULES = ("letter_only", "letter_stated", "letter_first", "letter_last")
@@ -78,7 +86,8 @@ _LEAD_IN = re.compile(
     r"^(?:(?:i think|i believe|i would say|id say|probably|maybe|so|well|"
     r"the (?:most likely |best |correct )?(?:continuation|answer|option|sentence)(?: to the audio clip)?"
     r"(?: is| would be| will be)?|the speaker (?:would|will) (?:most likely )?(?:say|continue with)|"
-    r"answer|it is|its)\s+)+")
+    r"answer|it is|its)\s+)+"
+)
 _ADVERB = r"(?:\s+(?:most\s+likely|likely|probably|clearly|definitely|certainly))?"
 _VERB_AFTER = r"(?:is|seems|would|sounds|fits|makes|follows|best|because|as|since)"
 
@@ -98,8 +107,7 @@ class AnswerMapping:
 class AnswerJudge(Protocol):
     """Decides an answer the rules could not: returns an option letter or None."""
 
-    def judge(self, response: str, options: Mapping[str, str]) -> str | None:
-        ...
+    def judge(self, response: str, options: Mapping[str, str]) -> str | None: ...
 
 
 def normalise(text: str) -> str:
@@ -119,11 +127,12 @@ def _token(letters: str) -> str:
     """A letter mention, case-sensitive even inside an IGNORECASE pattern: bracketed (any case), a bare
     capital, or a bare lower-case letter (three groups, checked by :func:`_accept`)."""
     both = letters + letters.lower()
-    return (rf"(?-i:[(\[]([{both}])[)\]]|([{letters}])(?![\w'’])|([{letters.lower()}])(?![\w'’]))")
+    return rf"(?-i:[(\[]([{both}])[)\]]|([{letters}])(?![\w'’])|([{letters.lower()}])(?![\w'’]))"
 
 
-def _accept(bracketed: str | None, capital: str | None, lower: str | None, rest: str,
-            capital_follow: str | None) -> str | None:
+def _accept(
+    bracketed: str | None, capital: str | None, lower: str | None, rest: str, capital_follow: str | None
+) -> str | None:
     """The letter of a :func:`_token` match if what follows it (``rest``) allows it; ``capital_follow``
     None: a bare lower-case letter never counts (after ``is``, ``a`` is the article)."""
     if bracketed:
@@ -147,17 +156,36 @@ def _patterns(letters: str) -> dict[str, list[tuple[re.Pattern, str | None]]]:
     return {
         "letter_only": [(re.compile(rf"^{intro}{tok}\s*[.!:)]?$", flags), anything)],
         "letter_stated": [
-            (re.compile(rf"\b(?:answer|option|choice|letter|continuation|sentence)"
-                        rf"(?:\s+(?:is|would\s+be|will\s+be|should\s+be|must\s+be)){_ADVERB}\s*[:\-–]?\s*{tok}",
-                        flags), anything),
+            (
+                re.compile(
+                    rf"\b(?:answer|option|choice|letter|continuation|sentence)"
+                    rf"(?:\s+(?:is|would\s+be|will\s+be|should\s+be|must\s+be)){_ADVERB}\s*[:\-–]?\s*{tok}",
+                    flags,
+                ),
+                anything,
+            ),
             (re.compile(rf"\b(?:option|choice|letter|answer)\s*[:\-–]?\s*{tok}", flags), anything),
-            (re.compile(rf"\b(?:choose|chose|choosing|pick|picked|select|selected|go\s+with|going\s+with|say|"
-                        rf"guess|prefer|opt\s+for)\s+(?:option\s+|letter\s+|answer\s+)?{tok}", flags), loose),
+            (
+                re.compile(
+                    rf"\b(?:choose|chose|choosing|pick|picked|select|selected|go\s+with|going\s+with|say|"
+                    rf"guess|prefer|opt\s+for)\s+(?:option\s+|letter\s+|answer\s+)?{tok}",
+                    flags,
+                ),
+                loose,
+            ),
             (re.compile(rf"\b(?:is|be|it's|it’s){_ADVERB}\s+{tok}", flags), None),
         ],
         "letter_first": [(re.compile(rf"^{tok}"), loose)],
-        "letter_last": [(re.compile(rf"(?:^|[.!?:;,\n]\s*|\b(?:so|therefore|thus|hence)\s+)(?:option\s+)?{tok}"
-                                    r"\s*[.!]?\s*$", flags), anything)],
+        "letter_last": [
+            (
+                re.compile(
+                    rf"(?:^|[.!?:;,\n]\s*|\b(?:so|therefore|thus|hence)\s+)(?:option\s+)?{tok}"
+                    r"\s*[.!]?\s*$",
+                    flags,
+                ),
+                anything,
+            )
+        ],
     }
 
 
@@ -186,7 +214,7 @@ def letters_by_rule(response: str, letters: str = "ABC") -> dict[str, list[str]]
             g = pattern.groups  # the token is the pattern's last three groups
             for m in pattern.finditer(text):
                 idx = next(i for i in (g - 2, g - 1, g) if m.group(i) is not None)
-                letter = _accept(m.group(g - 2), m.group(g - 1), m.group(g), text[m.end(idx):], capital_follow)
+                letter = _accept(m.group(g - 2), m.group(g - 1), m.group(g), text[m.end(idx) :], capital_follow)
                 if letter and letter in letters and letter not in hits:
                     hits.append(letter)
         if hits:
@@ -223,8 +251,11 @@ def find_quoted_options(response: str, options: Mapping[str, str]) -> list[str]:
     found only as part of another found option's text."""
     resp = normalise(response)
     found = {letter: normalise(text) for letter, text in options.items() if _part_of(normalise(text), resp)}
-    return [letter for letter, text in found.items()
-            if not any(other != letter and text != t and _part_of(text, t) for other, t in found.items())]
+    return [
+        letter
+        for letter, text in found.items()
+        if not any(other != letter and text != t and _part_of(text, t) for other, t in found.items())
+    ]
 
 
 def options_containing(fragment: str, options: Mapping[str, str], min_words: int = 2) -> list[str]:
@@ -256,9 +287,33 @@ def closest_by_cer(response: str, options: Mapping[str, str]) -> tuple[str | Non
 
 _SCORER = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
 # words that negate what follows them (normalised: "don't" -> "dont")
-NEGATIONS = frozenset({"not", "no", "never", "nor", "neither", "cannot", "cant", "dont", "didnt", "doesnt", "isnt",
-                       "wasnt", "werent", "arent", "wont", "wouldnt", "couldnt", "shouldnt", "hasnt", "havent",
-                       "hadnt", "nobody", "nothing"})
+NEGATIONS = frozenset(
+    {
+        "not",
+        "no",
+        "never",
+        "nor",
+        "neither",
+        "cannot",
+        "cant",
+        "dont",
+        "didnt",
+        "doesnt",
+        "isnt",
+        "wasnt",
+        "werent",
+        "arent",
+        "wont",
+        "wouldnt",
+        "couldnt",
+        "shouldnt",
+        "hasnt",
+        "havent",
+        "hadnt",
+        "nobody",
+        "nothing",
+    }
+)
 
 
 # a replaced span within this character error rate of the option's words is a spelling variant ("cak" for
@@ -299,11 +354,11 @@ def contradiction(response: str, option: str) -> str | None:
     # gaps after the first aligned word (before it, a lead-in such as "she said she" is not a replacement)
     bounds = [*pairs, (len(opt), len(ans))]
     for (i0, j0), (i1, j1) in zip(bounds, bounds[1:]):
-        missing, instead = " ".join(opt[i0 + 1:i1]), " ".join(ans[j0 + 1:j1])
+        missing, instead = " ".join(opt[i0 + 1 : i1]), " ".join(ans[j0 + 1 : j1])
         if missing and instead and float(jiwer.cer(missing, instead)) > SPELLING_VARIANT_CER:
             return f"replaces {missing!r} with {instead!r}"
     first, last = pairs[0][1], pairs[-1][1]
-    added = [w for w in ans[first:last + 1] if w in NEGATIONS]
+    added = [w for w in ans[first : last + 1] if w in NEGATIONS]
     if len(added) > sum(w in NEGATIONS for w in opt):  # "can not" restates "cannot"; "have not" negates
         return f"negates it ({', '.join(dict.fromkeys(added))})"
     return None
@@ -311,17 +366,23 @@ def contradiction(response: str, option: str) -> str | None:
 
 def word_recall(response: str, options: Mapping[str, str]) -> dict[str, float]:
     """letter -> share of the option's words that occur in order in the answer (ROUGE-L recall)."""
-    return {letter: float(_SCORER.score(target=str(text), prediction=str(response))["rougeL"].recall)
-            for letter, text in options.items()}
+    return {
+        letter: float(_SCORER.score(target=str(text), prediction=str(response))["rougeL"].recall)
+        for letter, text in options.items()
+    }
 
 
 def _decide(letter: str, rule: str, detail: str) -> AnswerMapping:
     return AnswerMapping(letter, RULES[rule], detail, rule)
 
 
-def map_answer(response: str, options: Mapping[str, str], cer_threshold: float = DEFAULT_CER_THRESHOLD,
-               judge: AnswerJudge | None = None,
-               min_word_recall: float = DEFAULT_MIN_WORD_RECALL) -> AnswerMapping:
+def map_answer(
+    response: str,
+    options: Mapping[str, str],
+    cer_threshold: float = DEFAULT_CER_THRESHOLD,
+    judge: AnswerJudge | None = None,
+    min_word_recall: float = DEFAULT_MIN_WORD_RECALL,
+) -> AnswerMapping:
     """Map ``response`` to a letter of ``options`` (letter -> continuation text) or to other."""
     if not 0.0 <= float(cer_threshold) <= 1.0:
         raise ValueError(f"cer_threshold must be in [0, 1], got {cer_threshold}")
@@ -338,8 +399,11 @@ def map_answer(response: str, options: Mapping[str, str], cer_threshold: float =
     # a stated choice stands beside mere mentions ("between A and C, I pick C"); a leading or final
     # letter does not ("(A) or (B)")
     if len(named) == 1 and (not mentioned or rule in ("letter_only", "letter_stated")):
-        return _decide(named[0], rule, f"names option {named[0]}"
-                       + (f" (also mentions {','.join(sorted(mentioned))})" if mentioned else ""))
+        return _decide(
+            named[0],
+            rule,
+            f"names option {named[0]}" + (f" (also mentions {','.join(sorted(mentioned))})" if mentioned else ""),
+        )
     if len(named) + len(mentioned) > 1:
         notes.append(f"names several letters {','.join(named + sorted(mentioned))}")
 

@@ -62,4 +62,3 @@ def baseline_summary(table: pd.DataFrame, baseline: str) -> pd.DataFrame:
 
 def all_baselines(table: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([baseline_summary(table, b) for b in POLICIES], ignore_index=True)
-

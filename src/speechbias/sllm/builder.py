@@ -31,8 +31,17 @@ from speechbias.sllm.data import GROUP_COLUMNS, audio_path, metadata_path, parse
 from speechbias.sllm.tts import ESPEAK_VOICES, EspeakNgBackend, TTSBackend, Voice
 
 ITEM_COLUMNS = ("id", "domain", "group", "context") + CONTINUATION_KINDS
-CSV_COLUMNS = ("id", "speaker", "{group}", "context", "irrelevant", "stereotypical", "anti-stereotypical",
-               "labels", "annotators")
+CSV_COLUMNS = (
+    "id",
+    "speaker",
+    "{group}",
+    "context",
+    "irrelevant",
+    "stereotypical",
+    "anti-stereotypical",
+    "labels",
+    "annotators",
+)
 
 
 def _validate_items(items: pd.DataFrame) -> pd.DataFrame:
@@ -43,8 +52,9 @@ def _validate_items(items: pd.DataFrame) -> pd.DataFrame:
     items["id"] = pd.to_numeric(items["id"], errors="raise").astype(int)
     bad_domain = ~items["domain"].isin(list(GROUP_COLUMNS))
     if bad_domain.any():
-        raise ValueError(f"items: domain must be one of {sorted(GROUP_COLUMNS)}; bad rows "
-                         f"{items.index[bad_domain].tolist()[:10]}")
+        raise ValueError(
+            f"items: domain must be one of {sorted(GROUP_COLUMNS)}; bad rows {items.index[bad_domain].tolist()[:10]}"
+        )
     dup = items.duplicated(["domain", "id"], keep=False)
     if dup.any():
         raise ValueError(f"items: (domain, id) must be unique; duplicated rows {items.index[dup].tolist()[:10]}")
@@ -109,13 +119,20 @@ def build_dataset(
     for row in items.to_dict("records"):
         pool = [v for v in voices.get(row["domain"], ()) if v.group == row["group"]]
         if not pool:
-            raise ValueError(f"items: no voice for domain {row['domain']!r} group {row['group']!r} (item id "
-                             f"{row['id']}); voices have groups {sorted({v.group for v in voices.get(row['domain'], ())})}")
+            raise ValueError(
+                f"items: no voice for domain {row['domain']!r} group {row['group']!r} (item id "
+                f"{row['id']}); voices have groups {sorted({v.group for v in voices.get(row['domain'], ())})}"
+            )
         if voices_per_item is not None and voices_per_item > len(pool):
-            raise ValueError(f"voices_per_item={voices_per_item} but group {row['group']!r} of domain "
-                             f"{row['domain']!r} has only {len(pool)} voices")
-        chosen = pool if voices_per_item is None else [pool[i] for i in
-                                                          sorted(rng.choice(len(pool), voices_per_item, replace=False))]
+            raise ValueError(
+                f"voices_per_item={voices_per_item} but group {row['group']!r} of domain "
+                f"{row['domain']!r} has only {len(pool)} voices"
+            )
+        chosen = (
+            pool
+            if voices_per_item is None
+            else [pool[i] for i in sorted(rng.choice(len(pool), voices_per_item, replace=False))]
+        )
         jobs += [(row["domain"], row, v) for v in chosen]
 
     from rich.progress import Progress
@@ -130,11 +147,19 @@ def build_dataset(
                 _write_wav(wav_path, np.asarray(wav, dtype=np.float32), int(sr))
             labels = _labels_literal(row["labels"], row["id"])
             annotators = row["annotators"] if isinstance(row["annotators"], str) else ""
-            rows.setdefault(domain, []).append({
-                "id": int(row["id"]), "speaker": voice.speaker, GROUP_COLUMNS[domain]: voice.group,
-                "context": row["context"], "irrelevant": row["irrelevant"], "stereotypical": row["stereotypical"],
-                "anti-stereotypical": row["anti-stereotypical"], "labels": labels, "annotators": annotators,
-            })
+            rows.setdefault(domain, []).append(
+                {
+                    "id": int(row["id"]),
+                    "speaker": voice.speaker,
+                    GROUP_COLUMNS[domain]: voice.group,
+                    "context": row["context"],
+                    "irrelevant": row["irrelevant"],
+                    "stereotypical": row["stereotypical"],
+                    "anti-stereotypical": row["anti-stereotypical"],
+                    "labels": labels,
+                    "annotators": annotators,
+                }
+            )
             bar.advance(task)
     written = {}
     for domain, domain_rows in rows.items():
@@ -154,8 +179,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     items = pd.read_csv(args.items, dtype=str, keep_default_na=False)
-    written = build_dataset(items, args.out_dir, EspeakNgBackend(), voices_per_item=args.voices_per_item,
-                            version=args.version, seed=args.seed)
+    written = build_dataset(
+        items,
+        args.out_dir,
+        EspeakNgBackend(),
+        voices_per_item=args.voices_per_item,
+        version=args.version,
+        seed=args.seed,
+    )
     for domain, path in written.items():
         print(f"{domain}: {path}")
 

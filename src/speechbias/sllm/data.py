@@ -93,8 +93,10 @@ class SpokenStereoSet:
 def _read_domain(data_dir: Path, domain: str, version: str) -> pd.DataFrame:
     path = metadata_path(data_dir, domain, version)
     if not path.is_file():
-        raise SpokenStereoSetError(f"{path}: metadata file does not exist (expected the released layout "
-                                   f"metadata/<domain>_{version}.csv under data_dir={data_dir})")
+        raise SpokenStereoSetError(
+            f"{path}: metadata file does not exist (expected the released layout "
+            f"metadata/<domain>_{version}.csv under data_dir={data_dir})"
+        )
     try:
         raw = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
@@ -115,23 +117,27 @@ def _read_domain(data_dir: Path, domain: str, version: str) -> pd.DataFrame:
             raise SpokenStereoSetError(f"{path}: empty {col!r} in data rows {(raw.index[empty] + 1).tolist()[:10]}")
     unsafe = raw["speaker"].str.contains(r"[/\\]|^\.\.?$", regex=True)
     if unsafe.any():
-        raise SpokenStereoSetError(f"{path}: speaker names must be file-name safe; bad data rows "
-                                   f"{(raw.index[unsafe] + 1).tolist()[:10]}")
+        raise SpokenStereoSetError(
+            f"{path}: speaker names must be file-name safe; bad data rows {(raw.index[unsafe] + 1).tolist()[:10]}"
+        )
     dup = raw.assign(id=ids).duplicated(["id", "speaker"], keep=False)
     if dup.any():
-        raise SpokenStereoSetError(f"{path}: (id, speaker) must be unique; duplicated in data rows "
-                                   f"{(raw.index[dup] + 1).tolist()[:10]}")
+        raise SpokenStereoSetError(
+            f"{path}: (id, speaker) must be unique; duplicated in data rows {(raw.index[dup] + 1).tolist()[:10]}"
+        )
     labels = [parse_labels(t, f"{path} data row {i + 1}") for i, t in enumerate(raw["labels"])]
-    table = pd.DataFrame({
-        "domain": domain,
-        "id": ids.astype(int),
-        "speaker": raw["speaker"].str.strip(),
-        "group": raw[group_col].str.strip(),
-        **{c: raw[c].str.strip() for c in TEXT_COLUMNS},
-        "labels": labels,
-        "annotators": raw["annotators"],
-        "csv_row": raw.index + 1,
-    })
+    table = pd.DataFrame(
+        {
+            "domain": domain,
+            "id": ids.astype(int),
+            "speaker": raw["speaker"].str.strip(),
+            "group": raw[group_col].str.strip(),
+            **{c: raw[c].str.strip() for c in TEXT_COLUMNS},
+            "labels": labels,
+            "annotators": raw["annotators"],
+            "csv_row": raw.index + 1,
+        }
+    )
     table["audio_path"] = [str(audio_path(data_dir, domain, i, s)) for i, s in zip(table["id"], table["speaker"])]
     return table
 

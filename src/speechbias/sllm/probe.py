@@ -29,8 +29,17 @@ log = logging.getLogger(__name__)
 
 
 def request_signature(request: ProbeRequest, fingerprint: dict, sampling: SamplingParams, seed: int) -> str:
-    payload = json.dumps({"model": fingerprint, "sampling": sampling.as_dict(), "seed": int(seed),
-                          "prompt": request.prompt, "audio": request.audio_path}, sort_keys=True, default=str)
+    payload = json.dumps(
+        {
+            "model": fingerprint,
+            "sampling": sampling.as_dict(),
+            "seed": int(seed),
+            "prompt": request.prompt,
+            "audio": request.audio_path,
+        },
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 
@@ -49,8 +58,15 @@ def read_cached(path: Path) -> dict[str, dict]:
     return cached
 
 
-def run_probe(requests: Sequence[ProbeRequest], adapter: SpeechLLM, sampling: SamplingParams, cache_path: str | Path,
-              batch_size: int = 8, seed: int = 0, progress: bool = True) -> dict[str, str]:
+def run_probe(
+    requests: Sequence[ProbeRequest],
+    adapter: SpeechLLM,
+    sampling: SamplingParams,
+    cache_path: str | Path,
+    batch_size: int = 8,
+    seed: int = 0,
+    progress: bool = True,
+) -> dict[str, str]:
     """Return key -> raw answer for every request, generating only those not in ``cache_path``."""
     import torch
     from rich.progress import Progress
@@ -64,8 +80,9 @@ def run_probe(requests: Sequence[ProbeRequest], adapter: SpeechLLM, sampling: Sa
     fingerprint = adapter.model_fingerprint.fields
     signatures = {r.key: request_signature(r, fingerprint, sampling, seed) for r in requests}
     cached = read_cached(cache_path)
-    answers = {k: rec["response"] for k, rec in cached.items()
-               if k in signatures and rec.get("signature") == signatures[k]}
+    answers = {
+        k: rec["response"] for k, rec in cached.items() if k in signatures and rec.get("signature") == signatures[k]
+    }
     todo = [r for r in requests if r.key not in answers]
     if answers:
         log.info("reusing %d cached answers from %s; %d to generate", len(answers), cache_path, len(todo))
@@ -73,7 +90,7 @@ def run_probe(requests: Sequence[ProbeRequest], adapter: SpeechLLM, sampling: Sa
     with Progress(disable=not progress, transient=True) as bar, cache_path.open("a", encoding="utf-8") as fh:
         task = bar.add_task(f"asking {adapter.name}", total=len(todo))
         for start in range(0, len(todo), int(batch_size)):
-            batch = todo[start:start + int(batch_size)]
+            batch = todo[start : start + int(batch_size)]
             torch.manual_seed(zlib.crc32(f"{seed}/{batch[0].key}".encode()))
             inputs = [ChatInput(prompt=r.prompt, audio_path=r.audio_path, answer_key=r.answer_key) for r in batch]
             outputs = adapter.generate(inputs, sampling)
@@ -81,26 +98,48 @@ def run_probe(requests: Sequence[ProbeRequest], adapter: SpeechLLM, sampling: Sa
                 raise RuntimeError(f"{adapter.name} returned {len(outputs)} answers for {len(batch)} inputs")
             for r, text in zip(batch, outputs):
                 answers[r.key] = str(text)
-                fh.write(json.dumps({"key": r.key, "signature": signatures[r.key], "response": str(text)},
-                                    ensure_ascii=False) + "\n")
+                fh.write(
+                    json.dumps(
+                        {"key": r.key, "signature": signatures[r.key], "response": str(text)}, ensure_ascii=False
+                    )
+                    + "\n"
+                )
             fh.flush()
             os.fsync(fh.fileno())
             bar.advance(task, len(batch))
     return {k: answers[k] for k in keys}
 
 
-def answer_table(requests: Sequence[ProbeRequest], responses: dict[str, str], cer_threshold: float = 0.1,
-                 judge: AnswerJudge | None = None, min_word_recall: float = 0.8) -> pd.DataFrame:
+def answer_table(
+    requests: Sequence[ProbeRequest],
+    responses: dict[str, str],
+    cer_threshold: float = 0.1,
+    judge: AnswerJudge | None = None,
+    min_word_recall: float = 0.8,
+) -> pd.DataFrame:
     """One row per request: key, domain, id, speaker, group, order, response, letter, choice (continuation
     kind or ``other``), method, rule (the rule of :mod:`~speechbias.sllm.answers` that decided), detail.
     The stored record of every answer and its mapping."""
     rows = []
     for r in requests:
         response = responses[r.key]
-        mapping = map_answer(response, r.options, cer_threshold=cer_threshold, judge=judge,
-                             min_word_recall=min_word_recall)
-        rows.append({"key": r.key, "domain": r.domain, "id": r.item_id, "speaker": r.speaker, "group": r.group,
-                     "order": "|".join(r.order), "response": response, "letter": mapping.letter or "",
-                     "choice": r.answer_key[mapping.letter] if mapping.letter else OTHER,
-                     "method": mapping.method, "rule": mapping.rule, "detail": mapping.detail})
+        mapping = map_answer(
+            response, r.options, cer_threshold=cer_threshold, judge=judge, min_word_recall=min_word_recall
+        )
+        rows.append(
+            {
+                "key": r.key,
+                "domain": r.domain,
+                "id": r.item_id,
+                "speaker": r.speaker,
+                "group": r.group,
+                "order": "|".join(r.order),
+                "response": response,
+                "letter": mapping.letter or "",
+                "choice": r.answer_key[mapping.letter] if mapping.letter else OTHER,
+                "method": mapping.method,
+                "rule": mapping.rule,
+                "detail": mapping.detail,
+            }
+        )
     return pd.DataFrame(rows)

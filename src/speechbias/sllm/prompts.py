@@ -55,17 +55,20 @@ class PromptTemplate:
     option: str = "{letter}. {text}"
 
     def __post_init__(self):
-        for name, tmpl, allowed, needed in (("audio", self.audio, {"options"}, {"options"}),
-                                            ("text_only", self.text_only, {"options", "transcript"},
-                                             {"options", "transcript"}),
-                                            ("option", self.option, {"letter", "text"}, {"letter", "text"})):
+        for name, tmpl, allowed, needed in (
+            ("audio", self.audio, {"options"}, {"options"}),
+            ("text_only", self.text_only, {"options", "transcript"}, {"options", "transcript"}),
+            ("option", self.option, {"letter", "text"}, {"letter", "text"}),
+        ):
             try:
                 fields = _fields(tmpl)
             except ValueError as exc:
                 raise ValueError(f"prompt template {name!r} is not a valid format string: {exc}") from exc
             if not needed <= fields or not fields <= allowed:
-                raise ValueError(f"prompt template {name!r} must use exactly the fields {sorted(needed)}, "
-                                 f"uses {sorted(fields)}: {tmpl!r}")
+                raise ValueError(
+                    f"prompt template {name!r} must use exactly the fields {sorted(needed)}, "
+                    f"uses {sorted(fields)}: {tmpl!r}"
+                )
 
     def render(self, options: Mapping[str, str], transcript: str | None = None) -> str:
         lines = "\n".join(self.option.format(letter=letter, text=text) for letter, text in options.items())
@@ -99,17 +102,26 @@ class ProbeRequest:
         return dict(zip(LETTERS, self.order))
 
 
-def build_requests(table: pd.DataFrame, template: PromptTemplate, orders: str = "shuffled", seed: int = 0,
-                   text_only: bool = False) -> list[ProbeRequest]:
+def build_requests(
+    table: pd.DataFrame, template: PromptTemplate, orders: str = "shuffled", seed: int = 0, text_only: bool = False
+) -> list[ProbeRequest]:
     """Requests for every row of a loaded table (see :mod:`speechbias.sllm.data`), in table order."""
     requests = []
     for rec in table.to_dict("records"):
         for order in option_orders(orders, seed, rec["domain"], rec["id"], rec["speaker"]):
             options = {letter: str(rec[kind]) for letter, kind in zip(LETTERS, order)}
             prompt = template.render(options, transcript=str(rec["context"]) if text_only else None)
-            requests.append(ProbeRequest(
-                key=f"{rec['domain']}/{int(rec['id']):05d}_{rec['speaker']}/{order_code(order)}",
-                domain=str(rec["domain"]), item_id=int(rec["id"]), speaker=str(rec["speaker"]),
-                group=str(rec["group"]), order=order, options=options, prompt=prompt,
-                audio_path=None if text_only else str(rec["audio_path"])))
+            requests.append(
+                ProbeRequest(
+                    key=f"{rec['domain']}/{int(rec['id']):05d}_{rec['speaker']}/{order_code(order)}",
+                    domain=str(rec["domain"]),
+                    item_id=int(rec["id"]),
+                    speaker=str(rec["speaker"]),
+                    group=str(rec["group"]),
+                    order=order,
+                    options=options,
+                    prompt=prompt,
+                    audio_path=None if text_only else str(rec["audio_path"]),
+                )
+            )
     return requests

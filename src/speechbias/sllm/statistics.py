@@ -36,8 +36,12 @@ def distinct_continuations(table: pd.DataFrame) -> pd.DataFrame:
     """One row per distinct (domain, text): columns domain, id, kind, text, where id and kind are those
     of the text's first occurrence (row order, then stereotypical, anti-stereotypical, irrelevant)."""
     long = table[["domain", "id", *CONTINUATION_KINDS]].melt(
-        id_vars=["domain", "id"], value_vars=list(CONTINUATION_KINDS), var_name="kind", value_name="text",
-        ignore_index=False)
+        id_vars=["domain", "id"],
+        value_vars=list(CONTINUATION_KINDS),
+        var_name="kind",
+        value_name="text",
+        ignore_index=False,
+    )
     # melt stacks kind by kind; restore row order so "first occurrence" means the first row that has it
     long = long.assign(_row=long.index).sort_values("_row", kind="stable").drop(columns="_row")
     return long.drop_duplicates(["domain", "text"]).reset_index(drop=True)
@@ -50,8 +54,11 @@ def continuation_rouge_l(table: pd.DataFrame, method: str = "rapidfuzz") -> pd.D
         conts = conts.copy()
         conts["mean_rouge_l"] = mean_rouge_l_vs_others(conts["text"].tolist(), method=method)
         parts.append(conts)
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        columns=["domain", "id", "kind", "text", "mean_rouge_l"])
+    return (
+        pd.concat(parts, ignore_index=True)
+        if parts
+        else pd.DataFrame(columns=["domain", "id", "kind", "text", "mean_rouge_l"])
+    )
 
 
 def dataset_statistics(table: pd.DataFrame, rouge: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -56,8 +56,7 @@ def group_table(summary: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
     rows = []
     for (model, domain, group), part in summary.groupby(["model", "domain", "group"], sort=False):
         by_metric = part.set_index("metric")
-        row = {"model": model, "domain": domain, "group": group,
-               "speakers": int(by_metric["n_speakers"].iloc[0])}
+        row = {"model": model, "domain": domain, "group": group, "speakers": int(by_metric["n_speakers"].iloc[0])}
         for metric in METRICS:
             row[metric] = fmt_mean_sd(by_metric.at[metric, "speaker_mean"], by_metric.at[metric, "speaker_sd"], digits)
         rows.append(row)
@@ -87,15 +86,21 @@ def baseline_group_table(summary: pd.DataFrame, digits: int = 1) -> pd.DataFrame
 def group_sections(summary: pd.DataFrame, digits: int = 1) -> list[tuple[str, str]]:
     """report.md sections of the per-group tables: the model's groups, then the baselines in their own
     table (a run without a model, ``'~sllm'``, has the baselines' only)."""
-    is_baseline = summary["condition"] == BASELINE_CONDITION if "condition" in summary else \
-        pd.Series(False, index=summary.index)
+    is_baseline = (
+        summary["condition"] == BASELINE_CONDITION if "condition" in summary else pd.Series(False, index=summary.index)
+    )
     sections = []
     if (~is_baseline).any():
-        sections.append(("Per speaker group (mean ± SD across speakers)",
-                         to_markdown(group_table(summary[~is_baseline], digits))))
+        sections.append(
+            ("Per speaker group (mean ± SD across speakers)", to_markdown(group_table(summary[~is_baseline], digits)))
+        )
     if is_baseline.any():
-        sections.append(("Baselines per speaker group",
-                         to_markdown(baseline_group_table(summary[is_baseline], digits))
-                         + "\n\nA baseline's answers do not depend on the voice: \"every group\" when its values are "
-                           "the same in each speaker group of the domain."))
+        sections.append(
+            (
+                "Baselines per speaker group",
+                to_markdown(baseline_group_table(summary[is_baseline], digits))
+                + '\n\nA baseline\'s answers do not depend on the voice: "every group" when its values are '
+                "the same in each speaker group of the domain.",
+            )
+        )
     return sections

@@ -61,9 +61,11 @@ class TTSBackend(Protocol):
 #: are cues of the attribute only as far as a listener (or model) reads pitch/timbre that way.
 ESPEAK_VOICES = {
     "gender": [
-        Voice("espeak_f1", "female", "en-us+f1", pitch=60), Voice("espeak_f3", "female", "en-us+f3", pitch=60),
+        Voice("espeak_f1", "female", "en-us+f1", pitch=60),
+        Voice("espeak_f3", "female", "en-us+f3", pitch=60),
         Voice("espeak_f4", "female", "en-us+f4", pitch=65),
-        Voice("espeak_m1", "male", "en-us+m1", pitch=40), Voice("espeak_m3", "male", "en-us+m3", pitch=40),
+        Voice("espeak_m1", "male", "en-us+m1", pitch=40),
+        Voice("espeak_m3", "male", "en-us+m3", pitch=40),
         Voice("espeak_m7", "male", "en-us+m7", pitch=35),
     ],
     "age": [
@@ -88,8 +90,9 @@ class EspeakNgBackend:
     def __init__(self, executable: str = "espeak-ng", timeout_s: float = 60.0):
         found = shutil.which(executable)
         if found is None:
-            raise TTSError(f"espeak-ng executable {executable!r} not found on PATH "
-                           "(install it: apt-get install espeak-ng)")
+            raise TTSError(
+                f"espeak-ng executable {executable!r} not found on PATH (install it: apt-get install espeak-ng)"
+            )
         self.executable = found
         self.timeout_s = float(timeout_s)
 
@@ -99,16 +102,28 @@ class EspeakNgBackend:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "speech.wav"
             # text through stdin: never parsed as an option, no shell quoting
-            cmd = [self.executable, "-v", voice.voice, "-p", str(int(voice.pitch)), "-s", str(int(voice.speed)),
-                   "-w", str(out), "--stdin"]
+            cmd = [
+                self.executable,
+                "-v",
+                voice.voice,
+                "-p",
+                str(int(voice.pitch)),
+                "-s",
+                str(int(voice.speed)),
+                "-w",
+                str(out),
+                "--stdin",
+            ]
             try:
                 proc = subprocess.run(cmd, input=text, text=True, capture_output=True, timeout=self.timeout_s)
             except subprocess.TimeoutExpired as exc:
-                raise TTSError(f"espeak-ng timed out after {self.timeout_s:g} s (voice {voice.voice}, "
-                               f"text {text[:60]!r})") from exc
+                raise TTSError(
+                    f"espeak-ng timed out after {self.timeout_s:g} s (voice {voice.voice}, text {text[:60]!r})"
+                ) from exc
             if proc.returncode != 0 or not out.is_file():
-                raise TTSError(f"espeak-ng failed (rc={proc.returncode}, voice {voice.voice}): "
-                               f"{proc.stderr.strip()[:200]}")
+                raise TTSError(
+                    f"espeak-ng failed (rc={proc.returncode}, voice {voice.voice}): {proc.stderr.strip()[:200]}"
+                )
             wav, sr = sf.read(str(out), dtype="float32", always_2d=True)
         wav = wav.mean(axis=1)
         if wav.size == 0 or float(np.max(np.abs(wav))) == 0.0:

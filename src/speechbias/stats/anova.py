@@ -47,11 +47,13 @@ def two_way_anova(
     missing = [c for c in (value, test, family) if c not in table.columns]
     if missing:
         raise StatsInputError(f"table: missing column(s) {missing}; has {list(table.columns)}")
-    data = pd.DataFrame({
-        "value": pd.to_numeric(table[value], errors="coerce").astype(np.float64),  # to_numeric keeps float32 as is
-        "test": table[test].astype(str),
-        "family": table[family].astype(str),
-    })
+    data = pd.DataFrame(
+        {
+            "value": pd.to_numeric(table[value], errors="coerce").astype(np.float64),  # to_numeric keeps float32 as is
+            "test": table[test].astype(str),
+            "family": table[family].astype(str),
+        }
+    )
     bad = data.index[~np.isfinite(data["value"].to_numpy(dtype=float))]
     if len(bad):
         raise StatsInputError(f"table: column {value!r} is not a finite number in row(s) {list(bad[:5])}")
@@ -77,6 +79,12 @@ def two_way_anova(
     type1 = anova_lm(fit, typ=1).rename(index=names)
     type2 = anova_lm(fit, typ=2).rename(index=names)
     return AnovaResult(
-        type1=type1, type2=type2, formula=formula.replace("value", value), n_obs=len(data),
-        n_tests=n_tests, n_families=n_families, interaction=interaction, df_resid=int(round(fit.df_resid)),
+        type1=type1,
+        type2=type2,
+        formula=formula.replace("value", value),
+        n_obs=len(data),
+        n_tests=n_tests,
+        n_families=n_families,
+        interaction=interaction,
+        df_resid=int(round(fit.df_resid)),
     )

@@ -126,7 +126,9 @@ class _GroupDraws:
             # over all columns; one row look-up fetches them together.
             self.pair_table = np.stack(
                 [c[first] + c[second] for c in columns]
-                + [sum(c[first] * c[first] + c[second] * c[second] for c in columns)], axis=1)
+                + [sum(c[first] * c[first] + c[second] * c[second] for c in columns)],
+                axis=1,
+            )
 
     def moments(self, rng, draws: UniformIntegers, r: int, n: int) -> list[_Moments]:
         """One :class:`_Moments` per column for ``r`` resamples of ``n`` draws; the squares of all
@@ -289,13 +291,17 @@ def _associations(X, Y, A, B, s_x, s_y) -> tuple[np.ndarray, np.ndarray]:
     embeddings = (X, Y, A, B)
     if s_x is not None or s_y is not None:
         if any(e is not None for e in embeddings):
-            raise StatsInputError("X, Y, A, B / s_x, s_y: give either the four embedding arrays or s_x and s_y, not both")
+            raise StatsInputError(
+                "X, Y, A, B / s_x, s_y: give either the four embedding arrays or s_x and s_y, not both"
+            )
         if s_x is None or s_y is None:
             raise StatsInputError("s_x, s_y: both are needed when associations are given directly")
         return as_sample(s_x, "s_x", min_size=2), as_sample(s_y, "s_y", min_size=2)
     missing = [name for name, e in zip(ROLES, embeddings) if e is None]
     if missing:
-        raise StatsInputError(f"{', '.join(missing)}: missing; give X, Y, A, B (embeddings) or s_x and s_y (associations)")
+        raise StatsInputError(
+            f"{', '.join(missing)}: missing; give X, Y, A, B (embeddings) or s_x and s_y (associations)"
+        )
     X = as_embeddings(X, "X", min_rows=2)
     Y = as_embeddings(Y, "Y", min_rows=2)
     A = as_embeddings(A, "A")
@@ -354,14 +360,18 @@ def bootstrap_se(
         if strata_x is not None or strata_y is not None:
             raise StatsInputError("design='paired' takes no strata_x/strata_y; use design='stratified' for strata")
         if pair_ids_x is None or pair_ids_y is None:
-            raise StatsInputError("pair_ids_x, pair_ids_y: design='paired' needs the pair id of every target in X and in Y")
+            raise StatsInputError(
+                "pair_ids_x, pair_ids_y: design='paired' needs the pair id of every target in X and in Y"
+            )
         ix, iy = _check_pairs(pair_ids_x, pair_ids_y, n_x, n_y)
         sampler = _Paired(cx[ix], cy[iy])
     else:
         if pair_ids_x is not None or pair_ids_y is not None:
             raise StatsInputError("design='stratified' takes no pair_ids_x/pair_ids_y; use design='paired' for pairs")
         if strata_x is None or strata_y is None:
-            raise StatsInputError("strata_x, strata_y: design='stratified' needs the stratum of every target in X and in Y")
+            raise StatsInputError(
+                "strata_x, strata_y: design='stratified' needs the stratum of every target in X and in Y"
+            )
         sampler = _Stratified(cx, as_labels(strata_x, "strata_x", n_x), cy, as_labels(strata_y, "strata_y", n_y))
     grid = _check_sizes(sizes, sampler.max_size)
 
@@ -371,9 +381,9 @@ def bootstrap_se(
     def resample_d(n: int | None) -> np.ndarray:
         width = n_x + n_y if n is None else 2 * n
         block = max(1, _BLOCK_ELEMENTS // width)
-        return np.concatenate([
-            sampler.draw(rng, draws, n, min(block, n_resamples - start)) for start in range(0, n_resamples, block)
-        ])
+        return np.concatenate(
+            [sampler.draw(rng, draws, n, min(block, n_resamples - start)) for start in range(0, n_resamples, block)]
+        )
 
     if sampler.compiles and use_compiled_kernels(_draws(grid, n_x, n_y, n_resamples)):
         # every size and the full size in one compiled call: the same draws, bit-identical d
@@ -389,9 +399,19 @@ def bootstrap_se(
     valid_full = d_full_resamples[np.isfinite(d_full_resamples)]
     ci_low, ci_high = np.quantile(valid_full, [(1.0 - ci) / 2.0, (1.0 + ci) / 2.0])
     return BootstrapSEResult(
-        sizes=read_only(grid.astype(np.int64)), se=read_only(se), n_valid=read_only(n_valid), d=d_full,
-        ci_low=float(ci_low), ci_high=float(ci_high), ci_level=ci, n_valid_full=int(n_valid_full),
-        n_x=n_x, n_y=n_y, n_resamples=n_resamples, design=design, seed=seed,
+        sizes=read_only(grid.astype(np.int64)),
+        se=read_only(se),
+        n_valid=read_only(n_valid),
+        d=d_full,
+        ci_low=float(ci_low),
+        ci_high=float(ci_high),
+        ci_level=ci,
+        n_valid_full=int(n_valid_full),
+        n_x=n_x,
+        n_y=n_y,
+        n_resamples=n_resamples,
+        design=design,
+        seed=seed,
     )
 
 

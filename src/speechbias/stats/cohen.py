@@ -88,6 +88,12 @@ def cohens_d(x, y, hedges: bool = False, ci: float = 0.95) -> CohensDResult:
     high = _noncentrality_limit(t, df, alpha / 2.0, lower=False) / scale
     factor = hedges_correction(df) if hedges else 1.0
     return CohensDResult(
-        value=d * factor, ci_low=low * factor, ci_high=high * factor, ci_level=ci,
-        n_x=n_x, n_y=n_y, pooled_sd=pooled_sd, hedges=hedges,
+        value=d * factor,
+        ci_low=low * factor,
+        ci_high=high * factor,
+        ci_level=ci,
+        n_x=n_x,
+        n_y=n_y,
+        pooled_sd=pooled_sd,
+        hedges=hedges,
     )

@@ -99,8 +99,9 @@ def _count_by_rejection(state, n, k, tables, at_least, n_permutations):
     return count + _count_at_least(kept_words, n_kept, tables, at_least)
 
 
-def count_by_rejection(centred: np.ndarray, k: int, tables: np.ndarray, at_least: float, n_permutations: int,
-                       rng: np.random.Generator) -> int:
+def count_by_rejection(
+    centred: np.ndarray, k: int, tables: np.ndarray, at_least: float, n_permutations: int, rng: np.random.Generator
+) -> int:
     """How many of ``n_permutations`` random k-subsets (rejection of bit masks) have a sum >= ``at_least``.
 
     ``tables``: :func:`speechbias.stats.permutation.byte_sum_tables` of ``centred``. Consumes ``rng``'s
@@ -156,8 +157,9 @@ def _table_draws(state, n, limit):
 
 
 @njit(cache=True)
-def _group_moments(state, r, n_pairs, n_single, pair_limit, pair_magic, pair_table, single_limit, single_magic,
-                   columns):
+def _group_moments(
+    state, r, n_pairs, n_single, pair_limit, pair_magic, pair_table, single_limit, single_magic, columns
+):
     """Per resample, each column's total and the sum of squares over all columns: the loop of
     ``bootstrap._GroupDraws.moments``. Returns (r, C + 1) float64: columns' totals, then squares.
 
@@ -180,7 +182,7 @@ def _group_moments(state, r, n_pairs, n_single, pair_limit, pair_magic, pair_tab
             for j in range(r):
                 out[j] = table[(np.uint64(raw[j]) * pair_magic) >> _MAGIC_SHIFT]
             for i in range(1, n_pairs):
-                drawn = raw[i * r:(i + 1) * r]
+                drawn = raw[i * r : (i + 1) * r]
                 for j in range(r):
                     out[j] += table[(np.uint64(drawn[j]) * pair_magic) >> _MAGIC_SHIFT]
     if n_single > 0:
@@ -194,7 +196,7 @@ def _group_moments(state, r, n_pairs, n_single, pair_limit, pair_magic, pair_tab
                 total[j] = value
                 squares[j] = value * value
             for i in range(1, n_single):
-                drawn = raw[i * r:(i + 1) * r]
+                drawn = raw[i * r : (i + 1) * r]
                 for j in range(r):
                     value = values[(np.uint64(drawn[j]) * single_magic) >> _MAGIC_SHIFT]
                     total[j] += value
@@ -224,9 +226,23 @@ def _effect_sizes(x_total, x_count, y_total, y_count, squares):
 
 
 @njit(cache=True)
-def _resampled_effect_sizes(state, grid, full_x, full_y, n_resamples, block_elements, paired,
-                            x_limits, x_magics, x_pair_table, x_columns, y_limits, y_magics, y_pair_table,
-                            y_columns):
+def _resampled_effect_sizes(
+    state,
+    grid,
+    full_x,
+    full_y,
+    n_resamples,
+    block_elements,
+    paired,
+    x_limits,
+    x_magics,
+    x_pair_table,
+    x_columns,
+    y_limits,
+    y_magics,
+    y_pair_table,
+    y_columns,
+):
     """(len(grid) + 1, n_resamples) bootstrapped d: one row per size of ``grid``, then the full size
     (``full_x`` / ``full_y`` draws). The loop of ``bootstrap.bootstrap_se`` for the iid and paired
     designs: the same blocks of resamples (``block_elements // width`` each), each group's draws in
@@ -250,17 +266,28 @@ def _resampled_effect_sizes(state, grid, full_x, full_y, n_resamples, block_elem
         for start in range(0, n_resamples, block):
             r = min(block, n_resamples - start)
             x_pairs, x_single = (nx // 2, nx % 2) if x_pairs_possible else (0, nx)
-            x_sums = _group_moments(state, r, x_pairs, x_single, x_limits[0], x_magics[0], x_pair_table,
-                                    x_limits[1], x_magics[1], x_columns)
+            x_sums = _group_moments(
+                state, r, x_pairs, x_single, x_limits[0], x_magics[0], x_pair_table, x_limits[1], x_magics[1], x_columns
+            )
             if paired:
                 d = _effect_sizes(x_sums[:, 0], nx, x_sums[:, 1], nx, x_sums[:, 2])
             else:
                 y_pairs, y_single = (ny // 2, ny % 2) if y_pairs_possible else (0, ny)
-                y_sums = _group_moments(state, r, y_pairs, y_single, y_limits[0], y_magics[0], y_pair_table,
-                                        y_limits[1], y_magics[1], y_columns)
+                y_sums = _group_moments(
+                    state,
+                    r,
+                    y_pairs,
+                    y_single,
+                    y_limits[0],
+                    y_magics[0],
+                    y_pair_table,
+                    y_limits[1],
+                    y_magics[1],
+                    y_columns,
+                )
                 squares = x_sums[:, 1] + y_sums[:, 1]
                 d = _effect_sizes(x_sums[:, 0], nx, y_sums[:, 0], ny, squares)
-            out[row, start:start + r] = d
+            out[row, start : start + r] = d
     return out
 
 
@@ -277,8 +304,15 @@ def _group_arguments(group) -> tuple:
     return limits, magics.astype(np.uint64), pair_table, group.column_matrix
 
 
-def resampled_effect_sizes(rng: np.random.Generator, grid: np.ndarray, n_resamples: int, block_elements: int,
-                           x_group, y_group=None, full_sizes: tuple[int, int] | None = None) -> np.ndarray:
+def resampled_effect_sizes(
+    rng: np.random.Generator,
+    grid: np.ndarray,
+    n_resamples: int,
+    block_elements: int,
+    x_group,
+    y_group=None,
+    full_sizes: tuple[int, int] | None = None,
+) -> np.ndarray:
     """(len(grid) + 1, n_resamples) bootstrapped d, bit-identical to ``bootstrap_se``'s numpy loop from
     the same ``rng``: iid when ``y_group`` is given (``full_sizes`` = (n_x, n_y)), else paired
     (``x_group`` holds both members of each pair; the full size is every pair)."""
@@ -287,7 +321,16 @@ def resampled_effect_sizes(rng: np.random.Generator, grid: np.ndarray, n_resampl
     y_args = x_args if paired else _group_arguments(y_group)
     full_x, full_y = (x_group.m, x_group.m) if paired else full_sizes
     state = read_state(rng)
-    d = _resampled_effect_sizes(state, np.asarray(grid, dtype=np.int64), int(full_x), int(full_y),
-                                int(n_resamples), int(block_elements), paired, *x_args, *y_args)
+    d = _resampled_effect_sizes(
+        state,
+        np.asarray(grid, dtype=np.int64),
+        int(full_x),
+        int(full_y),
+        int(n_resamples),
+        int(block_elements),
+        paired,
+        *x_args,
+        *y_args,
+    )
     write_state(rng, state)
     return d

@@ -48,8 +48,9 @@ def _affine_intrinsic(multiplier: int, offset_from_increment):
             if offset_from_increment != 1:
                 increment = builder.mul(increment, ir.Constant(i128, offset_from_increment))
             new = builder.add(builder.mul(state, ir.Constant(i128, multiplier)), increment)
-            return context.make_tuple(builder, sig.return_type,
-                                      [builder.trunc(builder.lshr(new, shift), i64), builder.trunc(new, i64)])
+            return context.make_tuple(
+                builder, sig.return_type, [builder.trunc(builder.lshr(new, shift), i64), builder.trunc(new, i64)]
+            )
 
         return signature, codegen
 

@@ -17,14 +17,16 @@ import pandas as pd
 from speechbias.stats.validation import StatsInputError
 
 # Human IAT effect size D per test: Table 1 of the SpEAT paper (Slaughter et al., 2023).
-HUMAN_IAT_D = MappingProxyType({
-    "abled_disabled": 0.45,
-    "european_african_american": 0.37,
-    "female_male": 0.31,
-    "human_synthesized": 0.33,
-    "us_foreign": 0.32,
-    "young_old": 0.49,
-})
+HUMAN_IAT_D = MappingProxyType(
+    {
+        "abled_disabled": 0.45,
+        "european_african_american": 0.37,
+        "female_male": 0.31,
+        "human_synthesized": 0.33,
+        "us_foreign": 0.32,
+        "young_old": 0.49,
+    }
+)
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays/tables: compare fields, not objects
@@ -66,9 +68,13 @@ def _long_table(values, name: str) -> pd.DataFrame:
             raise StatsInputError(
                 f"{name}: needs a column 'd' or exactly one value column besides model, test; has {value_cols}"
             )
-        frame = pd.DataFrame({
-            "model": values["model"].astype(str), "test": values["test"].astype(str), "value": values[value_col],
-        }).reset_index(drop=True)
+        frame = pd.DataFrame(
+            {
+                "model": values["model"].astype(str),
+                "test": values["test"].astype(str),
+                "value": values[value_col],
+            }
+        ).reset_index(drop=True)
     else:
         raise StatsInputError(f"{name}: expected a DataFrame (model, test, d) or a mapping {{(model, test): d}}")
     if frame.empty:
@@ -79,7 +85,9 @@ def _long_table(values, name: str) -> pd.DataFrame:
         raise StatsInputError(f"{name}: non-finite value for {frame.loc[bad[:5], ['model', 'test']].values.tolist()}")
     dup = frame.duplicated(["model", "test"], keep=False)
     if dup.any():
-        raise StatsInputError(f"{name}: duplicate (model, test) {frame.loc[dup, ['model', 'test']].values.tolist()[:5]}")
+        raise StatsInputError(
+            f"{name}: duplicate (model, test) {frame.loc[dup, ['model', 'test']].values.tolist()[:5]}"
+        )
     return frame
 
 

@@ -50,11 +50,18 @@ def correct_pvalues(pvalues, method: str = "holm", alpha: float = 0.05) -> Corre
     p = as_sample(pvalues, "pvalues", min_size=1)
     outside = np.flatnonzero((p < 0.0) | (p > 1.0))
     if outside.size:
-        raise StatsInputError(f"pvalues: must lie in [0, 1]; index {outside[:5].tolist()} has {p[outside[:5]].tolist()}")
+        raise StatsInputError(
+            f"pvalues: must lie in [0, 1]; index {outside[:5].tolist()} has {p[outside[:5]].tolist()}"
+        )
     from statsmodels.stats.multitest import multipletests  # deferred: statsmodels imports slowly
 
     reject, adjusted, _, _ = multipletests(p, alpha=alpha, method=_METHODS[method])
     return CorrectedPValues(
-        p_adjusted=read_only(np.asarray(adjusted, dtype=np.float64)), reject=read_only(np.asarray(reject, dtype=bool)),
-        p_raw=read_only(p), method=method if method != "fdr_bh" else "bh", alpha=alpha, n_tests=p.size, labels=labels,
+        p_adjusted=read_only(np.asarray(adjusted, dtype=np.float64)),
+        reject=read_only(np.asarray(reject, dtype=bool)),
+        p_raw=read_only(p),
+        method=method if method != "fdr_bh" else "bh",
+        alpha=alpha,
+        n_tests=p.size,
+        labels=labels,
     )

@@ -58,8 +58,11 @@ def _buy(why: str) -> bool:
             import speechbias.stats.compiled_kernels  # noqa: F401
         except Exception as error:  # noqa: BLE001 - any failure to set up numba means: stay on numpy
             _numba_missing = f"{type(error).__name__}: {error}"
-            log.warning("the compiled statistics kernels are unavailable (%s); the statistics run on the numpy "
-                        "kernels (same results, ~2x slower)", _numba_missing)
+            log.warning(
+                "the compiled statistics kernels are unavailable (%s); the statistics run on the numpy "
+                "kernels (same results, ~2x slower)",
+                _numba_missing,
+            )
         else:
             _numba_missing = ""
     return not _numba_missing

@@ -193,7 +193,9 @@ def _count_by_rejection(
         for w in range(1, n_words):
             size += np.bitwise_count(words[:, w])
         kept = words[size == k][: n_permutations - done]
-        subset_bytes = np.ascontiguousarray(kept.astype("<u8", copy=False).view(np.uint8)[:, :n_bytes].T)  # (n_bytes, kept)
+        subset_bytes = np.ascontiguousarray(
+            kept.astype("<u8", copy=False).view(np.uint8)[:, :n_bytes].T
+        )  # (n_bytes, kept)
         # ('<u8': byte b holds items 8b..8b+7 on any machine's byte order)
         sums = tables[0].take(subset_bytes[0])
         for b in range(1, n_bytes):
@@ -219,8 +221,9 @@ def _count_sampled_at_least(
             from speechbias.stats import compiled_kernels
 
             at_least = t_obs - _tie_tolerance(centred)
-            return compiled_kernels.count_by_rejection(centred, k, byte_sum_tables(centred), at_least,
-                                                       n_permutations, rng)
+            return compiled_kernels.count_by_rejection(
+                centred, k, byte_sum_tables(centred), at_least, n_permutations, rng
+            )
         return _count_by_rejection(centred, k, t_obs, n_permutations, rng)
     return _count_by_selection_sampling(centred, k, t_obs, n_permutations, rng)
 
@@ -248,12 +251,22 @@ def permutation_test(s_x, s_y, n_permutations: int = 1_000_000, seed: int | None
         sums = exact_null_sums(centred, n_x)
         count = int(np.count_nonzero(sums >= t_obs - _tie_tolerance(centred)))
         return PermutationTestResult(
-            p=count / n_partitions, statistic=statistic, n_x=n_x, n_y=n_y,
-            n_permutations=n_partitions, exact=True, seed=None,
+            p=count / n_partitions,
+            statistic=statistic,
+            n_x=n_x,
+            n_y=n_y,
+            n_permutations=n_partitions,
+            exact=True,
+            seed=None,
         )
     rng = np.random.default_rng(seed)
     count = _count_sampled_at_least(centred, n_x, t_obs, n_permutations, rng)
     return PermutationTestResult(
-        p=(1 + count) / (1 + n_permutations), statistic=statistic, n_x=n_x, n_y=n_y,
-        n_permutations=n_permutations, exact=False, seed=seed,
+        p=(1 + count) / (1 + n_permutations),
+        statistic=statistic,
+        n_x=n_x,
+        n_y=n_y,
+        n_permutations=n_permutations,
+        exact=False,
+        seed=seed,
     )

@@ -38,9 +38,16 @@ class SpeatResult:
     def as_dict(self) -> dict:
         """Scalar fields only (for tables and loggers)."""
         return {
-            "d": self.d, "p": self.p, "statistic": self.statistic, "n_x": self.n_x, "n_y": self.n_y,
-            "n_a": self.n_a, "n_b": self.n_b, "n_permutations": self.n_permutations,
-            "exact": self.exact, "seed": self.seed,
+            "d": self.d,
+            "p": self.p,
+            "statistic": self.statistic,
+            "n_x": self.n_x,
+            "n_y": self.n_y,
+            "n_a": self.n_a,
+            "n_b": self.n_b,
+            "n_permutations": self.n_permutations,
+            "exact": self.exact,
+            "seed": self.seed,
         }
 
 
@@ -65,7 +72,16 @@ def speat(X, Y, A, B, n_permutations: int = 1_000_000, seed: int | None = 0) -> 
     d = effect_size_from_associations(s_x, s_y)
     test = permutation_test(s_x, s_y, n_permutations=n_permutations, seed=seed)
     return SpeatResult(
-        d=d, p=test.p, statistic=test.statistic, n_x=test.n_x, n_y=test.n_y, n_a=A.shape[0], n_b=B.shape[0],
-        n_permutations=test.n_permutations, exact=test.exact, seed=test.seed,
-        s_x=read_only(s_x), s_y=read_only(s_y),
+        d=d,
+        p=test.p,
+        statistic=test.statistic,
+        n_x=test.n_x,
+        n_y=test.n_y,
+        n_a=A.shape[0],
+        n_b=B.shape[0],
+        n_permutations=test.n_permutations,
+        exact=test.exact,
+        seed=test.seed,
+        s_x=read_only(s_x),
+        s_y=read_only(s_y),
     )

@@ -40,8 +40,9 @@ def main_table(speat: pd.DataFrame, aggregation: str) -> pd.DataFrame:
     return speat[speat["aggregation"] == counts.index[0]].reset_index(drop=True)
 
 
-def add_significance(speat: pd.DataFrame, alpha: float = 0.05,
-                     methods: Sequence[str] = ("bonferroni", "holm")) -> pd.DataFrame:
+def add_significance(
+    speat: pd.DataFrame, alpha: float = 0.05, methods: Sequence[str] = ("bonferroni", "holm")
+) -> pd.DataFrame:
     """Add ``p_<method>`` and ``significant_<method>`` columns, correcting within each aggregation
     (the family is every model x test of one strategy, as in the paper), plus ``significant``
     (uncorrected p < alpha) and ``significance``: ``corrected`` (significant after the first method),
@@ -103,19 +104,25 @@ def family_anova(table: pd.DataFrame, min_resid_df: int = MIN_RESIDUAL_DF) -> tu
             reasons.append(str(exc))
             continue
         if res.df_resid < min_resid_df:
-            reasons.append(f"{res.formula} leaves {res.df_resid} residual degrees of freedom "
-                           f"(fewer than {min_resid_df}) for {res.n_obs} results")
+            reasons.append(
+                f"{res.formula} leaves {res.df_resid} residual degrees of freedom "
+                f"(fewer than {min_resid_df}) for {res.n_obs} results"
+            )
             continue
         resid = float(res.type1.loc["Residual", "sum_sq"])
         total = float(res.type1["sum_sq"].sum())
         if total > 0 and resid <= EXACT_FIT * total:
-            reasons.append(f"{res.formula} fits the {res.n_obs} d values exactly (residual sum of squares "
-                           f"{resid:.2g}), so F and p are meaningless")
+            reasons.append(
+                f"{res.formula} fits the {res.n_obs} d values exactly (residual sum of squares "
+                f"{resid:.2g}), so F and p are meaningless"
+            )
             continue
         anova = res.type1.reset_index().rename(columns={"index": "source"})
-        note = (f"type I sums of squares (test entered first), {res.formula}, {res.n_obs} model x test "
-                f"results, {res.n_tests} tests, {res.n_families} families, {res.df_resid} residual degrees of "
-                "freedom" + (f" (no interaction term: {reasons[0]})" if reasons else ""))
+        note = (
+            f"type I sums of squares (test entered first), {res.formula}, {res.n_obs} model x test "
+            f"results, {res.n_tests} tests, {res.n_families} families, {res.df_resid} residual degrees of "
+            "freedom" + (f" (no interaction term: {reasons[0]})" if reasons else "")
+        )
         return anova, note
     return None, "not computed: " + "; ".join(reasons)
 
@@ -138,8 +145,11 @@ def human_congruence(table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     if rows.empty:
         return pd.DataFrame(columns=cols), {"n_congruent": 0, "n_total": 0}
     res = sign_congruence(rows.rename(columns={"upstream": "model"})[["model", "test", "d"]], human=human)
-    per = res.table.groupby("test", sort=False).agg(n_models=("agree", "size"), n_congruent=("agree", "sum"),
-                                                    mean_d=("value", "mean")).reset_index()
+    per = (
+        res.table.groupby("test", sort=False)
+        .agg(n_models=("agree", "size"), n_congruent=("agree", "sum"), mean_d=("value", "mean"))
+        .reset_index()
+    )
     per.insert(1, "human_iat_d", per["test"].map(human))
     per["mean_congruent"] = np.sign(per["mean_d"]) == np.sign(per["human_iat_d"])
     return per[cols], {"n_congruent": res.n_agree, "n_total": res.n_total}
@@ -160,8 +170,9 @@ def aggregation_congruence(speat: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()[cols]
 
 
-def compare_with_paper(speat: pd.DataFrame, paper: pd.DataFrame,
-                       equivalent_aggregations: Sequence[str] = ("mean_mean", "mean_sum")) -> pd.DataFrame:
+def compare_with_paper(
+    speat: pd.DataFrame, paper: pd.DataFrame, equivalent_aggregations: Sequence[str] = ("mean_mean", "mean_sum")
+) -> pd.DataFrame:
     """The paper's d beside this sweep's d for every (model, test) both have.
 
     ``speat``: the sweep's SpEAT table (``model_id``, ``upstream``, ``test``, ``aggregation``, ``d``, ``p``);
@@ -172,8 +183,21 @@ def compare_with_paper(speat: pd.DataFrame, paper: pd.DataFrame,
     used. Columns: ``upstream, model_id, paper_model, test, aggregation, d, paper_d, d_minus_paper
     (this - paper), p, paper_p, n_x, paper_n_targets, same_sign``.
     """
-    cols = ["upstream", "model_id", "paper_model", "test", "aggregation", "d", "paper_d", "d_minus_paper",
-            "p", "paper_p", "n_x", "paper_n_targets", "same_sign"]
+    cols = [
+        "upstream",
+        "model_id",
+        "paper_model",
+        "test",
+        "aggregation",
+        "d",
+        "paper_d",
+        "d_minus_paper",
+        "p",
+        "paper_p",
+        "n_x",
+        "paper_n_targets",
+        "same_sign",
+    ]
     if speat.empty or paper.empty or "model_id" not in speat.columns:
         return pd.DataFrame(columns=cols)
     rank = {a: i for i, a in enumerate(equivalent_aggregations)}

@@ -58,11 +58,16 @@ class BiasTest:
 
     def __post_init__(self):
         if self.resampling not in RESAMPLING_DESIGNS:
-            raise ValueError(f"bias test {self.name}: resampling must be one of {RESAMPLING_DESIGNS}, got {self.resampling!r}")
+            raise ValueError(
+                f"bias test {self.name}: resampling must be one of {RESAMPLING_DESIGNS}, got {self.resampling!r}"
+            )
         if self.manifest is None and self.builder is None:
             raise ValueError(f"bias test {self.name}: needs a manifest path or a builder")
-        if self.demo_manifest is not None and self.manifest is not None and not _same_file(
-                self.manifest, self.demo_manifest):
+        if (
+            self.demo_manifest is not None
+            and self.manifest is not None
+            and not _same_file(self.manifest, self.demo_manifest)
+        ):
             self._become_user_test()
 
     def _become_user_test(self) -> None:
@@ -78,8 +83,12 @@ class BiasTest:
     def load(self) -> pd.DataFrame:
         """The validated manifest; built (and written to ``manifest``) on first use if needed."""
         df = self._read_or_build()
-        for role, attr, fallback in (("X", "x_label", "X"), ("Y", "y_label", "Y"), ("A", "a_label", "pleasant"),
-                                     ("B", "b_label", "unpleasant")):
+        for role, attr, fallback in (
+            ("X", "x_label", "X"),
+            ("Y", "y_label", "Y"),
+            ("A", "a_label", "pleasant"),
+            ("B", "b_label", "unpleasant"),
+        ):
             if getattr(self, attr) is None:
                 groups = set(df.loc[df["role"] == role, "group"]) - {""}
                 setattr(self, attr, groups.pop() if len(groups) == 1 else fallback)

@@ -110,8 +110,11 @@ def load_manifest(
     except Exception as exc:
         raise ManifestError(f"{p}: not a readable CSV ({exc})") from exc
     return validate_manifest(
-        df, source=str(p), root=root if root is not None else p.parent,
-        required_roles=required_roles, check_files=check_files,
+        df,
+        source=str(p),
+        root=root if root is not None else p.parent,
+        required_roles=required_roles,
+        check_files=check_files,
     )
 
 

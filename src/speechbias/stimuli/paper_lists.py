@@ -63,7 +63,9 @@ class PaperList:
 def read_list_file(path: Path, required: tuple[str, ...] = ()) -> pd.DataFrame:
     """A published list as strings; error naming the file if absent or lacking ``required`` columns."""
     if not path.is_file():
-        raise PaperListError(f"{path}: published list not found (paper_lists_dir should hold the authors' data/ layout)")
+        raise PaperListError(
+            f"{path}: published list not found (paper_lists_dir should hold the authors' data/ layout)"
+        )
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
     missing = [c for c in required if c not in df.columns]
     if missing:
@@ -98,13 +100,21 @@ def _with_roles(out: pd.DataFrame, x) -> pd.DataFrame:
 
 
 def _saa_rows(df: pd.DataFrame, corpus: str) -> pd.DataFrame:
-    return _rows(df, source=corpus, key=df["name"].str.strip(), alt_key=df["id"].str.strip(),
-                 speaker=df["name"].str.strip(), speaker_id=df["id"].str.strip(), sex=normalise_sex(df["sex"]),
-                 age=_num(df["age"]), duration_s=_num(df["sample_length"]) / SAA_SAMPLE_RATE
-                 if "sample_length" in df.columns else np.nan)
+    return _rows(
+        df,
+        source=corpus,
+        key=df["name"].str.strip(),
+        alt_key=df["id"].str.strip(),
+        speaker=df["name"].str.strip(),
+        speaker_id=df["id"].str.strip(),
+        sex=normalise_sex(df["sex"]),
+        age=_num(df["age"]),
+        duration_s=_num(df["sample_length"]) / SAA_SAMPLE_RATE if "sample_length" in df.columns else np.nan,
+    )
 
 
 # --- readers, one per list format (corpora: the test's corpus keys, see the registry) --------------
+
 
 def saa_sex_pairs(path: Path, corpora: tuple[str, ...]) -> pd.DataFrame:
     """Archive speakers in pairs (``pair_id``): female speakers are X."""
@@ -148,10 +158,16 @@ def torgo_pairs(path: Path, corpora: tuple[str, ...]) -> pd.DataFrame:
     """TORGO utterances in pairs, stratified by sex: control speakers are X."""
     df = read_list_file(path, ("id", "speaker", "session", "dysarthric", "gender", "text", "pair_id"))
     x = (df["dysarthric"].str.strip() == "control").to_numpy()
-    out = _rows(df, source=corpora[0], key=df["speaker"].str.strip() + "/" + df["session"].str.strip() + "/"
-                + df["id"].str.strip(), alt_key="", speaker=df["speaker"].str.strip(),
-                sex=normalise_sex(df["gender"]), text=df["text"],
-                duration_s=_num(df["sample_length"]) / SAA_SAMPLE_RATE if "sample_length" in df.columns else np.nan)
+    out = _rows(
+        df,
+        source=corpora[0],
+        key=df["speaker"].str.strip() + "/" + df["session"].str.strip() + "/" + df["id"].str.strip(),
+        alt_key="",
+        speaker=df["speaker"].str.strip(),
+        sex=normalise_sex(df["gender"]),
+        text=df["text"],
+        duration_s=_num(df["sample_length"]) / SAA_SAMPLE_RATE if "sample_length" in df.columns else np.nan,
+    )
     out["pair_id"], out["stratum"] = "paper-" + df["pair_id"].str.strip().to_numpy(), out["sex"]
     return _with_roles(out, x)
 
@@ -159,14 +175,36 @@ def torgo_pairs(path: Path, corpora: tuple[str, ...]) -> pd.DataFrame:
 def interview_segment_pairs(path: Path, corpora: tuple[str, ...]) -> pd.DataFrame:
     """Interview segments matched across two corpora: ``caucasian`` speakers (``corpora[0]``) are X,
     the others (``corpora[1]``) Y; stratified by sex x age group."""
-    df = read_list_file(path, ("speaker", "start_time", "end_time", "original_file_name", "speaker_gender",
-                               "speaker_age", "interviewer_gender", "speaker_race", "file_name", "match_file_name"))
+    df = read_list_file(
+        path,
+        (
+            "speaker",
+            "start_time",
+            "end_time",
+            "original_file_name",
+            "speaker_gender",
+            "speaker_age",
+            "interviewer_gender",
+            "speaker_race",
+            "file_name",
+            "match_file_name",
+        ),
+    )
     x = (df["speaker_race"].str.strip() == "caucasian").to_numpy()
     pair = ["paper-" + "~".join(sorted((_stem(a), _stem(b)))) for a, b in zip(df["file_name"], df["match_file_name"])]
-    out = _rows(df, source=np.where(x, corpora[0], corpora[1]), key=[_stem(n) for n in df["original_file_name"]],
-                alt_key="", speaker=df["speaker"].str.strip(), sex=normalise_sex(df["speaker_gender"]),
-                age_group=df["speaker_age"].str.strip(), interviewer_sex=normalise_sex(df["interviewer_gender"]),
-                start_s=_num(df["start_time"]), end_s=_num(df["end_time"]), text=df.get("content", ""))
+    out = _rows(
+        df,
+        source=np.where(x, corpora[0], corpora[1]),
+        key=[_stem(n) for n in df["original_file_name"]],
+        alt_key="",
+        speaker=df["speaker"].str.strip(),
+        sex=normalise_sex(df["speaker_gender"]),
+        age_group=df["speaker_age"].str.strip(),
+        interviewer_sex=normalise_sex(df["interviewer_gender"]),
+        start_s=_num(df["start_time"]),
+        end_s=_num(df["end_time"]),
+        text=df.get("content", ""),
+    )
     out["duration_s"] = out["end_s"] - out["start_s"]
     out["pair_id"], out["stratum"] = pair, out["sex"] + "|" + out["age_group"]
     return _with_roles(out, x)
@@ -175,8 +213,15 @@ def interview_segment_pairs(path: Path, corpora: tuple[str, ...]) -> pd.DataFram
 def _mitchell_rows(path: Path, corpus: str) -> pd.DataFrame:
     df = read_list_file(path, ("file_name", "human_or_synthesized", "male_or_female"))
     keys = [_stem(n) for n in df["file_name"]]
-    out = _rows(df, source=corpus, key=keys, alt_key="", speaker=keys, sex=normalise_sex(df["male_or_female"]),
-                voice=df["human_or_synthesized"].str.strip())
+    out = _rows(
+        df,
+        source=corpus,
+        key=keys,
+        alt_key="",
+        speaker=keys,
+        sex=normalise_sex(df["male_or_female"]),
+        voice=df["human_or_synthesized"].str.strip(),
+    )
     out["pair_id"] = ""
     return out
 
@@ -202,8 +247,7 @@ def pantos_perkins_pairs(path: Path, corpora: tuple[str, ...]) -> pd.DataFrame:
     raw = [(_PP_PHRASE.match(k)["phrase"] if _PP_PHRASE.match(k) else k) for k in keys]
     phrases = [listed_phrase(p, raw) for p in raw]  # names truncate phrases inconsistently
     x = (df["category"].str.strip() == "american").to_numpy()
-    out = _rows(df, source=corpora[0], key=keys, alt_key="", speaker=[k.split("_")[0] for k in keys],
-                phrase=phrases)
+    out = _rows(df, source=corpora[0], key=keys, alt_key="", speaker=[k.split("_")[0] for k in keys], phrase=phrases)
     out["pair_id"], out["stratum"] = ["paper-" + p for p in phrases], ""
     return _with_roles(out, x)
 
@@ -213,9 +257,15 @@ def romero_rivas_pairs(path: Path, corpora: tuple[str, ...]) -> pd.DataFrame:
     df = read_list_file(path, ("speaker_type", "stimuli_type", "word", "background_noise", "clip_name"))
     df = df[df["stimuli_type"].str.strip() == "neutral"]
     x = (df["speaker_type"].str.strip() == "native").to_numpy()
-    out = _rows(df, source=corpora[0], key=df["clip_name"].str.strip(), alt_key="",
-                speaker=df["speaker_type"].str.strip(), word=df["word"].str.strip(),
-                background=df["background_noise"].str.strip())
+    out = _rows(
+        df,
+        source=corpora[0],
+        key=df["clip_name"].str.strip(),
+        alt_key="",
+        speaker=df["speaker_type"].str.strip(),
+        word=df["word"].str.strip(),
+        background=df["background_noise"].str.strip(),
+    )
     out["pair_id"] = "paper-" + out["word"] + "|" + out["background"]
     out["stratum"] = out["background"]
     return _with_roles(out, x)
@@ -230,7 +280,9 @@ def paper_target_rows(recipe: Recipe, lists_dir: str | Path) -> pd.DataFrame:
 
 def _torgo_index(sources: CorpusSources) -> dict[str, Path]:
     t = sources.table("torgo")
-    return {f"{s}/{se}/{u}".lower(): Path(p) for s, se, u, p in zip(t["speaker"], t["session"], t["utterance"], t["path"])}
+    return {
+        f"{s}/{se}/{u}".lower(): Path(p) for s, se, u, p in zip(t["speaker"], t["session"], t["utterance"], t["path"])
+    }
 
 
 def match_audio(rows: pd.DataFrame, sources: CorpusSources) -> tuple[pd.DataFrame, list[str]]:
@@ -244,7 +296,9 @@ def match_audio(rows: pd.DataFrame, sources: CorpusSources) -> tuple[pd.DataFram
         hit = index.get(str(r.key).lower())
         if hit is None and r.alt_key:
             hit = index.get(str(r.alt_key).lower())
-            if hit is None and r.source == "saa":  # the authors kept copies named <id>.wav beside the synthesized voices
+            if (
+                hit is None and r.source == "saa"
+            ):  # the authors kept copies named <id>.wav beside the synthesized voices
                 hit = sources.audio_index("synthesized").get(str(r.alt_key).lower())
         if hit is None:
             missing.append(f"{r.source}:{r.key} (looked under {sources.path(r.source)})")
@@ -254,7 +308,9 @@ def match_audio(rows: pd.DataFrame, sources: CorpusSources) -> tuple[pd.DataFram
     return out, missing
 
 
-def _drop_missing(rows: pd.DataFrame, missing: list[str], what: str, allow_missing: bool) -> tuple[pd.DataFrame, list[str]]:
+def _drop_missing(
+    rows: pd.DataFrame, missing: list[str], what: str, allow_missing: bool
+) -> tuple[pd.DataFrame, list[str]]:
     if not missing:
         return rows, []
     msg = f"{what}: {len(missing)} of {len(rows)} published clips not found, e.g. {missing[:5]}"
@@ -266,32 +322,55 @@ def _drop_missing(rows: pd.DataFrame, missing: list[str], what: str, allow_missi
     return rows[keep].reset_index(drop=True), [msg + f"; dropped them and {len(broken)} broken pair(s)"]
 
 
-def paper_targets(recipe: Recipe, lists_dir: str | Path, sources: CorpusSources,
-                  allow_missing: bool = False) -> Selection:
+def paper_targets(
+    recipe: Recipe, lists_dir: str | Path, sources: CorpusSources, allow_missing: bool = False
+) -> Selection:
     """The published targets of ``recipe`` matched to the user's audio (``group`` not yet named)."""
     rows = paper_target_rows(recipe, lists_dir)
     rows, missing = match_audio(rows, sources)
     rows, notes = _drop_missing(rows, missing, recipe.name, allow_missing)
-    rows["clip_id"] = [f"{s}:{k}" + (f":{round(a * 1000)}" if isinstance(a, float) and np.isfinite(a) else "")
-                       for s, k, a in zip(rows["source"], rows["key"], rows.get("start_s", pd.Series(np.nan, index=rows.index)))]
+    rows["clip_id"] = [
+        f"{s}:{k}" + (f":{round(a * 1000)}" if isinstance(a, float) and np.isfinite(a) else "")
+        for s, k, a in zip(rows["source"], rows["key"], rows.get("start_s", pd.Series(np.nan, index=rows.index)))
+    ]
     rows["corpus"] = rows.pop("source")
     rows = rows.drop(columns=["key", "alt_key"])
-    return Selection(rows, f"published list {recipe.paper_list.path} of the SpEAT authors, matched to local audio",
-                     notes=notes)
+    return Selection(
+        rows, f"published list {recipe.paper_list.path} of the SpEAT authors, matched to local audio", notes=notes
+    )
 
 
 def eu_emotion_paper_pool(lists_dir: str | Path) -> pd.DataFrame:
     """Published EU-Emotion ratings: rated, existing, semantically neutral clips in the authors' row order."""
-    df = read_list(lists_dir, ATTRIBUTE_LISTS["eu_emotion"], ("stimulus_id", "valence", "semantically_neutral",
-                                                              "speaker_id", "speaker_gender", "speaker_age",
-                                                              "file_exists", "path"))
+    df = read_list(
+        lists_dir,
+        ATTRIBUTE_LISTS["eu_emotion"],
+        (
+            "stimulus_id",
+            "valence",
+            "semantically_neutral",
+            "speaker_id",
+            "speaker_gender",
+            "speaker_age",
+            "file_exists",
+            "path",
+        ),
+    )
     df = df[df["file_exists"].str.strip().str.lower() == "true"]
     df = df[df["semantically_neutral"].str.strip().str.lower() == "yes"]
-    return _rows(df, clip_id="eu_emotion:" + df["stimulus_id"].str.strip(), key=df["stimulus_id"].str.strip(),
-                 listed_path=df["path"].str.strip(), speaker=df["speaker_id"].str.strip(),
-                 sex=normalise_sex(df["speaker_gender"]), age=_num(df["speaker_age"]), valence=_num(df["valence"]),
-                 corpus="EU_Emotion_Stimulus_Set", emotion=df.get("expressed_emotion", ""),
-                 text=df.get("sentences", ""))
+    return _rows(
+        df,
+        clip_id="eu_emotion:" + df["stimulus_id"].str.strip(),
+        key=df["stimulus_id"].str.strip(),
+        listed_path=df["path"].str.strip(),
+        speaker=df["speaker_id"].str.strip(),
+        sex=normalise_sex(df["speaker_gender"]),
+        age=_num(df["speaker_age"]),
+        valence=_num(df["valence"]),
+        corpus="EU_Emotion_Stimulus_Set",
+        emotion=df.get("expressed_emotion", ""),
+        text=df.get("sentences", ""),
+    )
 
 
 def _eu_emotion_path(row, root: Path, index: dict[str, Path]) -> str:
@@ -303,8 +382,9 @@ def _eu_emotion_path(row, root: Path, index: dict[str, Path]) -> str:
     return str(hit) if hit else ""
 
 
-def paper_eu_emotion_attributes(lists_dir: str | Path, sources: CorpusSources,
-                                allow_missing: bool = False) -> Selection:
+def paper_eu_emotion_attributes(
+    lists_dir: str | Path, sources: CorpusSources, allow_missing: bool = False
+) -> Selection:
     """EU-Emotion pleasant/unpleasant clips from the published ratings, by the authors' procedure and
     tie-breaking, matched to local audio."""
     pool = eu_emotion_paper_pool(lists_dir)
@@ -314,8 +394,9 @@ def paper_eu_emotion_attributes(lists_dir: str | Path, sources: CorpusSources,
     clips["path"] = [_eu_emotion_path(r, root, index) for r in clips.itertuples(index=False)]
     missing = [f"eu_emotion:{k} (looked under {root})" for k in clips.loc[clips["path"] == "", "key"]]
     clips, notes = _drop_missing(clips, missing, "EU-Emotion attributes", allow_missing)
-    return Selection(clips.drop(columns=["key", "listed_path"]), chosen.method + " (selection=paper)",
-                     pool=pool, notes=notes)
+    return Selection(
+        clips.drop(columns=["key", "listed_path"]), chosen.method + " (selection=paper)", pool=pool, notes=notes
+    )
 
 
 def paper_mess_attributes(lists_dir: str | Path, sources: CorpusSources, allow_missing: bool = False) -> Selection:

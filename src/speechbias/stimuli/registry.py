@@ -75,33 +75,101 @@ class Recipe:
 
 
 SAA = "speech_accent_archive"  # folder of the archive's published lists
-RECIPES: dict[str, Recipe] = {r.name: r for r in (
-    Recipe("female_male", ("female", "male"), ("saa",), T.female_male, MESS,
-           PaperList(f"{SAA}/male_female/clip_info.csv", lists.saa_sex_pairs)),
-    Recipe("us_foreign", ("us", "foreign"), ("saa",), T.us_foreign, MESS,
-           PaperList(f"{SAA}/us_korean/clip_info.csv", lists.saa_language_pairs)),
-    Recipe("young_old", ("young", "old"), ("saa",), T.young_old, MESS,
-           PaperList(f"{SAA}/usa_young_old/clip_info.csv", lists.saa_age_ranks)),
-    Recipe("human_synthesized", ("human", "synthesized"), ("saa", "synthesized"), T.human_synthesized, MESS,
-           PaperList("human_synthesized/clip_info.csv", lists.saa_and_synthesized)),
-    Recipe("abled_disabled", ("abled", "disabled"), ("torgo",), T.abled_disabled, MESS,
-           PaperList("TORGO/clip_info.csv", lists.torgo_pairs)),
-    Recipe("european_african_american", ("european_american", "african_american"), ("buckeye", "coraal"),
-           T.european_african_american, MESS,
-           PaperList("coraal_buckeye_joined/clip_info.csv", lists.interview_segment_pairs)),
-    Recipe("uk_young_old", ("young", "old"), ("saa",), T.uk_young_old, EU_EMOTION,
-           PaperList(f"{SAA}/british_young_old/clip_info.csv", lists.saa_age_ranks)),
-    Recipe("uk_british_foreign", ("british", "foreign"), ("romero_rivas",), T.uk_british_foreign, EU_EMOTION,
-           PaperList("audio_iats/romero_rivas_et_al/clip_info.csv", lists.romero_rivas_pairs)),
-    Recipe("uk_female_male", ("female", "male"), ("saa",), T.uk_female_male, EU_EMOTION),
-    Recipe("abled_disabled_uaspeech", ("abled", "disabled"), ("uaspeech",), T.abled_disabled_uaspeech, MESS),
-    Recipe("human_synthesized_mitchell", ("human", "synthesized"), ("mitchell",), T.human_synthesized_mitchell,
-           MESS, PaperList("audio_iats/mitchell_et_al/audio_info.csv", lists.mitchell_by_voice)),
-    Recipe("female_male_mitchell", ("female", "male"), ("mitchell",), T.female_male_mitchell, MESS,
-           PaperList("audio_iats/mitchell_et_al/audio_info.csv", lists.mitchell_by_sex)),
-    Recipe("us_foreign_pantos_perkins", ("us", "foreign"), ("pantos_perkins",), T.us_foreign_pantos_perkins, MESS,
-           PaperList("audio_iats/pantos_perkins/clip_info.csv", lists.pantos_perkins_pairs)),
-)}
+RECIPES: dict[str, Recipe] = {
+    r.name: r
+    for r in (
+        Recipe(
+            "female_male",
+            ("female", "male"),
+            ("saa",),
+            T.female_male,
+            MESS,
+            PaperList(f"{SAA}/male_female/clip_info.csv", lists.saa_sex_pairs),
+        ),
+        Recipe(
+            "us_foreign",
+            ("us", "foreign"),
+            ("saa",),
+            T.us_foreign,
+            MESS,
+            PaperList(f"{SAA}/us_korean/clip_info.csv", lists.saa_language_pairs),
+        ),
+        Recipe(
+            "young_old",
+            ("young", "old"),
+            ("saa",),
+            T.young_old,
+            MESS,
+            PaperList(f"{SAA}/usa_young_old/clip_info.csv", lists.saa_age_ranks),
+        ),
+        Recipe(
+            "human_synthesized",
+            ("human", "synthesized"),
+            ("saa", "synthesized"),
+            T.human_synthesized,
+            MESS,
+            PaperList("human_synthesized/clip_info.csv", lists.saa_and_synthesized),
+        ),
+        Recipe(
+            "abled_disabled",
+            ("abled", "disabled"),
+            ("torgo",),
+            T.abled_disabled,
+            MESS,
+            PaperList("TORGO/clip_info.csv", lists.torgo_pairs),
+        ),
+        Recipe(
+            "european_african_american",
+            ("european_american", "african_american"),
+            ("buckeye", "coraal"),
+            T.european_african_american,
+            MESS,
+            PaperList("coraal_buckeye_joined/clip_info.csv", lists.interview_segment_pairs),
+        ),
+        Recipe(
+            "uk_young_old",
+            ("young", "old"),
+            ("saa",),
+            T.uk_young_old,
+            EU_EMOTION,
+            PaperList(f"{SAA}/british_young_old/clip_info.csv", lists.saa_age_ranks),
+        ),
+        Recipe(
+            "uk_british_foreign",
+            ("british", "foreign"),
+            ("romero_rivas",),
+            T.uk_british_foreign,
+            EU_EMOTION,
+            PaperList("audio_iats/romero_rivas_et_al/clip_info.csv", lists.romero_rivas_pairs),
+        ),
+        Recipe("uk_female_male", ("female", "male"), ("saa",), T.uk_female_male, EU_EMOTION),
+        Recipe("abled_disabled_uaspeech", ("abled", "disabled"), ("uaspeech",), T.abled_disabled_uaspeech, MESS),
+        Recipe(
+            "human_synthesized_mitchell",
+            ("human", "synthesized"),
+            ("mitchell",),
+            T.human_synthesized_mitchell,
+            MESS,
+            PaperList("audio_iats/mitchell_et_al/audio_info.csv", lists.mitchell_by_voice),
+        ),
+        Recipe(
+            "female_male_mitchell",
+            ("female", "male"),
+            ("mitchell",),
+            T.female_male_mitchell,
+            MESS,
+            PaperList("audio_iats/mitchell_et_al/audio_info.csv", lists.mitchell_by_sex),
+        ),
+        Recipe(
+            "us_foreign_pantos_perkins",
+            ("us", "foreign"),
+            ("pantos_perkins",),
+            T.us_foreign_pantos_perkins,
+            MESS,
+            PaperList("audio_iats/pantos_perkins/clip_info.csv", lists.pantos_perkins_pairs),
+        ),
+    )
+}
 
 
 def recipe(test: str) -> Recipe:
@@ -118,6 +186,7 @@ def published_tests() -> list[str]:
 
 # --- bias tests by name (conf/bias_test/<name>.yaml) ---------------------------------------------
 
+
 def bias_test_entry_config(entry: str | Mapping, config_dir: Path) -> DictConfig:
     """The config of ``entry``: ``bias_test=<entry>`` as Hydra composes it from ``config_dir`` for a name
     (:func:`speechbias.launch.bias_test_configs.bias_test_config`), else the inline BiasTest config itself."""
@@ -126,8 +195,9 @@ def bias_test_entry_config(entry: str | Mapping, config_dir: Path) -> DictConfig
     return bias_test_config(entry, config_dir)
 
 
-def load_bias_tests(entries, paths, seed: int | None, selection=None,
-                    config_dir: str | Path | None = None) -> list[BiasTest]:
+def load_bias_tests(
+    entries, paths, seed: int | None, selection=None, config_dir: str | Path | None = None
+) -> list[BiasTest]:
     """Instantiated bias tests of ``entries`` (names of ``conf/bias_test/<name>.yaml`` or inline BiasTest
     configs), with ``${paths.*}`` from ``paths`` (the run's paths node), ``${seed}`` from ``seed`` and
     ``${selection.*}`` from ``selection`` (a node with ``name`` and ``paper_lists_dir``; None: ours).

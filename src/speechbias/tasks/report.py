@@ -34,8 +34,9 @@ log = logging.getLogger(__name__)
 LAYER_KEY = ("upstream", "test", "temporal", "layer")
 
 
-def analyse_sweep(results: SweepResults, options: ReportOptions = ReportOptions(),
-                  paper: pd.DataFrame | None = None) -> SweepTables:
+def analyse_sweep(
+    results: SweepResults, options: ReportOptions = ReportOptions(), paper: pd.DataFrame | None = None
+) -> SweepTables:
     """Every table of the report from the collected runs (and the paper's table, when given); no I/O."""
     speat = sweep_analysis.add_significance(results.speat, options.alpha, options.corrections)
     main = sweep_analysis.main_table(speat, options.main_aggregation)
@@ -52,24 +53,36 @@ def analyse_sweep(results: SweepResults, options: ReportOptions = ReportOptions(
             family = speat.drop_duplicates("upstream").set_index("upstream")["family"]
             comparison.insert(1, "family", comparison["upstream"].map(family))
     return SweepTables(
-        results=speat, main=main, appendix_d=sweep_analysis.positive_by_aggregation(speat),
-        anova=anova if anova is not None else pd.DataFrame(), anova_note=anova_note,
-        congruence=congruence, congruence_totals=totals,
+        results=speat,
+        main=main,
+        appendix_d=sweep_analysis.positive_by_aggregation(speat),
+        anova=anova if anova is not None else pd.DataFrame(),
+        anova_note=anova_note,
+        congruence=congruence,
+        congruence_totals=totals,
         congruence_by_aggregation=sweep_analysis.aggregation_congruence(speat),
-        propagation=prop, propagation_agreement=agreement_counts(prop), layers=layers,
-        se_curves=results.se_curves, paper_comparison=comparison)
+        propagation=prop,
+        propagation_agreement=agreement_counts(prop),
+        layers=layers,
+        se_curves=results.se_curves,
+        paper_comparison=comparison,
+    )
 
 
 def nothing_collected_message(sweep_dirs: Sequence[Path], results: SweepResults, report: Path) -> str:
     """The one error line of a report over sweep folders where no job finished."""
     where = ", ".join(map(str, sweep_dirs))
     if not results.n_jobs:
-        return (f"sweep_dir {where}: no job folders (no results.json and no .hydra/ below it); give the folder "
-                "a multirun wrote, e.g. multirun/2024-05-01/12-00-00")
+        return (
+            f"sweep_dir {where}: no job folders (no results.json and no .hydra/ below it); give the folder "
+            "a multirun wrote, e.g. multirun/2024-05-01/12-00-00"
+        )
     first = results.incomplete_reasons.get(results.incomplete[0], "") if results.incomplete else ""
-    return (f"sweep_dir {where}: {results.completion()}, nothing to report"
-            + (f"; first error: {first}" if first else "")
-            + f"; every job's reason is in {report}. Fix it and rerun the sweep command (finished jobs are skipped)")
+    return (
+        f"sweep_dir {where}: {results.completion()}, nothing to report"
+        + (f"; first error: {first}" if first else "")
+        + f"; every job's reason is in {report}. Fix it and rerun the sweep command (finished jobs are skipped)"
+    )
 
 
 class ReportTask:
@@ -88,14 +101,23 @@ class ReportTask:
             working directory when it exists there, else from here.
     """
 
-    def __init__(self, sweep_dir: str | Path, writer: RunWriter, tracker: Tracker,
-                 options: ReportOptions = ReportOptions(), extra_sweep_dirs: Sequence[str | Path] = (),
-                 paper_results: str | Path | None = None, paper_models: Mapping[str, str] | None = None,
-                 paper_tests: Mapping[str, str] | None = None, wandb_report: bool = True,
-                 root_dir: str | Path | None = None):
+    def __init__(
+        self,
+        sweep_dir: str | Path,
+        writer: RunWriter,
+        tracker: Tracker,
+        options: ReportOptions = ReportOptions(),
+        extra_sweep_dirs: Sequence[str | Path] = (),
+        paper_results: str | Path | None = None,
+        paper_models: Mapping[str, str] | None = None,
+        paper_tests: Mapping[str, str] | None = None,
+        wandb_report: bool = True,
+        root_dir: str | Path | None = None,
+    ):
         if not sweep_dir:
-            raise ConfigError("sweep_dir: required, e.g. "
-                              "python evaluate.py task=report sweep_dir=multirun/2024-05-01/12-00-00")
+            raise ConfigError(
+                "sweep_dir: required, e.g. python evaluate.py task=report sweep_dir=multirun/2024-05-01/12-00-00"
+            )
         self.sweep_dirs = [user_path(d, root_dir) for d in [sweep_dir, *(extra_sweep_dirs or [])]]
         self.paper_results = user_path(paper_results, root_dir) if paper_results else None
         self.paper_models = dict(paper_models or {})
@@ -120,9 +142,14 @@ class ReportTask:
         writer.caveat = sweep_caveat(tables)
         written = write_sweep_report(results, tables, writer, self.options)
         group = self.tracker.group or self.sweep_dirs[0].resolve().name
-        self.tracker.publish(writer, job_type="report", name=f"report/{group}",
-                             tags=["report", *sorted(set(results.speat.get("test", [])))][:32], config=config,
-                             on_run=self._wandb_report(group, written) if self.wandb_report else None)
+        self.tracker.publish(
+            writer,
+            job_type="report",
+            name=f"report/{group}",
+            tags=["report", *sorted(set(results.speat.get("test", [])))][:32],
+            config=config,
+            on_run=self._wandb_report(group, written) if self.wandb_report else None,
+        )
         log.info("sweep report of %d SpEAT run(s) in %s", len(results.speat), writer.path("report.md"))
         if not results.finished:  # written and published first: the report lists every job's reason
             raise ConfigError(nothing_collected_message(self.sweep_dirs, results, writer.path("report.md")))
@@ -131,7 +158,11 @@ class ReportTask:
     def _wandb_report(self, group: str, written: SweepReport):
         """``on_run`` of the summary run: a W&B report of its figures, results table and report sections."""
         return lambda run: wandb_report.create_report(
-            run, group=group, title=f"{self.options.title}: {group}",
+            run,
+            group=group,
+            title=f"{self.options.title}: {group}",
             description=f"SpEAT sweep {', '.join(map(str, self.sweep_dirs))}",
-            image_keys=[f"report/{k}" for k in written.figures], table_keys=["report/results"],
-            sections=written.sections)
+            image_keys=[f"report/{k}" for k in written.figures],
+            table_keys=["report/results"],
+            sections=written.sections,
+        )

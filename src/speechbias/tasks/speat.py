@@ -71,10 +71,21 @@ class SpeatTask:
 
     seeds_torch_when_needed = True
 
-    def __init__(self, bias_test: BiasTest, upstream: Upstream | DeferredUpstream, aggregation: Aggregation,
-                 cache: FeatureCache, trainer: Callable[..., pl.Trainer], writer: RunWriter, tracker: Tracker,
-                 speat: SpeatSettings | None = None, upstream_name: str | None = None,
-                 extraction: ExtractionSettings | None = None, seed: int = 0, force: bool = False):
+    def __init__(
+        self,
+        bias_test: BiasTest,
+        upstream: Upstream | DeferredUpstream,
+        aggregation: Aggregation,
+        cache: FeatureCache,
+        trainer: Callable[..., pl.Trainer],
+        writer: RunWriter,
+        tracker: Tracker,
+        speat: SpeatSettings | None = None,
+        upstream_name: str | None = None,
+        extraction: ExtractionSettings | None = None,
+        seed: int = 0,
+        force: bool = False,
+    ):
         self.bias_test = bias_test
         self.upstream = upstream
         self.upstream_name = upstream_name or None
@@ -100,24 +111,45 @@ class SpeatTask:
         manifest = self.bias_test.load()
         info = upstream_info(self.upstream, self.upstream_name)
         paths = list(manifest["path"])
-        statistics = fully_cached_statistics(paths, self.cache, self.upstream.fingerprint) \
-            if single_process(self.trainer) else None
+        statistics = (
+            fully_cached_statistics(paths, self.cache, self.upstream.fingerprint)
+            if single_process(self.trainer)
+            else None
+        )
         if statistics is not None:  # warm: no loop, no Trainer, no upstream
-            log.info("%s: 0 of %d clips needed an upstream forward (every clip cached)", self.upstream.name,
-                     len(paths))
-            results = SpeatResults(self.bias_test, manifest, self.aggregation, self.writer,
-                                   {**info, "n_upstream_forwards": 0}, self.speat, self.seed,
-                                   self.upstream.fingerprint_fields().get("layer_convention"), jobs_per_process())
+            log.info("%s: 0 of %d clips needed an upstream forward (every clip cached)", self.upstream.name, len(paths))
+            results = SpeatResults(
+                self.bias_test,
+                manifest,
+                self.aggregation,
+                self.writer,
+                {**info, "n_upstream_forwards": 0},
+                self.speat,
+                self.seed,
+                self.upstream.fingerprint_fields().get("layer_convention"),
+                jobs_per_process(),
+            )
             summary, global_zero = results.compute(statistics), True
         else:
             summary, global_zero = self._extract_and_compute(manifest, info)
         if global_zero:  # one tracker run, not one per DDP rank
             name = f"{info['upstream']}/{self.bias_test.name}/{self.aggregation.name}"
-            self.tracker.publish(self.writer, job_type=TASK_NAME, name=name, config=config,
-                                 tags=[info["upstream"], info["family"], self.bias_test.name, self.aggregation.name])
+            self.tracker.publish(
+                self.writer,
+                job_type=TASK_NAME,
+                name=name,
+                config=config,
+                tags=[info["upstream"], info["family"], self.bias_test.name, self.aggregation.name],
+            )
         if summary:
-            log.info("SpEAT %s on %s (%s): d=%.3f p=%.4g", self.bias_test.name, info["upstream"],
-                     self.aggregation.name, summary["d"], summary["p"])
+            log.info(
+                "SpEAT %s on %s (%s): d=%.3f p=%.4g",
+                self.bias_test.name,
+                info["upstream"],
+                self.aggregation.name,
+                summary["d"],
+                summary["p"],
+            )
             if self.demo:
                 log.warning(DEMO_CAVEAT)
         return summary
@@ -131,13 +163,22 @@ class SpeatTask:
         seed_torch(self.seed)
         upstream = built_upstream(self.upstream)
         callback = SpeatCallback(
-            bias_test=self.bias_test, manifest=manifest, aggregation=self.aggregation, cache=self.cache,
-            fingerprint=upstream.fingerprint, writer=self.writer, run_info=info, settings=self.speat,
-            seed=self.seed, layer_convention=upstream.fingerprint_fields().get("layer_convention"),
-            runs_per_process=jobs_per_process())
+            bias_test=self.bias_test,
+            manifest=manifest,
+            aggregation=self.aggregation,
+            cache=self.cache,
+            fingerprint=upstream.fingerprint,
+            writer=self.writer,
+            run_info=info,
+            settings=self.speat,
+            seed=self.seed,
+            layer_convention=upstream.fingerprint_fields().get("layer_convention"),
+            runs_per_process=jobs_per_process(),
+        )
         trainer = self.trainer(callbacks=[callback])
-        extract_statistics(upstream, list(manifest["path"]), self.cache, trainer, load=False,
-                           **self.extraction.kwargs())
+        extract_statistics(
+            upstream, list(manifest["path"]), self.cache, trainer, load=False, **self.extraction.kwargs()
+        )
         return self._summary(callback, trainer), trainer.is_global_zero
 
     def _summary(self, callback: SpeatCallback, trainer: pl.Trainer) -> dict:

@@ -45,15 +45,21 @@ def _summary_metrics(summary: pd.DataFrame, model: str) -> dict:
 
 
 def _baseline_note() -> str:
-    lines = ["\"-\" = not applicable: a baseline is a reference point only for the metrics its definition "
-             "speaks to (computed by the same code, the others blanked)."]
+    lines = [
+        '"-" = not applicable: a baseline is a reference point only for the metrics its definition '
+        "speaks to (computed by the same code, the others blanked)."
+    ]
     for key, metrics in DEFINES.items():
         lines.append(f"- {DISPLAY_NAMES[key]}: reference for {', '.join(metrics)}")
     return "\n".join(lines)
 
 
-def is_demo_run(setting: str | bool, data_dir: str | Path, demo_dir: str | Path | None = None,
-                model_targets: Sequence[str | None] = ()) -> bool:
+def is_demo_run(
+    setting: str | bool,
+    data_dir: str | Path,
+    demo_dir: str | Path | None = None,
+    model_targets: Sequence[str | None] = (),
+) -> bool:
     """Whether a run's numbers are plumbing only. ``setting`` (``task.demo_caveat``): auto | true |
     false. auto: ``data_dir`` lies under ``demo_dir`` (the shipped synthetic set), or one of
     ``model_targets`` (the ``_target_`` of the model and of the judge) is a tiny random one
@@ -88,14 +94,33 @@ class SpokenStereoSetTask:
         seed: of the option orders and the sampling. force: rerun a finished run.
     """
 
-    def __init__(self, adapter: SpeechLLM | None, judge: AnswerJudge | None, writer: RunWriter, tracker: Tracker,
-                 data_dir: str | Path, version: str = "v1.0", domains: Sequence[str] = ("gender", "age"),
-                 on_missing_audio: str = "error", max_items: int | None = None, demo_caveat: str | bool = "auto",
-                 demo_dir: str | Path | None = None, model_targets: Sequence[str | None] = (),
-                 orders: str = "shuffled", text_only: bool = False, batch_size: int = 8,
-                 sampling: SamplingParams = SamplingParams(), prompt: PromptTemplate | None = None,
-                 cer_threshold: float = 0.1, min_word_recall: float = 0.8, statistics: bool = True,
-                 rouge_method: str = "rapidfuzz", histogram_bins: int = 30, seed: int = 0, force: bool = False):
+    def __init__(
+        self,
+        adapter: SpeechLLM | None,
+        judge: AnswerJudge | None,
+        writer: RunWriter,
+        tracker: Tracker,
+        data_dir: str | Path,
+        version: str = "v1.0",
+        domains: Sequence[str] = ("gender", "age"),
+        on_missing_audio: str = "error",
+        max_items: int | None = None,
+        demo_caveat: str | bool = "auto",
+        demo_dir: str | Path | None = None,
+        model_targets: Sequence[str | None] = (),
+        orders: str = "shuffled",
+        text_only: bool = False,
+        batch_size: int = 8,
+        sampling: SamplingParams = SamplingParams(),
+        prompt: PromptTemplate | None = None,
+        cer_threshold: float = 0.1,
+        min_word_recall: float = 0.8,
+        statistics: bool = True,
+        rouge_method: str = "rapidfuzz",
+        histogram_bins: int = 30,
+        seed: int = 0,
+        force: bool = False,
+    ):
         self.adapter = adapter
         self.judge = judge
         self.writer = writer
@@ -128,13 +153,19 @@ class SpokenStereoSetTask:
         done = finished_marker(TASK_NAME, w.output_dir, self.force)
         if done:
             return json.loads(done.read_text())
-        dataset = load_spoken_stereoset(self.data_dir, domains=self.domains, version=self.version,
-                                        on_missing_audio=self.on_missing_audio, max_items=self.max_items)
+        dataset = load_spoken_stereoset(
+            self.data_dir,
+            domains=self.domains,
+            version=self.version,
+            on_missing_audio=self.on_missing_audio,
+            max_items=self.max_items,
+        )
         table = dataset.table
         if table.empty:
             raise ValueError(f"{self.data_dir}: no instance with audio to evaluate")
-        caveat = DEMO_CAVEAT if is_demo_run(self.demo_caveat, self.data_dir, self.demo_dir,
-                                            self.model_targets) else None
+        caveat = (
+            DEMO_CAVEAT if is_demo_run(self.demo_caveat, self.data_dir, self.demo_dir, self.model_targets) else None
+        )
         w.caveat = caveat  # said on the console once, with the report line
         summaries, answers, model_label = [], None, None
         if self.adapter is not None:
@@ -156,35 +187,69 @@ class SpokenStereoSetTask:
         w.table("table3", t3, tracker_key="spoken_stereoset/table3")
         w.table("results", summary, tracker_key="spoken_stereoset/results")
         per_domain = ", ".join(f"{d}: {n}" for d, n in table.groupby("domain", sort=False).size().items())
-        sections = [("Data", f"{len(table)} instances from {self.data_dir} ({per_domain})"
-                     + (f"; {describe_missing(dataset.missing)} (skipped)" if len(dataset.missing) else ""))]
+        sections = [
+            (
+                "Data",
+                f"{len(table)} instances from {self.data_dir} ({per_domain})"
+                + (f"; {describe_missing(dataset.missing)} (skipped)" if len(dataset.missing) else ""),
+            )
+        ]
         sections.append(("Table 3: slifs / slms / slbs (%)", to_markdown(t3) + "\n\n" + _baseline_note()))
         sections.extend(group_sections(summary))  # the model's groups, then the baselines' own table
         if answers is not None:
             rules = answers.groupby(["domain", "rule"]).size().unstack(fill_value=0)
             rules = rules[[r for r in RULES if r in rules.columns]].reset_index()
-            sections.append(("Answer mapping", "Answers per rule that decided them (our rule cascade, "
-                             "speechbias.sllm.answers; none = " f"{OTHER}):\n\n" + markdown_table(rules)
-                             + "\n\nEvery raw answer with its rule and reason: responses.csv"))
+            sections.append(
+                (
+                    "Answer mapping",
+                    "Answers per rule that decided them (our rule cascade, "
+                    "speechbias.sllm.answers; none = "
+                    f"{OTHER}):\n\n"
+                    + markdown_table(rules)
+                    + "\n\nEvery raw answer with its rule and reason: responses.csv",
+                )
+            )
         if self.statistics:
             sections.append(self._write_statistics(table))
         report = w.report(f"Spoken StereoSet: {model_label or 'baselines only'}", sections)
         w.json("summary.json", metrics)
         if caveat:
             log.warning("report: %s (%s)", report, caveat)
-        self.tracker.publish(w, job_type=TASK_NAME, name=f"spoken_stereoset/{model_label or 'baselines'}",
-                             tags=[TASK_NAME, model_label or "baselines"], config=config)
+        self.tracker.publish(
+            w,
+            job_type=TASK_NAME,
+            name=f"spoken_stereoset/{model_label or 'baselines'}",
+            tags=[TASK_NAME, model_label or "baselines"],
+            config=config,
+        )
         return metrics
 
     def _ask(self, table: pd.DataFrame) -> pd.DataFrame:
         """Every request's raw answer (cached in responses.jsonl) mapped to an option: :func:`answer_table`."""
         requests = build_requests(table, self.prompt, orders=self.orders, seed=self.seed, text_only=self.text_only)
-        log.info("asking %s %d questions (%d instances, orders=%s, text_only=%s)", self.adapter.name,
-                 len(requests), len(table), self.orders, self.text_only)
-        responses = run_probe(requests, self.adapter, self.sampling, self.writer.path("responses.jsonl"),
-                              batch_size=self.batch_size, seed=self.seed)
-        return answer_table(requests, responses, cer_threshold=self.cer_threshold, judge=self.judge,
-                            min_word_recall=self.min_word_recall)
+        log.info(
+            "asking %s %d questions (%d instances, orders=%s, text_only=%s)",
+            self.adapter.name,
+            len(requests),
+            len(table),
+            self.orders,
+            self.text_only,
+        )
+        responses = run_probe(
+            requests,
+            self.adapter,
+            self.sampling,
+            self.writer.path("responses.jsonl"),
+            batch_size=self.batch_size,
+            seed=self.seed,
+        )
+        return answer_table(
+            requests,
+            responses,
+            cer_threshold=self.cer_threshold,
+            judge=self.judge,
+            min_word_recall=self.min_word_recall,
+        )
 
     def _write_statistics(self, table: pd.DataFrame) -> tuple[str, str]:
         """dataset_statistics and continuation_rouge_l (.csv + .json), rouge_l_histogram.png; returns
@@ -194,7 +259,13 @@ class SpokenStereoSetTask:
         stats = dataset_statistics(table, rouge)
         w.table("dataset_statistics", stats)
         w.table("continuation_rouge_l", rouge)
-        w.figure("rouge_l_histogram", plot_rouge_l_histogram(rouge, bins=self.histogram_bins),
-                 tracker_key="spoken_stereoset/rouge_l_histogram")
-        return ("Dataset statistics (Table 2)", markdown_table(stats) + "\n\n![mean ROUGE-L of each "
-                "continuation against the others of its domain](rouge_l_histogram.png)")
+        w.figure(
+            "rouge_l_histogram",
+            plot_rouge_l_histogram(rouge, bins=self.histogram_bins),
+            tracker_key="spoken_stereoset/rouge_l_histogram",
+        )
+        return (
+            "Dataset statistics (Table 2)",
+            markdown_table(stats) + "\n\n![mean ROUGE-L of each "
+            "continuation against the others of its domain](rouge_l_histogram.png)",
+        )

@@ -75,14 +75,33 @@ class TrainSerTask:
         seed: the run's seed (batches; identity columns). force: rerun a finished run.
     """
 
-    def __init__(self, valence: ValenceSet, bias_tests: Sequence[BiasTest], upstream: Upstream,
-                 cache: FeatureCache, head: Callable[..., ValenceRegressor], trainer: Callable[..., pl.Trainer],
-                 writer: RunWriter, tracker: Tracker, aggregation: Aggregation, lr: float | Sequence[float],
-                 max_steps: int, dev_split: DevSplit, batch_size: int, val_every_n_epochs: int,
-                 upstream_name: str | None = None, speat_results: str | None = None, loader_workers: int = 0,
-                 steps_per_call: int = 1, checkpoint_every_n_epochs: int = 1,
-                 extraction: ExtractionSettings = ExtractionSettings(), torch_threads: int | None = None,
-                 fit_threads: int | None = None, seed: int = 0, force: bool = False):
+    def __init__(
+        self,
+        valence: ValenceSet,
+        bias_tests: Sequence[BiasTest],
+        upstream: Upstream,
+        cache: FeatureCache,
+        head: Callable[..., ValenceRegressor],
+        trainer: Callable[..., pl.Trainer],
+        writer: RunWriter,
+        tracker: Tracker,
+        aggregation: Aggregation,
+        lr: float | Sequence[float],
+        max_steps: int,
+        dev_split: DevSplit,
+        batch_size: int,
+        val_every_n_epochs: int,
+        upstream_name: str | None = None,
+        speat_results: str | None = None,
+        loader_workers: int = 0,
+        steps_per_call: int = 1,
+        checkpoint_every_n_epochs: int = 1,
+        extraction: ExtractionSettings = ExtractionSettings(),
+        torch_threads: int | None = None,
+        fit_threads: int | None = None,
+        seed: int = 0,
+        force: bool = False,
+    ):
         self.valence = valence
         self.bias_tests = list(bias_tests)
         self.upstream = upstream
@@ -120,25 +139,43 @@ class TrainSerTask:
         tests = [PropagationTest(bias_test=t, manifest=t.load()) for t in self.bias_tests]
         info = upstream_info(self.upstream, self.upstream_name)
         lr_text = ",".join(lr_label(v) for v in self.lrs)
-        run_info = {**info, "lr": self.lrs[0] if len(self.lrs) == 1 else lr_text, "seed": self.seed,
-                    "ser_data": self.valence.name, "max_steps": self.max_steps,
-                    "valence_low": self.valence.low, "valence_high": self.valence.high}  # the rating scale
+        run_info = {
+            **info,
+            "lr": self.lrs[0] if len(self.lrs) == 1 else lr_text,
+            "seed": self.seed,
+            "ser_data": self.valence.name,
+            "max_steps": self.max_steps,
+            "valence_low": self.valence.low,
+            "valence_high": self.valence.high,
+        }  # the rating scale
         demo = is_demo_run([t.name for t in tests], self.valence.synthetic)
         if demo:
             self.writer.caveat = DEMO_CAVEAT
         callback = PropagationCallback(
-            tests=tests, cache=self.cache, fingerprint=info["fingerprint"], writer=self.writer,
-            run_info=run_info, aggregation=self.aggregation, speat_results=self.speat_results)
+            tests=tests,
+            cache=self.cache,
+            fingerprint=info["fingerprint"],
+            writer=self.writer,
+            run_info=run_info,
+            aggregation=self.aggregation,
+            speat_results=self.speat_results,
+        )
         checkpoint_dir = output_dir / "checkpoints"
-        trainer = fit_trainer(self.trainer, checkpoint_dir, max_steps=self.max_steps,
-                              val_every_n_epochs=self.val_every_n_epochs,
-                              checkpoint_every_n_epochs=self.checkpoint_every_n_epochs,
-                              callbacks=[callback], **self.tracker.lightning_logger(output_dir))
+        trainer = fit_trainer(
+            self.trainer,
+            checkpoint_dir,
+            max_steps=self.max_steps,
+            val_every_n_epochs=self.val_every_n_epochs,
+            checkpoint_every_n_epochs=self.checkpoint_every_n_epochs,
+            callbacks=[callback],
+            **self.tracker.lightning_logger(output_dir),
+        )
         train_paths = list(self.valence.table["path"])
         seen = set(train_paths)
         extra = [p for t in tests for p in t.manifest["path"] if not (p in seen or seen.add(p))]
         stats, n_forward = extract_statistics(
-            self.upstream, train_paths + extra, self.cache, trainer, **self.extraction.kwargs())
+            self.upstream, train_paths + extra, self.cache, trainer, **self.extraction.kwargs()
+        )
         means = stats.mean[: len(train_paths)]
         row_of = {p: i for i, p in enumerate(train_paths + extra)}
         callback.statistics = {t.name: stats.rows([row_of[p] for p in t.manifest["path"]]) for t in tests}
@@ -146,13 +183,22 @@ class TrainSerTask:
         del stats
         gc.collect()
         dev = self.dev_split(self.valence.table["speaker"])
-        datamodule = LayerMeansDataModule(means, self.valence.scaled, dev, batch_size=self.batch_size,
-                                          seed=self.seed, num_workers=self.loader_workers,
-                                          steps_per_call=self.steps_per_call)
+        datamodule = LayerMeansDataModule(
+            means,
+            self.valence.scaled,
+            dev,
+            batch_size=self.batch_size,
+            seed=self.seed,
+            num_workers=self.loader_workers,
+            steps_per_call=self.steps_per_call,
+        )
         callback.run_info.update({"n_train": int((~dev).sum()), "n_dev": int(dev.sum())})
-        module = self.head(num_layers=means.shape[1], input_size=means.shape[2],
-                           lr=list(self.lrs) if len(self.lrs) > 1 else self.lrs[0],
-                           valence_range=[self.valence.low, self.valence.high])
+        module = self.head(
+            num_layers=means.shape[1],
+            input_size=means.shape[2],
+            lr=list(self.lrs) if len(self.lrs) > 1 else self.lrs[0],
+            valence_range=[self.valence.low, self.valence.high],
+        )
         if self.fit_threads:
             torch.set_num_threads(int(self.fit_threads))
         fit_valence_head(trainer, module, datamodule, checkpoint_dir)
@@ -160,8 +206,13 @@ class TrainSerTask:
         done = self.writer.path("results.json").is_file()
         summary = dict(callback.summary or (summary_from_results(output_dir) if done else {}))
         if trainer.is_global_zero:  # one tracker run, not one per DDP rank
-            self.tracker.publish(self.writer, job_type=TASK_NAME, name=f"{info['upstream']}/valence/lr={lr_text}",
-                                 tags=[info["upstream"], info["family"], "ser", self.valence.name], config=config)
+            self.tracker.publish(
+                self.writer,
+                job_type=TASK_NAME,
+                name=f"{info['upstream']}/valence/lr={lr_text}",
+                tags=[info["upstream"], info["family"], "ser", self.valence.name],
+                config=config,
+            )
         summary["n_upstream_forwards"] = n_forward
         for key, value in summary.items():
             log.info("%s = %s", key, console_value(value))

@@ -49,9 +49,11 @@ def group_rule(min_group: dict | None, include_undisclosed: bool = False) -> Gro
     """Minimum group sizes from the corpus config's ``min_group`` (``utterances``, ``speakers``: its
     paper's scale); code defaults (Fair-Speech) for what it leaves out."""
     mg = min_group or {}
-    return GroupRule(min_utterances=int(mg.get("utterances", MIN_GROUP_UTTERANCES)),
-                     min_speakers=int(mg.get("speakers", MIN_GROUP_SPEAKERS)),
-                     include_undisclosed=bool(include_undisclosed))
+    return GroupRule(
+        min_utterances=int(mg.get("utterances", MIN_GROUP_UTTERANCES)),
+        min_speakers=int(mg.get("speakers", MIN_GROUP_SPEAKERS)),
+        include_undisclosed=bool(include_undisclosed),
+    )
 
 
 class WerDisparityTask:
@@ -76,13 +78,28 @@ class WerDisparityTask:
         seed: of every resampling. force: rerun a finished run.
     """
 
-    def __init__(self, transcriber: Transcriber | None, corpus: ASRCorpus | None, corpus_name: str | None,
-                 hypothesis_cache: Callable[..., HypothesisCache], writer: RunWriter, tracker: Tracker,
-                 asr_demo: bool = False, corpus_demo: bool = False, min_group: dict | None = None,
-                 normalizer: str = "whisper_english", categories: Sequence[str] | None = None,
-                 include_undisclosed: bool = False, shard_index: int = 0, shard_count: int = 1,
-                 progress: bool = True, wer_ci_resamples: int = 1000, glmm: GlmmSettings = GlmmSettings(),
-                 seed: int = 0, force: bool = False):
+    def __init__(
+        self,
+        transcriber: Transcriber | None,
+        corpus: ASRCorpus | None,
+        corpus_name: str | None,
+        hypothesis_cache: Callable[..., HypothesisCache],
+        writer: RunWriter,
+        tracker: Tracker,
+        asr_demo: bool = False,
+        corpus_demo: bool = False,
+        min_group: dict | None = None,
+        normalizer: str = "whisper_english",
+        categories: Sequence[str] | None = None,
+        include_undisclosed: bool = False,
+        shard_index: int = 0,
+        shard_count: int = 1,
+        progress: bool = True,
+        wer_ci_resamples: int = 1000,
+        glmm: GlmmSettings = GlmmSettings(),
+        seed: int = 0,
+        force: bool = False,
+    ):
         self.transcriber = transcriber
         self.corpus = corpus
         self.corpus_name = corpus_name
@@ -108,37 +125,70 @@ class WerDisparityTask:
         if finished_marker(TASK_NAME, self.writer.output_dir, self.force):
             return {"skipped": True}
         if self.transcriber is None or self.corpus is None:
-            raise ValueError("task=wer_disparity needs an ASR model and a corpus, "
-                             "e.g. asr=whisper_small corpus=fair_speech")
+            raise ValueError(
+                "task=wer_disparity needs an ASR model and a corpus, e.g. asr=whisper_small corpus=fair_speech"
+            )
         # demo = shipped synthetic corpus or a tiny random model: plumbing, not findings
         self.writer.caveat = DEMO_CAVEAT if self.demo else None  # said on the console once, with the result
         transcriber = self.transcriber
-        cache = self.hypothesis_cache(fingerprint=transcriber.fingerprint,
-                                      model_fields=transcriber.fingerprint_fields())
+        cache = self.hypothesis_cache(
+            fingerprint=transcriber.fingerprint, model_fields=transcriber.fingerprint_fields()
+        )
         info = {"asr": transcriber.name, "corpus": str(self.corpus_name), "asr_fingerprint": transcriber.fingerprint}
-        tr = transcribe_corpus(self.corpus.utterances, transcriber, cache, shard_index=self.shard_index,
-                               shard_count=self.shard_count, progress=self.progress)
+        tr = transcribe_corpus(
+            self.corpus.utterances,
+            transcriber,
+            cache,
+            shard_index=self.shard_index,
+            shard_count=self.shard_count,
+            progress=self.progress,
+        )
         counts = {"n_cached": tr.n_cached, "n_transcribed": tr.n_transcribed, "n_audio_failed": len(tr.failed)}
         if self.shard_count > 1:
-            self.writer.report(report.shard_title(self.shard_index, self.shard_count),
-                               report.shard_sections(info, counts))
-            self.writer.table("results", pd.DataFrame(
-                [{**info, "shard_index": self.shard_index, "shard_count": self.shard_count, **counts}]))
+            self.writer.report(
+                report.shard_title(self.shard_index, self.shard_count), report.shard_sections(info, counts)
+            )
+            self.writer.table(
+                "results",
+                pd.DataFrame([{**info, "shard_index": self.shard_index, "shard_count": self.shard_count, **counts}]),
+            )
             return counts
         g = self.glmm
         result = analyse_wer_disparity(
-            self.corpus, tr.hypotheses, tr.failed, normalizer=self.normalizer, categories=self.categories,
-            covariates=list(g.covariates or []), n_agq=int(g.n_agq), n_resamples=int(g.n_resamples),
-            wer_ci_resamples=self.wer_ci_resamples, seed=self.seed, confidence=float(g.confidence), rule=self.rule,
-            n_jobs=int(g.n_jobs))
-        log.info("levels (utterances; not compared: why):\n  %s",
-                 "\n  ".join(report.levels_console_lines(result.levels)))
+            self.corpus,
+            tr.hypotheses,
+            tr.failed,
+            normalizer=self.normalizer,
+            categories=self.categories,
+            covariates=list(g.covariates or []),
+            n_agq=int(g.n_agq),
+            n_resamples=int(g.n_resamples),
+            wer_ci_resamples=self.wer_ci_resamples,
+            seed=self.seed,
+            confidence=float(g.confidence),
+            rule=self.rule,
+            n_jobs=int(g.n_jobs),
+        )
+        log.info(
+            "levels (utterances; not compared: why):\n  %s", "\n  ".join(report.levels_console_lines(result.levels))
+        )
         metrics = report.wer_metrics(result)
         report_path = self._write_outputs(result, info, metrics)
-        self.tracker.publish(self.writer, job_type=TASK_NAME, name=f"{info['asr']}/{info['corpus']}",
-                             tags=[info["asr"], info["corpus"], TASK_NAME], config=config)
-        log.info("WER disparity: %s on %s, overall WER %.2f%%, %d excluded; report %s", info["asr"], info["corpus"],
-                 100 * metrics["wer/overall"], len(result.excluded), report_path)
+        self.tracker.publish(
+            self.writer,
+            job_type=TASK_NAME,
+            name=f"{info['asr']}/{info['corpus']}",
+            tags=[info["asr"], info["corpus"], TASK_NAME],
+            config=config,
+        )
+        log.info(
+            "WER disparity: %s on %s, overall WER %.2f%%, %d excluded; report %s",
+            info["asr"],
+            info["corpus"],
+            100 * metrics["wer/overall"],
+            len(result.excluded),
+            report_path,
+        )
         if self.demo:
             log.warning(DEMO_CAVEAT)
         return {**metrics, **counts, "n_excluded": len(result.excluded)}
@@ -148,16 +198,27 @@ class WerDisparityTask:
         report.md; results.csv/json last (the finished marker). Returns the report path."""
         w = self.writer
         w.metrics(metrics)
-        for stem, df, key in (("table2", result.table2, "wer/table2"), ("table3", result.table3, "wer/table3"),
-                              ("gaps", result.gaps, None), ("levels", result.levels, "wer/levels"),
-                              ("excluded", result.excluded, None)):
+        for stem, df, key in (
+            ("table2", result.table2, "wer/table2"),
+            ("table3", result.table3, "wer/table3"),
+            ("gaps", result.gaps, None),
+            ("levels", result.levels, "wer/levels"),
+            ("excluded", result.excluded, None),
+        ):
             w.table(stem, df, tracker_key=key)
         w.text("utterances.csv", report.utterance_table(result).to_csv(index=False))
-        w.figure("wer_by_group", report.wer_bar_chart(result.table2, title=f"WER by group: {info['asr']}"),
-                 tracker_key="wer/by_group")
-        settings = {"normalizer": self.normalizer, "n_agq": int(self.glmm.n_agq),
-                    "n_resamples": int(self.glmm.n_resamples), "seed": self.seed,
-                    "covariates": list(self.glmm.covariates or [])}
+        w.figure(
+            "wer_by_group",
+            report.wer_bar_chart(result.table2, title=f"WER by group: {info['asr']}"),
+            tracker_key="wer/by_group",
+        )
+        settings = {
+            "normalizer": self.normalizer,
+            "n_agq": int(self.glmm.n_agq),
+            "n_resamples": int(self.glmm.n_resamples),
+            "seed": self.seed,
+            "covariates": list(self.glmm.covariates or []),
+        }
         path = w.report(report.report_title(info), report.report_sections(result, info, settings))
         w.table("results", report.results_table(result, info))
         return path

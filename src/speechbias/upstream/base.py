@@ -40,8 +40,7 @@ class Upstream(FingerprintedModel, nn.Module, ABC):
     family: str = "other"  # wav2vec2 | hubert | wavlm | whisper | classical | s3prl | ...
 
     @abstractmethod
-    def forward(self, wavs: torch.Tensor, lengths: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
-        ...
+    def forward(self, wavs: torch.Tensor, lengths: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]: ...
 
     @abstractmethod
     def fingerprint_fields(self) -> dict:

@@ -57,7 +57,7 @@ class BlockStateRecorder:
         if self._states is not None:
             self._states.append(_first_tensor(output))
 
-    def recording(self) -> "_Recording":
+    def recording(self) -> _Recording:
         return _Recording(self)
 
     def remove(self) -> None:

@@ -94,8 +94,9 @@ class FbankUpstream(Upstream):
     def fingerprint_fields(self) -> dict:
         """:func:`speechbias.upstream.classical_fingerprint.fbank_fingerprint` of this filterbank (a
         config gives the same fields without building it: ``fbank_config_fingerprint``)."""
-        return fbank_fingerprint(self.n_mels, self.win_length, self.hop_length, self.n_fft, self.f_min,
-                                 self.f_max, self.sample_rate)
+        return fbank_fingerprint(
+            self.n_mels, self.win_length, self.hop_length, self.n_fft, self.f_min, self.f_max, self.sample_rate
+        )
 
 
 class MfccUpstream(FbankUpstream):

@@ -27,8 +27,9 @@ def frame_geometry(win_ms: float, hop_ms: float, n_fft: int, sample_rate: int) -
     return win_length, hop_length
 
 
-def fbank_fingerprint(n_mels: int, win_length: int, hop_length: int, n_fft: int, f_min: float, f_max: float,
-                      sample_rate: int) -> dict:
+def fbank_fingerprint(
+    n_mels: int, win_length: int, hop_length: int, n_fft: int, f_min: float, f_max: float, sample_rate: int
+) -> dict:
     """The fingerprint fields of a log-mel filterbank of these sizes."""
     return {
         "upstream": "fbank",
@@ -44,16 +45,25 @@ def fbank_fingerprint(n_mels: int, win_length: int, hop_length: int, n_fft: int,
     }
 
 
-def fbank_config_fingerprint(n_mels: int = 80, win_ms: float = 25.0, hop_ms: float = 10.0, n_fft: int = 512,
-                             f_min: float = 20.0, f_max: float | None = None, sample_rate: int = SAMPLE_RATE,
-                             randomize: bool = False, display_name: str | None = None,
-                             seed: int | None = None) -> dict:
+def fbank_config_fingerprint(
+    n_mels: int = 80,
+    win_ms: float = 25.0,
+    hop_ms: float = 10.0,
+    n_fft: int = 512,
+    f_min: float = 20.0,
+    f_max: float | None = None,
+    sample_rate: int = SAMPLE_RATE,
+    randomize: bool = False,
+    display_name: str | None = None,
+    seed: int | None = None,
+) -> dict:
     """The fingerprint fields ``FbankUpstream(**config)`` has (same arguments, same errors)."""
     if randomize:
         raise ValueError("FbankUpstream has no weights: randomize=true is not defined for it")
     win_length, hop_length = frame_geometry(win_ms, hop_ms, n_fft, sample_rate)
-    return fbank_fingerprint(n_mels, win_length, hop_length, n_fft, f_min,
-                             f_max if f_max is not None else sample_rate / 2, sample_rate)
+    return fbank_fingerprint(
+        n_mels, win_length, hop_length, n_fft, f_min, f_max if f_max is not None else sample_rate / 2, sample_rate
+    )
 
 
 def mfcc_config_fingerprint(n_mfcc: int = 40, n_mels: int = 80, **kwargs) -> dict:

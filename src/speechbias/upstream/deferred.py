@@ -75,9 +75,11 @@ class DeferredUpstream(FingerprintedModel):
 
             upstream = instantiate(self.config)
             if self._config_fields is not None and upstream.fingerprint_fields() != self._config_fields:
-                raise RuntimeError(f"{self.target}: the built upstream's fingerprint fields "
-                                   f"{upstream.fingerprint_fields()} differ from those of its config "
-                                   f"{self._config_fields} (CONFIG_FINGERPRINTS is out of date)")
+                raise RuntimeError(
+                    f"{self.target}: the built upstream's fingerprint fields "
+                    f"{upstream.fingerprint_fields()} differ from those of its config "
+                    f"{self._config_fields} (CONFIG_FINGERPRINTS is out of date)"
+                )
             self._upstream = upstream
         return self._upstream
 

@@ -183,8 +183,15 @@ class HFUpstream(Upstream):
 
         self.config = hf_config
         self.family_adapter = FAMILIES[self.family](hf_config, normalize, model_id=model_id, load_kwargs=load_kwargs)
-        for name in ("hidden_size", "frame_rate", "min_samples", "max_samples", "pad_invariant", "normalize",
-                     "normalize_source"):
+        for name in (
+            "hidden_size",
+            "frame_rate",
+            "min_samples",
+            "max_samples",
+            "pad_invariant",
+            "normalize",
+            "normalize_source",
+        ):
             setattr(self, name, getattr(self.family_adapter, name))
         self.num_layers = self.family_adapter.num_blocks(hf_config) + 1
         # Moves with .to()/.cuda(), so a model built later lands where the upstream was sent.
@@ -215,8 +222,9 @@ class HFUpstream(Upstream):
                 init_parametrized_weights(model, model._init_weights)  # transformers' init misses weight-normed ones
             model = model.to(self.torch_dtype)
         else:
-            model = load_pretrained(model_cls.from_pretrained, self.model_id, what="weights", dtype=self.torch_dtype,
-                                    **self._load_kwargs)
+            model = load_pretrained(
+                model_cls.from_pretrained, self.model_id, what="weights", dtype=self.torch_dtype, **self._load_kwargs
+            )
         encoder = adapter_cls.encoder_of(model)
         self.family_adapter.check_encoder(encoder)
         _bake_parametrizations(encoder)
@@ -224,8 +232,9 @@ class HFUpstream(Upstream):
         encoder.requires_grad_(False)
         recorder = BlockStateRecorder(self.family_adapter.blocks(encoder))
         if recorder.num_blocks + 1 != self.num_layers:
-            raise RuntimeError(f"{self.name}: the built encoder has {recorder.num_blocks} blocks, its config "
-                               f"{self.num_layers - 1}")
+            raise RuntimeError(
+                f"{self.name}: the built encoder has {recorder.num_blocks} blocks, its config {self.num_layers - 1}"
+            )
         # registered as add_module would (its name check reads the ``model`` property, which builds)
         self._modules["model"] = encoder.to(self._device_probe.device)
         self._recorder = recorder
@@ -238,7 +247,7 @@ class HFUpstream(Upstream):
         seed: int = 0,
         randomize: bool = True,
         **kwargs,
-    ) -> "HFUpstream":
+    ) -> HFUpstream:
         """A randomly initialised model built from an inline config (no hub access), e.g.
         ``HFUpstream.from_config_dict("wav2vec2", {"hidden_size": 32, ...}, seed=0)``.
         ``config={}`` gives the family's default (base-sized) architecture."""
@@ -246,14 +255,20 @@ class HFUpstream(Upstream):
 
     # --- contract ------------------------------------------------------------------------------
 
-    def train(self, mode: bool = True) -> "HFUpstream":
+    def train(self, mode: bool = True) -> HFUpstream:
         """Always eval: dropout, LayerDrop and SpecAugment stay off (the contract)."""
         return super().train(False)
 
     def forward(self, wavs: torch.Tensor, lengths: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
         return forward_batch_invariant(
-            self._forward_batch, wavs, lengths, pad_invariant=self.pad_invariant, min_samples=self.min_samples,
-            max_samples=self.max_samples, upstream=self.name)
+            self._forward_batch,
+            wavs,
+            lengths,
+            pad_invariant=self.pad_invariant,
+            min_samples=self.min_samples,
+            max_samples=self.max_samples,
+            upstream=self.name,
+        )
 
     def _forward_batch(self, wavs: torch.Tensor, lengths: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
         """One padded batch: the family's encoder inputs -> recorded block states, cut to the longest

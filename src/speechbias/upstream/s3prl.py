@@ -129,28 +129,31 @@ class S3PRLUpstream(Upstream):
             close = sorted(n for n in hub if self.upstream_name.split("_")[0] in n)[:8]
             raise S3PRLUpstreamError(
                 f"'{self.upstream_name}' is not an s3prl upstream name (s3prl {s3prl_version()}); "
-                f"similar: {', '.join(close) or 'none'}; all: `python -c \"from s3prl.nn import S3PRLUpstream; "
-                f"print(S3PRLUpstream.available_names())\"`")
+                f'similar: {", ".join(close) or "none"}; all: `python -c "from s3prl.nn import S3PRLUpstream; '
+                f'print(S3PRLUpstream.available_names())"`'
+            )
         if self.path_or_url and "://" not in self.path_or_url and not Path(self.path_or_url).expanduser().exists():
             raise S3PRLUpstreamError(f"{self.model_id}: path_or_url '{self.path_or_url}' does not exist")
         try:
-            return s3prl_nn.S3PRLUpstream(self.upstream_name, path_or_url=self.path_or_url, refresh=refresh,
-                                          extra_conf=self.extra_conf)
+            return s3prl_nn.S3PRLUpstream(
+                self.upstream_name, path_or_url=self.path_or_url, refresh=refresh, extra_conf=self.extra_conf
+            )
         except (AssertionError, OSError, ValueError, KeyError, RuntimeError) as err:  # requests' errors are OSErrors
             reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
             raise S3PRLUpstreamError(
                 f"s3prl could not build {self.model_id} ({type(err).__name__}: {reason}); check upstream.name and "
                 f"upstream.path_or_url (s3prl downloads a registered checkpoint on first use; offline, pass a local "
-                f"one), or load a transformers checkpoint with upstream=hf model_id=<path>") from err
+                f"one), or load a transformers checkpoint with upstream=hf model_id=<path>"
+            ) from err
 
-    def train(self, mode: bool = True) -> "S3PRLUpstream":
+    def train(self, mode: bool = True) -> S3PRLUpstream:
         """Always eval (the contract)."""
         return super().train(False)
 
     def forward(self, wavs: torch.Tensor, lengths: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
         return forward_batch_invariant(
-            self._forward_batch, wavs, lengths, pad_invariant=False, min_samples=self.min_samples,
-            upstream=self.name)
+            self._forward_batch, wavs, lengths, pad_invariant=False, min_samples=self.min_samples, upstream=self.name
+        )
 
     def _forward_batch(self, wavs: torch.Tensor, lengths: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
         """Clips of one length (``run_in_length_groups``): the s3prl expert's states, cut to the frames it
@@ -161,7 +164,8 @@ class S3PRLUpstream(Upstream):
         hidden_states = self.model.upstream([wav for wav in wavs[:, :samples].float()])["hidden_states"]
         if len(hidden_states) != self.num_layers:
             raise S3PRLUpstreamError(
-                f"{self.model_id} returned {len(hidden_states)} layers, {self.num_layers} when it was built")
+                f"{self.model_id} returned {len(hidden_states)} layers, {self.num_layers} when it was built"
+            )
         counted = math.ceil(samples / self.downsample_rate)  # s3prl's hs_len: (n - 1) // rate + 1
         states = []
         for layer, hs in enumerate(hidden_states):
@@ -171,7 +175,8 @@ class S3PRLUpstream(Upstream):
                     f"{self.model_id} computed {computed} frames (layer {layer}) for a {samples}-sample clip, but "
                     f"s3prl declares one frame per {self.downsample_rate} samples ({counted} frames): the checkpoint's "
                     f"frame rate is not the one s3prl assumes for '{self.upstream_name}' (e.g. a conv stack that does "
-                    f"not stride {self.downsample_rate}); load a transformers checkpoint with upstream=hf model_id=<path>")
+                    f"not stride {self.downsample_rate}); load a transformers checkpoint with upstream=hf model_id=<path>"
+                )
             states.append(hs[:, : min(computed, counted)].float())
         valid = min(state.shape[1] for state in states)
         frame_lengths = torch.full((wavs.shape[0],), valid, dtype=torch.long, device=wavs.device)

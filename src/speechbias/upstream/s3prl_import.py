@@ -33,8 +33,9 @@ class S3PRLUnavailableError(ImportError):
 
 
 def _sox_effects_removed(*args, **kwargs):
-    raise RuntimeError("torchaudio.sox_effects was removed in torchaudio 2.9; this s3prl path needs an older "
-                       "torchaudio")
+    raise RuntimeError(
+        "torchaudio.sox_effects was removed in torchaudio 2.9; this s3prl path needs an older torchaudio"
+    )
 
 
 def provide_removed_torchaudio_apis(torchaudio: types.ModuleType) -> list[str]:
@@ -65,15 +66,17 @@ def import_s3prl_nn() -> types.ModuleType:
     if torchaudio_error is not None:
         raise S3PRLUnavailableError(
             f"cannot import s3prl: torchaudio {s3prl_version('torchaudio')} is installed but cannot load "
-            f"({torchaudio_error[:160]}); {INSTALL_HINT}")
+            f"({torchaudio_error[:160]}); {INSTALL_HINT}"
+        )
     try:
         if importlib.util.find_spec("torchaudio") is not None:
             provide_removed_torchaudio_apis(importlib.import_module("torchaudio"))
         return importlib.import_module("s3prl.nn")
     except Exception as err:  # ImportError, or OSError/RuntimeError from a mismatched torchaudio build
         first_line = (str(err).strip().splitlines() or [type(err).__name__])[0][:160]
-        raise S3PRLUnavailableError(f"cannot import s3prl ({type(err).__name__}: {first_line}); {INSTALL_HINT}") \
-            from err
+        raise S3PRLUnavailableError(
+            f"cannot import s3prl ({type(err).__name__}: {first_line}); {INSTALL_HINT}"
+        ) from err
 
 
 def s3prl_version(distribution: str = "s3prl") -> str:

@@ -46,8 +46,13 @@ def slurm_tasks(environ: dict | None = None) -> SlurmTasks | None:
     ntasks = _first_int(env.get("SLURM_NTASKS"), 1)
     nodes = _first_int(env.get("SLURM_NNODES") or env.get("SLURM_JOB_NUM_NODES"), 1)
     per_node = _first_int(env.get("SLURM_NTASKS_PER_NODE"), max(1, ntasks // max(nodes, 1)))
-    return SlurmTasks(job_id=str(job_id), ntasks=ntasks, tasks_per_node=per_node, nodes=nodes,
-                      procid=_first_int(env.get("SLURM_PROCID"), 0))
+    return SlurmTasks(
+        job_id=str(job_id),
+        ntasks=ntasks,
+        tasks_per_node=per_node,
+        nodes=nodes,
+        procid=_first_int(env.get("SLURM_PROCID"), 0),
+    )
 
 
 def process_rank(environ: dict | None = None) -> int:

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # states after which a job will not run again (REQUEUED, REQUEUE_HOLD, PENDING... are not among them)
-TERMINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
-                             "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"})
+TERMINAL_STATES = frozenset(
+    {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
+)
 
 # what a terminal state means, with the setting to change where there is one
 STATE_MEANING = {
@@ -61,8 +62,9 @@ def queue_states(array_ids: Iterable[str], run: Callable = subprocess.run) -> di
     or None when ``squeue`` did not answer (then ask again later)."""
     ids = ",".join(sorted(set(array_ids)))
     try:
-        out = run(["squeue", "-h", "-r", "-t", "all", "-o", "%i|%T|%r", "-j", ids], capture_output=True,
-                  text=True, timeout=60)
+        out = run(
+            ["squeue", "-h", "-r", "-t", "all", "-o", "%i|%T|%r", "-j", ids], capture_output=True, text=True, timeout=60
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     if out.returncode != 0:
@@ -92,13 +94,16 @@ class PendingReporter:
                 continue
             self.shown[job_id] = entry.reason
             hint = PENDING_HINTS.get(entry.reason, "")
-            print(f"SLURM job {job_id} ({labels.get(job_id, '')}) pending for {waited:.0f} s: {entry.reason}{hint}",
-                  file=self.file or sys.stderr, flush=True)
+            print(
+                f"SLURM job {job_id} ({labels.get(job_id, '')}) pending for {waited:.0f} s: {entry.reason}{hint}",
+                file=self.file or sys.stderr,
+                flush=True,
+            )
 
 
 PENDING_HINTS = {
     "PartitionConfig": " (the request exceeds the partition's limits: lower hydra.launcher.cpus_per_task, "
-                       "mem_gb, nodes or timeout_min, or choose hydra.launcher.partition)",
+    "mem_gb, nodes or timeout_min, or choose hydra.launcher.partition)",
     "ReqNodeNotAvail": " (the nodes it needs are down or reserved)",
     "QOSMaxJobsPerUserLimit": " (your QOS limits running jobs; they start as others end)",
     "AssocGrpGRES": " (your account's GPU limit is reached)",

@@ -44,8 +44,15 @@ def parse_sinfo(text: str) -> list[Partition]:
         part = Partition(name, _int(cpus), _int(mem), _int(nodes), "gpu" in gres.lower(), default, avail == "up")
         old = merged.get(name)
         if old is not None:
-            part = Partition(name, max(old.cpus, part.cpus), max(old.memory_mb, part.memory_mb),
-                             old.nodes + part.nodes, old.gpus or part.gpus, old.default or default, old.up or part.up)
+            part = Partition(
+                name,
+                max(old.cpus, part.cpus),
+                max(old.memory_mb, part.memory_mb),
+                old.nodes + part.nodes,
+                old.gpus or part.gpus,
+                old.default or default,
+                old.up or part.up,
+            )
         merged[name] = part
     return list(merged.values())
 
@@ -85,30 +92,40 @@ def resource_problem(params: dict, partitions: Sequence[Partition] | None) -> st
     if name:
         part = next((p for p in partitions if p.name == name), None)
         if part is None:
-            return (f"hydra.launcher.partition={name}: no such partition on this cluster (it has: "
-                    f"{', '.join(p.name for p in partitions)})")
+            return (
+                f"hydra.launcher.partition={name}: no such partition on this cluster (it has: "
+                f"{', '.join(p.name for p in partitions)})"
+            )
     else:
         part = next((p for p in partitions if p.default), None)
         if part is None:
-            return f"hydra.launcher.partition is not set and the cluster has no default partition: choose one of " \
-                   f"{', '.join(p.name for p in partitions)}"
+            return (
+                f"hydra.launcher.partition is not set and the cluster has no default partition: choose one of "
+                f"{', '.join(p.name for p in partitions)}"
+            )
     where = f"partition '{part.name}'"
     gpus = _requested_gpus(params)
     if gpus > 0 and not part.gpus:
         with_gpus = [p.name for p in partitions if p.gpus]
         other = f", or a GPU partition: hydra.launcher.partition={with_gpus[0]}" if with_gpus else ""
-        return (f"hydra.launcher.gpus_per_node={gpus}: {where} has no GPUs (gres); set "
-                f"hydra.launcher.gpus_per_node=0 trainer=cpu{other}")
+        return (
+            f"hydra.launcher.gpus_per_node={gpus}: {where} has no GPUs (gres); set "
+            f"hydra.launcher.gpus_per_node=0 trainer=cpu{other}"
+        )
     tasks = int(params.get("tasks_per_node") or 1)
     cpus = int(params.get("cpus_per_task") or 1) * tasks
     if part.cpus and cpus > part.cpus:
-        return (f"hydra.launcher.cpus_per_task={params.get('cpus_per_task')} x tasks_per_node={tasks} = {cpus} CPUs "
-                f"per node, but the largest node of {where} has {part.cpus}: set hydra.launcher.cpus_per_task="
-                f"{max(1, part.cpus // tasks)} or less")
+        return (
+            f"hydra.launcher.cpus_per_task={params.get('cpus_per_task')} x tasks_per_node={tasks} = {cpus} CPUs "
+            f"per node, but the largest node of {where} has {part.cpus}: set hydra.launcher.cpus_per_task="
+            f"{max(1, part.cpus // tasks)} or less"
+        )
     mem_gb = params.get("mem_gb")
     if mem_gb and part.memory_mb and int(mem_gb) * 1024 > part.memory_mb:
-        return (f"hydra.launcher.mem_gb={mem_gb}: the largest node of {where} has {part.memory_mb / 1024:.1f} GB; "
-                f"set hydra.launcher.mem_gb={max(1, part.memory_mb // 1024)} or less")
+        return (
+            f"hydra.launcher.mem_gb={mem_gb}: the largest node of {where} has {part.memory_mb / 1024:.1f} GB; "
+            f"set hydra.launcher.mem_gb={max(1, part.memory_mb // 1024)} or less"
+        )
     nodes = int(params.get("nodes") or 1)
     if part.nodes and nodes > part.nodes:
         return f"hydra.launcher.nodes={nodes}: {where} has {part.nodes} node(s); set hydra.launcher.nodes={part.nodes}"

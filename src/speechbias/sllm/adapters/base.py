@@ -49,8 +49,13 @@ class SamplingParams:
         """Keyword arguments of ``transformers`` ``generate`` (greedy: no sampling knobs)."""
         if not self.do_sample:
             return {"do_sample": False, "max_new_tokens": int(self.max_new_tokens)}
-        return {"do_sample": True, "temperature": float(self.temperature), "top_p": float(self.top_p),
-                "top_k": int(self.top_k), "max_new_tokens": int(self.max_new_tokens)}
+        return {
+            "do_sample": True,
+            "temperature": float(self.temperature),
+            "top_p": float(self.top_p),
+            "top_k": int(self.top_k),
+            "max_new_tokens": int(self.max_new_tokens),
+        }
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -25,15 +25,27 @@ from speechbias.sllm.adapters.base import ChatInput, SamplingParams, SpeechLLM, 
 
 
 class ChatTemplateAudioLLM(SpeechLLM):
-    def __init__(self, model_id: str, model_class: str = "transformers.AutoModelForMultimodalLM",
-                 processor_class: str = "transformers.AutoProcessor", revision: str | None = None,
-                 dtype: str = "auto", device: str = "auto", name: str | None = None,
-                 system_prompt: str | None = None, generate_kwargs: Mapping | None = None,
-                 model_kwargs: Mapping | None = None, model=None, processor=None):
+    def __init__(
+        self,
+        model_id: str,
+        model_class: str = "transformers.AutoModelForMultimodalLM",
+        processor_class: str = "transformers.AutoProcessor",
+        revision: str | None = None,
+        dtype: str = "auto",
+        device: str = "auto",
+        name: str | None = None,
+        system_prompt: str | None = None,
+        generate_kwargs: Mapping | None = None,
+        model_kwargs: Mapping | None = None,
+        model=None,
+        processor=None,
+    ):
         import torch
 
         if not model_id:
-            raise ValueError("model_id must name a hub id or a local directory (e.g. model_id=mistralai/Voxtral-Mini-3B-2507)")
+            raise ValueError(
+                "model_id must name a hub id or a local directory (e.g. model_id=mistralai/Voxtral-Mini-3B-2507)"
+            )
         self.model_id = str(model_id)
         self.name = name or self.model_id.rstrip("/").split("/")[-1]
         self.revision = revision
@@ -43,10 +55,18 @@ class ChatTemplateAudioLLM(SpeechLLM):
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
         if processor is None:
-            processor = load_pretrained(get_class(processor_class).from_pretrained, self.model_id, revision, "processor")
+            processor = load_pretrained(
+                get_class(processor_class).from_pretrained, self.model_id, revision, "processor"
+            )
         if model is None:
-            model = load_pretrained(get_class(model_class).from_pretrained, self.model_id, revision, "model",
-                                    dtype=self.dtype, **dict(model_kwargs or {}))
+            model = load_pretrained(
+                get_class(model_class).from_pretrained,
+                self.model_id,
+                revision,
+                "model",
+                dtype=self.dtype,
+                **dict(model_kwargs or {}),
+            )
         self.processor = processor
         tokenizer = getattr(processor, "tokenizer", None)
         if tokenizer is not None:
@@ -59,25 +79,40 @@ class ChatTemplateAudioLLM(SpeechLLM):
     def fingerprint_fields(self) -> dict:
         import transformers
 
-        return {"adapter": "chat_template", "model_id": self.model_id, "model_class": self.model_class,
-                "revision": self.revision, "commit": loaded_commit(self.model.config),
-                "dtype": str(self.dtype), "system_prompt": self.system_prompt,
-                "transformers": transformers.__version__}
+        return {
+            "adapter": "chat_template",
+            "model_id": self.model_id,
+            "model_class": self.model_class,
+            "revision": self.revision,
+            "commit": loaded_commit(self.model.config),
+            "dtype": str(self.dtype),
+            "system_prompt": self.system_prompt,
+            "transformers": transformers.__version__,
+        }
 
     def conversation(self, inp: ChatInput) -> list[dict]:
         content = []
         if inp.audio_path is not None:
             content.append({"type": "audio", "audio": load_audio(inp.audio_path, sample_rate=self.sampling_rate)})
         content.append({"type": "text", "text": inp.prompt})
-        system = ([{"role": "system", "content": [{"type": "text", "text": self.system_prompt}]}]
-                  if self.system_prompt else [])
+        system = (
+            [{"role": "system", "content": [{"type": "text", "text": self.system_prompt}]}]
+            if self.system_prompt
+            else []
+        )
         return system + [{"role": "user", "content": content}]
 
     def generate(self, inputs: Sequence[ChatInput], sampling: SamplingParams) -> list[str]:
         if not inputs:
             return []
-        batch = self.processor.apply_chat_template([self.conversation(i) for i in inputs], add_generation_prompt=True,
-                                                   tokenize=True, return_dict=True, return_tensors="pt", padding=True)
+        batch = self.processor.apply_chat_template(
+            [self.conversation(i) for i in inputs],
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
+            return_tensors="pt",
+            padding=True,
+        )
         batch = batch.to(self.device)
         for key, value in batch.items():
             if hasattr(value, "is_floating_point") and value.is_floating_point():
@@ -87,5 +122,5 @@ class ChatTemplateAudioLLM(SpeechLLM):
         if isinstance(out, tuple):  # omni models may return (text ids, audio)
             out = out[0]
         if not getattr(self.model.config, "is_encoder_decoder", False):
-            out = out[:, batch["input_ids"].shape[1]:]
+            out = out[:, batch["input_ids"].shape[1] :]
         return [t.strip() for t in self.processor.batch_decode(out, skip_special_tokens=True)]

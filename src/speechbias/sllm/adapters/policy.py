@@ -39,8 +39,9 @@ class PolicyAdapter(SpeechLLM):
         if inp.answer_key is None:
             raise ValueError("PolicyAdapter needs ChatInput.answer_key (letter -> continuation kind)")
         if self.policy == "random":
-            rng = np.random.default_rng([self.seed, zlib.crc32(inp.prompt.encode()),
-                                         zlib.crc32(str(inp.audio_path).encode())])
+            rng = np.random.default_rng(
+                [self.seed, zlib.crc32(inp.prompt.encode()), zlib.crc32(str(inp.audio_path).encode())]
+            )
             letter = sorted(inp.answer_key)[int(rng.integers(len(inp.answer_key)))]
         else:
             letter = next(k for k, kind in inp.answer_key.items() if kind == self.policy)

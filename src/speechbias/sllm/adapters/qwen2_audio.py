@@ -20,9 +20,17 @@ class Qwen2AudioAdapter(SpeechLLM):
     """``model``/``processor`` may be passed already built (tests, custom loading); otherwise they are
     loaded from ``model_id`` (hub id or local directory)."""
 
-    def __init__(self, model_id: str = "Qwen/Qwen2-Audio-7B-Instruct", revision: str | None = None,
-                 dtype: str = "auto", device: str = "auto", name: str = "qwen2_audio",
-                 system_prompt: str | None = None, model=None, processor=None):
+    def __init__(
+        self,
+        model_id: str = "Qwen/Qwen2-Audio-7B-Instruct",
+        revision: str | None = None,
+        dtype: str = "auto",
+        device: str = "auto",
+        name: str = "qwen2_audio",
+        system_prompt: str | None = None,
+        model=None,
+        processor=None,
+    ):
         import torch
         from transformers import Qwen2AudioForConditionalGeneration, Qwen2AudioProcessor
 
@@ -35,8 +43,9 @@ class Qwen2AudioAdapter(SpeechLLM):
         if processor is None:
             processor = load_pretrained(Qwen2AudioProcessor.from_pretrained, self.model_id, revision, "processor")
         if model is None:
-            model = load_pretrained(Qwen2AudioForConditionalGeneration.from_pretrained, self.model_id, revision,
-                                    "model", dtype=self.dtype)
+            model = load_pretrained(
+                Qwen2AudioForConditionalGeneration.from_pretrained, self.model_id, revision, "model", dtype=self.dtype
+            )
         self.processor = processor
         self.processor.tokenizer.padding_side = "left"
         self.model = model.to(device=self.device, dtype=self.dtype).eval()
@@ -46,9 +55,15 @@ class Qwen2AudioAdapter(SpeechLLM):
     def fingerprint_fields(self) -> dict:
         import transformers
 
-        return {"adapter": "qwen2_audio", "model_id": self.model_id, "revision": self.revision,
-                "commit": loaded_commit(self.model.config), "dtype": str(self.dtype),
-                "system_prompt": self.system_prompt, "transformers": transformers.__version__}
+        return {
+            "adapter": "qwen2_audio",
+            "model_id": self.model_id,
+            "revision": self.revision,
+            "commit": loaded_commit(self.model.config),
+            "dtype": str(self.dtype),
+            "system_prompt": self.system_prompt,
+            "transformers": transformers.__version__,
+        }
 
     def conversation(self, inp: ChatInput) -> list[dict]:
         content = [{"type": "audio", "audio_url": "context.wav"}] if inp.audio_path is not None else []
@@ -59,10 +74,13 @@ class Qwen2AudioAdapter(SpeechLLM):
     def generate(self, inputs: Sequence[ChatInput], sampling: SamplingParams) -> list[str]:
         if not inputs:
             return []
-        texts = [self.processor.apply_chat_template(self.conversation(inp), add_generation_prompt=True, tokenize=False)
-                 for inp in inputs]
-        audios = [load_audio(inp.audio_path, sample_rate=self.sampling_rate) for inp in inputs
-                  if inp.audio_path is not None]
+        texts = [
+            self.processor.apply_chat_template(self.conversation(inp), add_generation_prompt=True, tokenize=False)
+            for inp in inputs
+        ]
+        audios = [
+            load_audio(inp.audio_path, sample_rate=self.sampling_rate) for inp in inputs if inp.audio_path is not None
+        ]
         kwargs = {"audio": audios, "sampling_rate": self.sampling_rate} if audios else {}
         batch = self.processor(text=texts, return_tensors="pt", padding=True, **kwargs)
         batch = batch.to(self.device)
@@ -70,8 +88,15 @@ class Qwen2AudioAdapter(SpeechLLM):
             batch["input_features"] = batch["input_features"].to(self.dtype)
         tok = self.processor.tokenizer
         with self._torch.inference_mode():
-            out = self.model.generate(**batch, **sampling.generate_kwargs(),
-                                      pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id)
-        new_tokens = out[:, batch["input_ids"].shape[1]:]
-        return [t.strip() for t in self.processor.batch_decode(new_tokens, skip_special_tokens=True,
-                                                              clean_up_tokenization_spaces=False)]
+            out = self.model.generate(
+                **batch,
+                **sampling.generate_kwargs(),
+                pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
+            )
+        new_tokens = out[:, batch["input_ids"].shape[1] :]
+        return [
+            t.strip()
+            for t in self.processor.batch_decode(
+                new_tokens, skip_special_tokens=True, clean_up_tokenization_spaces=False
+            )
+        ]

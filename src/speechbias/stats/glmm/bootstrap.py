@@ -69,8 +69,10 @@ def _speaker_replicates(y, w, g_codes, G, cov, speaker, fit, n_resamples, rng, n
     multi = np.flatnonzero(units.cluster_group < 0)
     if multi.size:
         names = [spk_labels[i] for i in multi[:10]]
-        raise ValueError(f"speaker(s) {names} appear in more than one group; the speaker bootstrap "
-                         "resamples speakers within a group and needs one group per speaker")
+        raise ValueError(
+            f"speaker(s) {names} appear in more than one group; the speaker bootstrap "
+            "resamples speakers within a group and needs one group per speaker"
+        )
     z, log_wz = gauss_hermite_rule(int(n_agq))
     weights = _resample_weights(units.cluster_group, n_resamples, rng)
     x0 = fit.params()
@@ -87,8 +89,9 @@ def _speaker_replicates(y, w, g_codes, G, cov, speaker, fit, n_resamples, rng, n
         from joblib import Parallel, delayed
 
         chunks = np.array_split(np.arange(n_resamples), max(1, int(n_jobs)) * 4)
-        parts = Parallel(n_jobs=n_jobs)(delayed(_speaker_chunk)(units, z, log_wz, x0, hessian, weights[c])
-                                        for c in chunks if c.size)
+        parts = Parallel(n_jobs=n_jobs)(
+            delayed(_speaker_chunk)(units, z, log_wz, x0, hessian, weights[c]) for c in chunks if c.size
+        )
         reps = np.concatenate([p[0] for p in parts])
         status = [s for p in parts for s in p[1]]
     return reps, status, units_per_group
@@ -132,18 +135,39 @@ def _percentile_table(fit, groups, reps_ok, units_per_group, confidence) -> pd.D
             se = float(np.std(d, ddof=1))
         else:
             lo = hi = se = float("nan")
-        degenerate = bool(not (np.isfinite(lo) and np.isfinite(hi) and hi > lo)
-                          or min(units_per_group[ia], units_per_group[ib]) < 2)
-        rows.append({"group_a": groups[ia], "group_b": groups[ib], "ratio": est, "ci_low": float(lo),
-                     "ci_high": float(hi), "significant": bool(not degenerate and (lo > 1.0 or hi < 1.0)),
-                     "degenerate": degenerate, "se_log_ratio": se})
-    return pd.DataFrame(rows, columns=["group_a", "group_b", "ratio", "ci_low", "ci_high", "significant",
-                                       "degenerate", "se_log_ratio"])
+        degenerate = bool(
+            not (np.isfinite(lo) and np.isfinite(hi) and hi > lo) or min(units_per_group[ia], units_per_group[ib]) < 2
+        )
+        rows.append(
+            {
+                "group_a": groups[ia],
+                "group_b": groups[ib],
+                "ratio": est,
+                "ci_low": float(lo),
+                "ci_high": float(hi),
+                "significant": bool(not degenerate and (lo > 1.0 or hi < 1.0)),
+                "degenerate": degenerate,
+                "se_log_ratio": se,
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["group_a", "group_b", "ratio", "ci_low", "ci_high", "significant", "degenerate", "se_log_ratio"]
+    )
 
 
-def bootstrap_wer_ratios(errors, words, group, speaker=None, covariates=None, fit: PoissonGLMMFit | None = None,
-                         n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95, n_agq: int = 1,
-                         n_jobs: int = 1) -> RatioBootstrap:
+def bootstrap_wer_ratios(
+    errors,
+    words,
+    group,
+    speaker=None,
+    covariates=None,
+    fit: PoissonGLMMFit | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    n_agq: int = 1,
+    n_jobs: int = 1,
+) -> RatioBootstrap:
     """Percentile CIs of exp(mu_a - mu_b) by a cluster bootstrap stratified by group.
 
     With ``speaker``: each replicate draws, within every group, as many speakers as the group has,
@@ -172,8 +196,9 @@ def bootstrap_wer_ratios(errors, words, group, speaker=None, covariates=None, fi
         reps, status, units_per_group = _utterance_replicates(y, w, g_codes, G, cov, fit, n_resamples, rng)
     else:
         resampling = SPEAKER_RESAMPLING
-        reps, status, units_per_group = _speaker_replicates(y, w, g_codes, G, cov, speaker, fit, n_resamples,
-                                                            rng, n_agq, n_jobs)
+        reps, status, units_per_group = _speaker_replicates(
+            y, w, g_codes, G, cov, speaker, fit, n_resamples, rng, n_agq, n_jobs
+        )
     ok = np.array([s == "ok" for s in status])
     reps_ok = reps[ok]
     failures: dict[str, int] = {}
@@ -181,6 +206,13 @@ def bootstrap_wer_ratios(errors, words, group, speaker=None, covariates=None, fi
         if s != "ok":
             failures[s] = failures.get(s, 0) + 1
     table = _percentile_table(fit, groups, reps_ok, units_per_group, confidence)
-    return RatioBootstrap(table=table, replicates=reps_ok, n_resamples=int(n_resamples),
-                          n_failed=int((~ok).sum()), failures=failures, seed=int(seed),
-                          confidence=float(confidence), resampling=resampling)
+    return RatioBootstrap(
+        table=table,
+        replicates=reps_ok,
+        n_resamples=int(n_resamples),
+        n_failed=int((~ok).sum()),
+        failures=failures,
+        seed=int(seed),
+        confidence=float(confidence),
+        resampling=resampling,
+    )

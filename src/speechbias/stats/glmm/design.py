@@ -95,9 +95,16 @@ def reduce_to_units(y, w, group_codes, n_groups, cluster_codes, cov) -> Units:
     single = gmin == gmax
     cg[single] = gmin[single]
     return Units(
-        cluster=cluster_codes[first], group=group_codes[first], cov=cov[first], y=uy, log_w=np.log(uw),
-        cluster_y=cluster_y, cluster_const=cluster_const, cluster_group=cg,
-        n_clusters=n_clusters, n_groups=n_groups,
+        cluster=cluster_codes[first],
+        group=group_codes[first],
+        cov=cov[first],
+        y=uy,
+        log_w=np.log(uw),
+        cluster_y=cluster_y,
+        cluster_const=cluster_const,
+        cluster_group=cg,
+        n_clusters=n_clusters,
+        n_groups=n_groups,
     )
 
 

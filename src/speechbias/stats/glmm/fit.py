@@ -32,8 +32,16 @@ def _start_params(units: Units, weights, sigma0: float) -> np.ndarray:
     return np.concatenate([mu, np.zeros(units.cov.shape[1]), [sigma0]])
 
 
-def fit_poisson_glmm(errors, words, group, speaker=None, covariates=None, n_agq: int = 1,
-                     start: np.ndarray | None = None, sigma0: float = 0.5) -> PoissonGLMMFit:
+def fit_poisson_glmm(
+    errors,
+    words,
+    group,
+    speaker=None,
+    covariates=None,
+    n_agq: int = 1,
+    start: np.ndarray | None = None,
+    sigma0: float = 0.5,
+) -> PoissonGLMMFit:
     """Fit the speaker random-intercept Poisson model by maximum likelihood.
 
     ``errors`` (n,) word errors (S + D + I) per utterance, ``words`` (n,) reference words (> 0),
@@ -66,9 +74,19 @@ def fit_poisson_glmm(errors, words, group, speaker=None, covariates=None, n_agq:
     G, p = len(groups), cov.shape[1]
     spk_per_group = {groups[g]: int(np.unique(s_codes[g_codes == g]).size) for g in range(G)}
     return PoissonGLMMFit(
-        groups=groups, mu=x[:G].copy(), covariate_names=cov_names, gamma=x[G:G + p].copy(),
-        sigma=float(x[-1]), loglik=ll, converged=converged, message=msg,
-        method=method_name(n_agq), n_obs=int(y.size),
-        n_speakers=units.n_clusters, n_speakers_per_group=spk_per_group, n_obs_per_group=per_group_obs,
-        n_iter=nit, neg_hessian=neg_h,
+        groups=groups,
+        mu=x[:G].copy(),
+        covariate_names=cov_names,
+        gamma=x[G : G + p].copy(),
+        sigma=float(x[-1]),
+        loglik=ll,
+        converged=converged,
+        message=msg,
+        method=method_name(n_agq),
+        n_obs=int(y.size),
+        n_speakers=units.n_clusters,
+        n_speakers_per_group=spk_per_group,
+        n_obs_per_group=per_group_obs,
+        n_iter=nit,
+        neg_hessian=neg_h,
     )

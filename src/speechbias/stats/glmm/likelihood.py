@@ -84,7 +84,7 @@ def loglik_and_grad(params, units: Units, weights, z, log_wz):
     G = units.n_groups
     p = units.cov.shape[1]
     mu = params[:G]
-    gamma = params[G:G + p]
+    gamma = params[G : G + p]
     sigma = float(params[-1])
     lin = mu[units.group] + (units.cov @ gamma if p else 0.0)
     eta = units.log_w + lin
@@ -99,6 +99,6 @@ def loglik_and_grad(params, units: Units, weights, z, log_wz):
     grad = np.empty(G + p + 1)
     grad[:G] = np.bincount(units.group, r, minlength=G)
     if p:
-        grad[G:G + p] = units.cov.T @ r
+        grad[G : G + p] = units.cov.T @ r
     grad[-1] = float(np.dot(weights, dq_s))
     return ll, grad

@@ -67,14 +67,24 @@ def fit_glm_arrays(y, w, g_codes, G, cov, freq, start, rtol: float = GLM_RTOL) -
     score = np.abs(X.T @ (uy - uw * np.exp(X @ params)))
     worst = float(score.max()) / scale
     if not res.converged:
-        return GLMResult(params, False, f"IRLS did not converge in {n_iter} iterations (deviance change "
-                          f"above {rtol:g} x (1 + total errors); max |score| / (1 + total errors) = {worst:.2g})",
-                          n_iter)
+        return GLMResult(
+            params,
+            False,
+            f"IRLS did not converge in {n_iter} iterations (deviance change "
+            f"above {rtol:g} x (1 + total errors); max |score| / (1 + total errors) = {worst:.2g})",
+            n_iter,
+        )
     if worst > math.sqrt(rtol):
-        return GLMResult(params, False, f"IRLS stopped away from the optimum (max |score| / (1 + total errors) "
-                          f"= {worst:.2g} > {math.sqrt(rtol):g})", n_iter)
-    return GLMResult(params, True, f"IRLS converged in {n_iter} iterations (max |score| / (1 + total errors) "
-                      f"= {worst:.2g})", n_iter)
+        return GLMResult(
+            params,
+            False,
+            f"IRLS stopped away from the optimum (max |score| / (1 + total errors) "
+            f"= {worst:.2g} > {math.sqrt(rtol):g})",
+            n_iter,
+        )
+    return GLMResult(
+        params, True, f"IRLS converged in {n_iter} iterations (max |score| / (1 + total errors) = {worst:.2g})", n_iter
+    )
 
 
 def fit_glm(y, w, g_codes, groups, cov, cov_names, freq, per_group_obs, start) -> PoissonGLMMFit:
@@ -89,8 +99,18 @@ def fit_glm(y, w, g_codes, groups, cov, cov_names, freq, per_group_obs, start) -
     mu_obs = w * np.exp(params[:G][g_codes] + (cov @ params[G:] if cov.shape[1] else 0.0))
     ll = float(np.sum(freq * (y * np.log(mu_obs) - mu_obs - special.gammaln(y + 1.0))))
     return PoissonGLMMFit(
-        groups=groups, mu=params[:G].copy(), covariate_names=cov_names, gamma=params[G:].copy(),
-        sigma=float("nan"), loglik=ll, converged=res.converged, message=res.message, method="poisson_glm",
-        n_obs=int(y.size), n_speakers=0, n_speakers_per_group={}, n_obs_per_group=per_group_obs,
+        groups=groups,
+        mu=params[:G].copy(),
+        covariate_names=cov_names,
+        gamma=params[G:].copy(),
+        sigma=float("nan"),
+        loglik=ll,
+        converged=res.converged,
+        message=res.message,
+        method="poisson_glm",
+        n_obs=int(y.size),
+        n_speakers=0,
+        n_speakers_per_group={},
+        n_obs_per_group=per_group_obs,
         n_iter=res.n_iter,
     )

@@ -79,6 +79,5 @@ class RatioBootstrap:
 
 def pairwise_wer_ratios(fit: PoissonGLMMFit) -> pd.DataFrame:
     """All unordered group pairs (in ``fit.groups`` order) with ratio = exp(mu_a - mu_b)."""
-    rows = [{"group_a": a, "group_b": b, "ratio": fit.ratio(a, b)}
-            for a, b in itertools.combinations(fit.groups, 2)]
+    rows = [{"group_a": a, "group_b": b, "ratio": fit.ratio(a, b)} for a, b in itertools.combinations(fit.groups, 2)]
     return pd.DataFrame(rows, columns=["group_a", "group_b", "ratio"])

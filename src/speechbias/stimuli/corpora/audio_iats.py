@@ -41,9 +41,16 @@ def load_mitchell(root: str | Path) -> pd.DataFrame:
         if not m:
             problems.append(f"{p.name}: name does not start with h/s then f/m")
             continue
-        rows.append({"clip_id": f"mitchell:{p.stem}", "path": str(p), "speaker": p.stem, "corpus": MITCHELL,
-                     "voice": "human" if m["kind"] == "h" else "synthesized",
-                     "sex": "female" if m["sex"] == "f" else "male"})
+        rows.append(
+            {
+                "clip_id": f"mitchell:{p.stem}",
+                "path": str(p),
+                "speaker": p.stem,
+                "corpus": MITCHELL,
+                "voice": "human" if m["kind"] == "h" else "synthesized",
+                "sex": "female" if m["sex"] == "f" else "male",
+            }
+        )
     if not rows:
         raise CorpusLayoutError(MITCHELL, folder, "no clips named <h|s><f|m>*.wav|mp3")
     return record_problems(pd.DataFrame(rows), MITCHELL, problems)
@@ -74,9 +81,16 @@ def load_pantos_perkins(root: str | Path) -> pd.DataFrame:
         phrase = listed_phrase(m["phrase"], used)
         if phrase is None:
             continue
-        rows.append({"clip_id": f"pantos_perkins:{p.stem}", "path": str(p), "speaker": f"{m['accent']}_Dr{m['talker']}",
-                     "corpus": PANTOS_PERKINS, "accent": "american" if m["accent"] == "AM" else "foreign",
-                     "phrase": phrase})
+        rows.append(
+            {
+                "clip_id": f"pantos_perkins:{p.stem}",
+                "path": str(p),
+                "speaker": f"{m['accent']}_Dr{m['talker']}",
+                "corpus": PANTOS_PERKINS,
+                "accent": "american" if m["accent"] == "AM" else "foreign",
+                "phrase": phrase,
+            }
+        )
     out = pd.DataFrame(rows)
     if out.empty:
         raise CorpusLayoutError(PANTOS_PERKINS, root, f"no clips of the listed phrases {sorted(used)[:3]}")
@@ -114,9 +128,18 @@ def load_romero_rivas(root: str | Path) -> pd.DataFrame:
                     if not p.is_file():
                         problems.append(f"{folder}/{p.name}: missing")
                         continue
-                    rows.append({"clip_id": f"romero_rivas:{p.stem}", "path": str(p), "speaker": accent,
-                                 "corpus": ROMERO_RIVAS, "accent": accent, "word_type": kind, "word": word,
-                                 "background": background})
+                    rows.append(
+                        {
+                            "clip_id": f"romero_rivas:{p.stem}",
+                            "path": str(p),
+                            "speaker": accent,
+                            "corpus": ROMERO_RIVAS,
+                            "accent": accent,
+                            "word_type": kind,
+                            "word": word,
+                            "background": background,
+                        }
+                    )
     if not rows:
         raise CorpusLayoutError(ROMERO_RIVAS, root, "no clips <word>_<native|foreign>[_Noise].wav found")
     return record_problems(pd.DataFrame(rows), ROMERO_RIVAS, problems)

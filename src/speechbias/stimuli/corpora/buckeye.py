@@ -58,7 +58,9 @@ def read_words(path: Path) -> pd.DataFrame:
         try:
             end = float(parts[0])
         except (IndexError, ValueError):
-            raise CorpusLayoutError(CORPUS, path, f"line {lineno} is not '<time> <color> <word>; ...': {line!r}") from None
+            raise CorpusLayoutError(
+                CORPUS, path, f"line {lineno} is not '<time> <color> <word>; ...': {line!r}"
+            ) from None
         ends.append(end)
         words.append(" ".join(parts[2:]))
     tokens = pd.DataFrame({"end_s": ends, "word": words})
@@ -72,8 +74,11 @@ def words_to_segments(tokens: pd.DataFrame) -> pd.DataFrame:
     seg = breaks.cumsum()
     keep = ~breaks & ~tokens["word"].isin(NON_SPEECH)
     kept = tokens[keep].assign(segment=seg[keep])
-    segments = kept.groupby("segment").agg(start_s=("start_s", "min"), end_s=("end_s", "max"),
-                                           text=("word", " ".join)).reset_index(drop=True)
+    segments = (
+        kept.groupby("segment")
+        .agg(start_s=("start_s", "min"), end_s=("end_s", "max"), text=("word", " ".join))
+        .reset_index(drop=True)
+    )
     segments["duration_s"] = segments["end_s"] - segments["start_s"]
     return segments
 
@@ -81,13 +86,22 @@ def words_to_segments(tokens: pd.DataFrame) -> pd.DataFrame:
 def load_buckeye_segments(root: str | Path, min_length_s: float = 5.0) -> pd.DataFrame:
     """Speaker segments longer than ``min_length_s`` from every recording with a ``.words`` file."""
     root = require_dir(root, CORPUS)
-    table = find_first(root, ("speakers.csv", "recording_metadata.csv", "**/speakers.csv",
-                              "**/recording_metadata.csv"), CORPUS, "speaker table")
+    table = find_first(
+        root,
+        ("speakers.csv", "recording_metadata.csv", "**/speakers.csv", "**/recording_metadata.csv"),
+        CORPUS,
+        "speaker table",
+    )
     sep = r"\s+" if table.name == "recording_metadata.csv" else None
-    info = read_table(table, CORPUS, required=("speaker", "speaker_gender", "speaker_age", "interviewer_gender"), sep=sep)
+    info = read_table(
+        table, CORPUS, required=("speaker", "speaker_gender", "speaker_age", "interviewer_gender"), sep=sep
+    )
     info["speaker"] = info["speaker"].str.strip().str.upper()
-    info = info.assign(sex=normalise_sex(info["speaker_gender"]), age_group=normalise_age_group(info["speaker_age"]),
-                       interviewer_sex=normalise_sex(info["interviewer_gender"])).set_index("speaker")
+    info = info.assign(
+        sex=normalise_sex(info["speaker_gender"]),
+        age_group=normalise_age_group(info["speaker_age"]),
+        interviewer_sex=normalise_sex(info["interviewer_gender"]),
+    ).set_index("speaker")
     bad = info.index[(info["sex"] == "") | (info["age_group"] == "") | (info["interviewer_sex"] == "")]
     if len(bad):
         raise CorpusLayoutError(CORPUS, table, f"speaker(s) {list(bad[:5])}: gender must be f/m and age y/o")
@@ -108,6 +122,7 @@ def load_buckeye_segments(root: str | Path, min_length_s: float = 5.0) -> pd.Dat
         segments = segments[segments["duration_s"] > min_length_s]
         rows += interview_segment_rows("buckeye", words.stem, wav, segments, speaker, CORPUS, info.loc[speaker])
     if not rows:
-        raise CorpusLayoutError(CORPUS, root, f"no speaker segments longer than {min_length_s} s "
-                                f"(problems: {problems[:3]})")
+        raise CorpusLayoutError(
+            CORPUS, root, f"no speaker segments longer than {min_length_s} s (problems: {problems[:3]})"
+        )
     return record_problems(pd.DataFrame(rows), CORPUS, problems)

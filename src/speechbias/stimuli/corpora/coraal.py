@@ -46,13 +46,19 @@ def read_transcript(path: Path, speaker: str) -> pd.DataFrame:
     start = numeric_column(t, "StTime", CORPUS, path, allow_missing=False)
     end = numeric_column(t, "EnTime", CORPUS, path, allow_missing=False)
     content = t["Content"].astype(str)
-    spkr = t["Spkr"].str.strip().where(~(content.str.contains("/RD-", regex=False)
-                                         | content.str.contains("[", regex=False)), "")
+    spkr = (
+        t["Spkr"]
+        .str.strip()
+        .where(~(content.str.contains("/RD-", regex=False) | content.str.contains("[", regex=False)), "")
+    )
     run = (spkr != spkr.shift()).cumsum()
     turns = pd.DataFrame({"spkr": spkr, "run": run, "start_s": start, "end_s": end, "text": content})
     turns = turns[turns["spkr"] == speaker]
-    segments = turns.groupby("run").agg(start_s=("start_s", "min"), end_s=("end_s", "max"),
-                                        text=("text", " ".join)).reset_index(drop=True)
+    segments = (
+        turns.groupby("run")
+        .agg(start_s=("start_s", "min"), end_s=("end_s", "max"), text=("text", " ".join))
+        .reset_index(drop=True)
+    )
     segments["duration_s"] = segments["end_s"] - segments["start_s"]
     return segments
 
@@ -61,7 +67,9 @@ def _age_group(age: pd.Series) -> pd.Series:
     return pd.Series(np.where(age < 30, "young", np.where(age > 40, "old", "")), index=age.index)
 
 
-def load_coraal_segments(root: str | Path, min_length_s: float = 5.0, components: list[str] | None = None) -> pd.DataFrame:
+def load_coraal_segments(
+    root: str | Path, min_length_s: float = 5.0, components: list[str] | None = None
+) -> pd.DataFrame:
     """Segments longer than ``min_length_s`` of eligible primary speakers (see module docstring)."""
     root = require_dir(root, CORPUS)
     comps = [p for p in sorted(root.iterdir()) if p.is_dir() and COMPONENT.match(p.name)]
@@ -81,10 +89,19 @@ def load_coraal_segments(root: str | Path, min_length_s: float = 5.0, components
             recent = numeric_column(meta, year_col, CORPUS, metas[0]) > 2000
         else:
             recent = pd.Series(comp.name not in RECORDED_BEFORE_2000, index=meta.index)
-        meta = meta.assign(sex=normalise_sex(meta["Gender"]), interviewer_sex=normalise_sex(meta["Interviewer.Gender"]),
-                           age_group=_age_group(meta["age"]))
-        eligible = meta[(meta["Primary.Spkr"].str.strip().str.lower() == "yes") & (meta["age"] >= 18) & recent
-                        & (meta["sex"] != "") & (meta["interviewer_sex"] != "") & (meta["age_group"] != "")]
+        meta = meta.assign(
+            sex=normalise_sex(meta["Gender"]),
+            interviewer_sex=normalise_sex(meta["Interviewer.Gender"]),
+            age_group=_age_group(meta["age"]),
+        )
+        eligible = meta[
+            (meta["Primary.Spkr"].str.strip().str.lower() == "yes")
+            & (meta["age"] >= 18)
+            & recent
+            & (meta["sex"] != "")
+            & (meta["interviewer_sex"] != "")
+            & (meta["age_group"] != "")
+        ]
         files = {p.name: p for p in comp.rglob("*") if p.suffix.lower() in (".wav", ".txt") and p.is_file()}
         for _, spk in eligible.iterrows():
             stem, speaker = spk["CORAAL.File"].strip(), spk["CORAAL.Spkr"].strip()
@@ -93,9 +110,11 @@ def load_coraal_segments(root: str | Path, min_length_s: float = 5.0, components
                 problems.append(f"{comp.name}/{stem}: missing {'audio' if wav is None else 'transcript'}")
                 continue
             segments = read_transcript(txt, speaker)
-            rows += interview_segment_rows("coraal", stem, wav, segments[segments["duration_s"] > min_length_s],
-                                           speaker, CORPUS, spk)
+            rows += interview_segment_rows(
+                "coraal", stem, wav, segments[segments["duration_s"] > min_length_s], speaker, CORPUS, spk
+            )
     if not rows:
-        raise CorpusLayoutError(CORPUS, root, f"no eligible speaker segments longer than {min_length_s} s "
-                                f"(problems: {problems[:3]})")
+        raise CorpusLayoutError(
+            CORPUS, root, f"no eligible speaker segments longer than {min_length_s} s (problems: {problems[:3]})"
+        )
     return record_problems(pd.DataFrame(rows), CORPUS, problems)

@@ -70,14 +70,19 @@ def load_eu_emotion(root: str | Path, ratings: str | Path | None = None) -> pd.D
     unknown = sorted(set(speaker) - set(actor_age))
     if unknown:
         raise CorpusLayoutError(CORPUS, table, f"actor code(s) {unknown[:5]} not in {actors_path.name}")
-    out = pd.DataFrame({
-        "stimulus_id": ids, "speaker": speaker, "corpus": CORPUS,
-        "sex": speaker.map(actor_sex), "age": speaker.map(actor_age).astype(float),
-        "semantically_neutral": df["semantically_neutral"].str.strip().str.lower().isin(["yes", "true", "1"]),
-        "emotion": df["expressed_emotion"].str.strip() if "expressed_emotion" in df.columns else "",
-        "intensity": df["emotion_intensity"].str.strip() if "emotion_intensity" in df.columns else "",
-        "text": df["sentences"].str.strip() if "sentences" in df.columns else "",
-    })
+    out = pd.DataFrame(
+        {
+            "stimulus_id": ids,
+            "speaker": speaker,
+            "corpus": CORPUS,
+            "sex": speaker.map(actor_sex),
+            "age": speaker.map(actor_age).astype(float),
+            "semantically_neutral": df["semantically_neutral"].str.strip().str.lower().isin(["yes", "true", "1"]),
+            "emotion": df["expressed_emotion"].str.strip() if "expressed_emotion" in df.columns else "",
+            "intensity": df["emotion_intensity"].str.strip() if "emotion_intensity" in df.columns else "",
+            "text": df["sentences"].str.strip() if "sentences" in df.columns else "",
+        }
+    )
     out["valence"] = numeric_column(df, "valence", CORPUS, table, allow_missing=False)
     index = index_audio(root)
     stems, paths, problems = [], [], []

@@ -60,12 +60,14 @@ def read_table(path: Path, corpus: str, required: Iterable[str] = (), sep: str |
         if path.suffix.lower() in (".xlsx", ".xls"):
             df = pd.read_excel(path, dtype=str)
         else:
-            df = pd.read_csv(path, sep=sep, engine="python" if sep is None else "c", dtype=str,
-                             keep_default_na=False)
+            df = pd.read_csv(path, sep=sep, engine="python" if sep is None else "c", dtype=str, keep_default_na=False)
     except ImportError as exc:
         raise CorpusLayoutError(
-            corpus, path, f"reading {path.suffix} needs an extra package ({exc}); "
-            "install it (pip install openpyxl / xlrd) or export the sheet to CSV next to it") from exc
+            corpus,
+            path,
+            f"reading {path.suffix} needs an extra package ({exc}); "
+            "install it (pip install openpyxl / xlrd) or export the sheet to CSV next to it",
+        ) from exc
     except Exception as exc:
         raise CorpusLayoutError(corpus, path, f"not a readable table ({type(exc).__name__}: {exc})") from exc
     df.columns = [str(c).strip() for c in df.columns]
@@ -84,16 +86,24 @@ def numeric_column(df: pd.DataFrame, column: str, corpus: str, source: Path, all
     bad = df.index[values.isna() & ~blank]
     if len(bad):
         rows = ", ".join(str(i + 2) for i in bad[:10])
-        raise CorpusLayoutError(corpus, source, f"column {column!r} is not numeric in row(s) {rows} "
-                                f"(e.g. {raw[bad[0]]!r})")
+        raise CorpusLayoutError(
+            corpus, source, f"column {column!r} is not numeric in row(s) {rows} (e.g. {raw[bad[0]]!r})"
+        )
     if not allow_missing and values.isna().any():
         rows = ", ".join(str(i + 2) for i in df.index[values.isna()][:10])
         raise CorpusLayoutError(corpus, source, f"column {column!r} is empty in row(s) {rows}")
     return values.astype(float)
 
 
-_SEX = {"f": "female", "female": "female", "famale": "female", "woman": "female",
-        "m": "male", "male": "male", "man": "male"}
+_SEX = {
+    "f": "female",
+    "female": "female",
+    "famale": "female",
+    "woman": "female",
+    "m": "male",
+    "male": "male",
+    "man": "male",
+}
 
 
 def normalise_sex(values: pd.Series) -> pd.Series:
@@ -128,13 +138,25 @@ def record_problems(df: pd.DataFrame, corpus: str, problems: list[str]) -> pd.Da
     return df
 
 
-
-def interview_segment_rows(prefix: str, stem: str, wav: Path, segments: pd.DataFrame, speaker: str,
-                           corpus: str, meta) -> list[dict]:
+def interview_segment_rows(
+    prefix: str, stem: str, wav: Path, segments: pd.DataFrame, speaker: str, corpus: str, meta
+) -> list[dict]:
     """Clip-table rows for interview segments (Buckeye, CORAAL): one per row of ``segments``
     (columns start_s, end_s, duration_s, text); ``meta`` gives sex, age_group, interviewer_sex."""
-    return [{"clip_id": f"{prefix}:{stem}:{round(seg.start_s * 1000)}", "path": str(wav),
-             "start_s": seg.start_s, "end_s": seg.end_s, "duration_s": seg.duration_s,
-             "speaker": speaker, "corpus": corpus, "sex": meta["sex"], "age_group": meta["age_group"],
-             "interviewer_sex": meta["interviewer_sex"], "text": seg.text, "source_file": wav.name}
-            for seg in segments.itertuples()]
+    return [
+        {
+            "clip_id": f"{prefix}:{stem}:{round(seg.start_s * 1000)}",
+            "path": str(wav),
+            "start_s": seg.start_s,
+            "end_s": seg.end_s,
+            "duration_s": seg.duration_s,
+            "speaker": speaker,
+            "corpus": corpus,
+            "sex": meta["sex"],
+            "age_group": meta["age_group"],
+            "interviewer_sex": meta["interviewer_sex"],
+            "text": seg.text,
+            "source_file": wav.name,
+        }
+        for seg in segments.itertuples()
+    ]

@@ -31,8 +31,15 @@ from speechbias.stimuli.corpora.layout import (
 )
 
 CORPUS = "morgan_emotional_speech_set"
-RATINGS_TABLES = ("clip_info.csv", "ratings.csv", "Coded stimuli final.csv", "Coded stimuli final.xlsx",
-                  "**/clip_info.csv", "**/ratings.csv", "**/Coded stimuli final.*")
+RATINGS_TABLES = (
+    "clip_info.csv",
+    "ratings.csv",
+    "Coded stimuli final.csv",
+    "Coded stimuli final.xlsx",
+    "**/clip_info.csv",
+    "**/ratings.csv",
+    "**/Coded stimuli final.*",
+)
 
 
 def _column(df: pd.DataFrame, *names: str) -> str | None:
@@ -55,10 +62,21 @@ def load_mess(root: str | Path, ratings: str | Path | None = None) -> pd.DataFra
         sex_letter = speaker.str[0]
     bad = df.index[~speaker.str.match(r"^[FM]\w+$")]
     if len(bad):
-        raise CorpusLayoutError(CORPUS, table, f"cannot tell the actor of row(s) {[int(i) + 2 for i in bad[:10]]} "
-                                "(need Gender/Talker columns or codes like AF1M01)")
-    out = pd.DataFrame({"clip_id": "mess:" + code, "code": code, "speaker": speaker, "corpus": CORPUS,
-                        "sex": normalise_sex(sex_letter)})
+        raise CorpusLayoutError(
+            CORPUS,
+            table,
+            f"cannot tell the actor of row(s) {[int(i) + 2 for i in bad[:10]]} "
+            "(need Gender/Talker columns or codes like AF1M01)",
+        )
+    out = pd.DataFrame(
+        {
+            "clip_id": "mess:" + code,
+            "code": code,
+            "speaker": speaker,
+            "corpus": CORPUS,
+            "sex": normalise_sex(sex_letter),
+        }
+    )
     out["valence"] = numeric_column(df, "valence", CORPUS, table, allow_missing=False)
     arousal = _column(df, "arousal")
     out["arousal"] = numeric_column(df, arousal, CORPUS, table) if arousal else np.nan
@@ -73,6 +91,8 @@ def load_mess(root: str | Path, ratings: str | Path | None = None) -> pd.DataFra
     out["path"] = [str(index.get(f"{c}_scr".lower()) or index.get(c.lower()) or "") for c in out["code"]]
     missing = out["path"] == ""
     if missing.all():
-        raise CorpusLayoutError(CORPUS, root, f"no audio for any rated clip (expected e.g. {out['code'].iloc[0]}_SCR.wav)")
+        raise CorpusLayoutError(
+            CORPUS, root, f"no audio for any rated clip (expected e.g. {out['code'].iloc[0]}_SCR.wav)"
+        )
     problems = [f"{c}: no audio file {c}_SCR.wav" for c in out.loc[missing, "code"]]
     return record_problems(out[~missing].reset_index(drop=True), CORPUS, problems)

@@ -53,34 +53,45 @@ def read_saa_metadata(path: str | Path) -> pd.DataFrame:
     if {"id", "name", "birth_place"} <= cols:
         df = read_table(path, CORPUS, required=("id", "name", "birth_place", "native_language", "age", "sex"))
         name, sid = df["name"].str.strip(), df["id"].str.strip()
-        out = pd.DataFrame({
-            "speaker": name.where(name != "", "id" + sid),  # a few archive speakers have no name: use the id
-            "speaker_id": sid,
-            "birth_place": df["birth_place"].str.strip().str.lower(),
-            "native_language": df["native_language"].str.strip().str.lower(),
-            "language": df["language"].str.strip().str.lower() if "language" in df.columns else "",
-        })
+        out = pd.DataFrame(
+            {
+                "speaker": name.where(name != "", "id" + sid),  # a few archive speakers have no name: use the id
+                "speaker_id": sid,
+                "birth_place": df["birth_place"].str.strip().str.lower(),
+                "native_language": df["native_language"].str.strip().str.lower(),
+                "language": df["language"].str.strip().str.lower() if "language" in df.columns else "",
+            }
+        )
         listed = df["has_mp3"].str.strip().str.lower() if "has_mp3" in df.columns else pd.Series("true", index=df.index)
         out["listed_audio"] = listed.isin(["true", "1", "yes"])
-        out["duration_s"] = (numeric_column(df, "sample_length", CORPUS, path) / SAMPLE_RATE_OF_SAMPLE_LENGTH
-                             if "sample_length" in df.columns else np.nan)
+        out["duration_s"] = (
+            numeric_column(df, "sample_length", CORPUS, path) / SAMPLE_RATE_OF_SAMPLE_LENGTH
+            if "sample_length" in df.columns
+            else np.nan
+        )
     elif {"speakerid", "filename", "birthplace"} <= cols:
         df = read_table(path, CORPUS, required=("speakerid", "filename", "birthplace", "native_language", "age", "sex"))
-        out = pd.DataFrame({
-            "speaker": df["filename"].str.strip(),
-            "speaker_id": df["speakerid"].str.strip(),
-            "birth_place": df["birthplace"].str.strip().str.lower(),
-            "native_language": df["native_language"].str.strip().str.lower(),
-        })
+        out = pd.DataFrame(
+            {
+                "speaker": df["filename"].str.strip(),
+                "speaker_id": df["speakerid"].str.strip(),
+                "birth_place": df["birthplace"].str.strip().str.lower(),
+                "native_language": df["native_language"].str.strip().str.lower(),
+            }
+        )
         out["language"] = out["speaker"].str.replace(r"\d+$", "", regex=True).str.lower()
         missing_col = next((c for c in df.columns if c.lower().startswith("file_missing")), None)
-        out["listed_audio"] = (~df[missing_col].str.strip().str.lower().isin(["true", "1", "yes"])
-                               if missing_col else True)
+        out["listed_audio"] = (
+            ~df[missing_col].str.strip().str.lower().isin(["true", "1", "yes"]) if missing_col else True
+        )
         out["duration_s"] = np.nan
     else:
         raise CorpusLayoutError(
-            CORPUS, path, "unknown speaker table: expected the scraped layout (id, name, birth_place, ...) "
-            f"or the Kaggle layout (speakerid, filename, birthplace, ...); has {list(head.columns)}")
+            CORPUS,
+            path,
+            "unknown speaker table: expected the scraped layout (id, name, birth_place, ...) "
+            f"or the Kaggle layout (speakerid, filename, birthplace, ...); has {list(head.columns)}",
+        )
     out["age"] = numeric_column(df, "age", CORPUS, path)
     out["sex"] = normalise_sex(df["sex"])
     out["birth_country"] = _country(out["birth_place"])
@@ -124,15 +135,22 @@ def load_saa(root: str | Path, table: str | Path | None = None) -> pd.DataFrame:
     out = attach_saa_audio(meta, root)
     no_audio = out["path"] == ""
     if no_audio.all():
-        raise CorpusLayoutError(CORPUS, root, "no recordings found for any speaker in the table "
-                                "(expected <name>.mp3 or <id>.mp3/.wav, e.g. "
-                                f"{out['speaker'].iloc[0]}.mp3)" if len(out) else "speaker table is empty")
+        raise CorpusLayoutError(
+            CORPUS,
+            root,
+            "no recordings found for any speaker in the table "
+            "(expected <name>.mp3 or <id>.mp3/.wav, e.g. "
+            f"{out['speaker'].iloc[0]}.mp3)"
+            if len(out)
+            else "speaker table is empty",
+        )
     problems = [f"{s}: no audio file" for s in out.loc[no_audio & out["listed_audio"], "speaker"]]
     out = out[~no_audio].reset_index(drop=True)
     return record_problems(out, CORPUS, problems)
 
 
 # --- speaker groups used by the paper's tests -------------------------------------------------
+
 
 def us_native_english(df: pd.DataFrame) -> pd.DataFrame:
     """Speakers born in the USA whose native language is English."""
@@ -147,6 +165,9 @@ def korean_native_korean(df: pd.DataFrame) -> pd.DataFrame:
 def british_native_english(df: pd.DataFrame) -> pd.DataFrame:
     """Speakers born in the UK or Ireland whose native language is English (as in the paper's UK tests)."""
     bp = df["birth_place"]
-    born = (df["birth_country"].isin(["uk", "ireland"]) | bp.str.contains(", uk", regex=False)
-            | bp.str.contains("ireland", regex=False))
+    born = (
+        df["birth_country"].isin(["uk", "ireland"])
+        | bp.str.contains(", uk", regex=False)
+        | bp.str.contains("ireland", regex=False)
+    )
     return df[born & (df["native_language"] == "english")]

@@ -33,8 +33,17 @@ def load_synthesized(root: str | Path) -> pd.DataFrame:
         if not m:
             problems.append(f"{p.name}: name is not <female|male>_<voice>[_fast|_slow]")
             continue
-        rows.append({"clip_id": f"synth:{p.stem}", "path": str(p), "speaker": m["voice"], "corpus": CORPUS,
-                     "sex": m["sex"], "voice": m["voice"], "speed": m["speed"] or "normal"})
+        rows.append(
+            {
+                "clip_id": f"synth:{p.stem}",
+                "path": str(p),
+                "speaker": m["voice"],
+                "corpus": CORPUS,
+                "sex": m["sex"],
+                "voice": m["voice"],
+                "speed": m["speed"] or "normal",
+            }
+        )
     if not rows:
         raise CorpusLayoutError(CORPUS, root, "no synthesized voices named <female|male>_<voice>[_fast|_slow].wav")
     return record_problems(pd.DataFrame(rows), CORPUS, problems)

@@ -45,8 +45,9 @@ def load_torgo(root: str | Path) -> pd.DataFrame:
     root = require_dir(root, CORPUS, "unpack F.tar.bz2, FC.tar.bz2, M.tar.bz2, MC.tar.bz2 here")
     speakers = speaker_dirs(root)
     if not speakers:
-        raise CorpusLayoutError(CORPUS, root, "no speaker folders (F01, FC01, M01, MC01, ...) found here "
-                                "or one level below")
+        raise CorpusLayoutError(
+            CORPUS, root, "no speaker folders (F01, FC01, M01, MC01, ...) found here or one level below"
+        )
     rows, problems = [], []
     for spk_dir in speakers:
         m = SPEAKER_DIR.match(spk_dir.name)
@@ -65,20 +66,23 @@ def load_torgo(root: str | Path) -> pd.DataFrame:
                     problems.append(f"{wav}: no prompt {prompt.relative_to(root)}")
                     continue
                 text = prompt.read_text(encoding="utf-8", errors="replace").strip()
-                rows.append({
-                    "clip_id": f"torgo:{spk_dir.name}/{session.name}/{wav.stem}",
-                    "path": str(wav),
-                    "speaker": spk_dir.name,
-                    "corpus": CORPUS,
-                    "sex": "female" if m["sex"] == "F" else "male",
-                    "dysarthric": not m["control"],
-                    "condition": "control" if m["control"] else "dysarthric",
-                    "session": session.name,
-                    "utterance": wav.stem,
-                    "text": text,
-                    "num_words": count_spoken_words(text),
-                })
+                rows.append(
+                    {
+                        "clip_id": f"torgo:{spk_dir.name}/{session.name}/{wav.stem}",
+                        "path": str(wav),
+                        "speaker": spk_dir.name,
+                        "corpus": CORPUS,
+                        "sex": "female" if m["sex"] == "F" else "male",
+                        "dysarthric": not m["control"],
+                        "condition": "control" if m["control"] else "dysarthric",
+                        "session": session.name,
+                        "utterance": wav.stem,
+                        "text": text,
+                        "num_words": count_spoken_words(text),
+                    }
+                )
     if not rows:
-        raise CorpusLayoutError(CORPUS, root, "no head-microphone recordings with prompts found "
-                                f"(first problems: {problems[:3]})")
+        raise CorpusLayoutError(
+            CORPUS, root, f"no head-microphone recordings with prompts found (first problems: {problems[:3]})"
+        )
     return record_problems(pd.DataFrame(rows), CORPUS, problems)

@@ -28,7 +28,9 @@ from speechbias.stimuli.corpora.layout import (
 )
 
 CORPUS = "UASpeech"
-FILE_NAME = re.compile(r"^(?P<speaker>(?P<control>C?)(?P<sex>[FM])\d+)_B(?P<block>\d)_(?P<word>[A-Za-z]+\d*)_M(?P<mic>\d+)$")
+FILE_NAME = re.compile(
+    r"^(?P<speaker>(?P<control>C?)(?P<sex>[FM])\d+)_B(?P<block>\d)_(?P<word>[A-Za-z]+\d*)_M(?P<mic>\d+)$"
+)
 
 
 def load_uaspeech(root: str | Path, variant: str = "noisereduce") -> pd.DataFrame:
@@ -42,13 +44,21 @@ def load_uaspeech(root: str | Path, variant: str = "noisereduce") -> pd.DataFram
             if not m or m["speaker"] != spk_dir.name:
                 problems.append(f"{wav}: name does not match <speaker>_B<block>_<word>_M<mic>.wav")
                 continue
-            rows.append({
-                "clip_id": f"uaspeech:{wav.stem}", "path": str(wav), "speaker": m["speaker"], "corpus": CORPUS,
-                "sex": "female" if m["sex"] == "F" else "male", "dysarthric": not m["control"],
-                "condition": "control" if m["control"] else "dysarthric",
-                "speaker_number": m["speaker"][1:] if m["control"] else m["speaker"],
-                "block": int(m["block"]), "word": m["word"], "mic": int(m["mic"]),
-            })
+            rows.append(
+                {
+                    "clip_id": f"uaspeech:{wav.stem}",
+                    "path": str(wav),
+                    "speaker": m["speaker"],
+                    "corpus": CORPUS,
+                    "sex": "female" if m["sex"] == "F" else "male",
+                    "dysarthric": not m["control"],
+                    "condition": "control" if m["control"] else "dysarthric",
+                    "speaker_number": m["speaker"][1:] if m["control"] else m["speaker"],
+                    "block": int(m["block"]),
+                    "word": m["word"],
+                    "mic": int(m["mic"]),
+                }
+            )
     if not rows:
         raise CorpusLayoutError(CORPUS, audio, "no recordings named <speaker>_B<block>_<word>_M<mic>.wav found")
     out = pd.DataFrame(rows)

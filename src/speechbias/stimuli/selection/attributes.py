@@ -31,10 +31,15 @@ def valence_poles(pool: pd.DataFrame, per_speaker: int, order: pd.DataFrame, sou
     """A = ``per_speaker`` highest-valence clips per actor, B = the same number of lowest."""
     low, high = poles_within(pool, "speaker", "valence", per_speaker, order=order)
     a, b = pool.loc[high], pool.loc[low]
-    clips = pd.concat([label(a, "A", "pleasant", a["speaker"]), label(b, "B", "unpleasant", b["speaker"])],
-                      ignore_index=True)
-    return Selection(clips, f"{source}: the {per_speaker} highest- and {per_speaker} lowest-valence clips of each "
-                            f"of {pool['speaker'].nunique()} actors", pool=pool)
+    clips = pd.concat(
+        [label(a, "A", "pleasant", a["speaker"]), label(b, "B", "unpleasant", b["speaker"])], ignore_index=True
+    )
+    return Selection(
+        clips,
+        f"{source}: the {per_speaker} highest- and {per_speaker} lowest-valence clips of each "
+        f"of {pool['speaker'].nunique()} actors",
+        pool=pool,
+    )
 
 
 def mess_attributes(mess: pd.DataFrame, rng: np.random.Generator | None, per_speaker: int = 10) -> Selection:

@@ -31,8 +31,9 @@ KNN_CHUNK = 256  # scikit-learn's pairwise-reduction chunk size (rows of the fit
 KNN_THREADS = 2  # the authors' 424 US speakers are 2 chunks: any machine with >= 2 threads gives this order
 
 
-def liblinear_logit_scores(y: np.ndarray, x: np.ndarray, c: float = 1.0, tol: float = LIBLINEAR_TOL,
-                           max_iter: int = 1000) -> np.ndarray:
+def liblinear_logit_scores(
+    y: np.ndarray, x: np.ndarray, c: float = 1.0, tol: float = LIBLINEAR_TOL, max_iter: int = 1000
+) -> np.ndarray:
     """P(y = 1) of an L2-penalised logistic regression, solved as liblinear's TRON solves it.
 
     Minimises 0.5 |w|^2 + c * sum log(1 + exp(-s_i w.[x_i, 1])) (s = 2y - 1; the intercept is a feature
@@ -89,7 +90,9 @@ def liblinear_logit_scores(y: np.ndarray, x: np.ndarray, c: float = 1.0, tol: fl
             g = grad(w)
             if np.linalg.norm(g) <= eps * gnorm0:
                 break
-        if (abs(actual) <= 0 and predicted <= 0) or (abs(actual) <= 1e-12 * abs(f) and abs(predicted) <= 1e-12 * abs(f)):
+        if (abs(actual) <= 0 and predicted <= 0) or (
+            abs(actual) <= 1e-12 * abs(f) and abs(predicted) <= 1e-12 * abs(f)
+        ):
             break
     return 1.0 / (1.0 + np.exp(-(design @ w)))
 
@@ -143,6 +146,7 @@ def _heap_push(values: list, indices: list, val: float, idx: int) -> None:
 def _sort_together(values: list, indices: list, lo: int, size: int) -> None:
     """scikit-learn's ``simultaneous_sort`` (utils/_sorting.pyx): median-of-three quicksort of
     ``values[lo:lo+size]``, ``indices`` moved alongside."""
+
     def swap(a: int, b: int) -> None:
         a, b = lo + a, lo + b
         values[a], values[b] = values[b], values[a]
@@ -178,8 +182,9 @@ def _sort_together(values: list, indices: list, lo: int, size: int) -> None:
                 swap(0, 1)
 
 
-def neighbour_order(query: float, candidates: np.ndarray, chunk: int = KNN_CHUNK,
-                    n_threads: int = KNN_THREADS) -> tuple[np.ndarray, np.ndarray]:
+def neighbour_order(
+    query: float, candidates: np.ndarray, chunk: int = KNN_CHUNK, n_threads: int = KNN_THREADS
+) -> tuple[np.ndarray, np.ndarray]:
     """(candidate positions nearest first, their Euclidean distances) for a 1-D ``query``, in the order
     scikit-learn's brute-force ``NearestNeighbors.kneighbors`` (all neighbours) returns them."""
     y = np.asarray(candidates, dtype=np.float64)

@@ -17,8 +17,13 @@ import numpy as np
 import pandas as pd
 
 from speechbias.stimuli.manifest import MANIFEST_COLUMNS
-from speechbias.stimuli.selection.diagnostics import (cell_counts, length_test, valence_by_sex, valence_on_age,
-                                                      valence_residuals_figure)
+from speechbias.stimuli.selection.diagnostics import (
+    cell_counts,
+    length_test,
+    valence_by_sex,
+    valence_on_age,
+    valence_residuals_figure,
+)
 from speechbias.stimuli.selection.result import Selection, name_groups
 from speechbias.stimuli.selection.segments import cut_segments
 from speechbias.stimuli.selection.sources import CorpusSources
@@ -31,8 +36,12 @@ def sidecar_paths(manifest_path: str | Path) -> dict[str, Path]:
     """Files written beside ``manifest_path``: report JSON/markdown, residual plot, segment folder."""
     p = Path(manifest_path)
     stem = p.with_suffix("")
-    return {"json": Path(f"{stem}.report.json"), "md": Path(f"{stem}.report.md"),
-            "plot": Path(f"{stem}.valence_residuals.png"), "segments": Path(f"{stem}_segments")}
+    return {
+        "json": Path(f"{stem}.report.json"),
+        "md": Path(f"{stem}.report.md"),
+        "plot": Path(f"{stem}.valence_residuals.png"),
+        "segments": Path(f"{stem}_segments"),
+    }
 
 
 def assemble_manifest(*parts: pd.DataFrame) -> pd.DataFrame:
@@ -61,44 +70,73 @@ def save_sidecar_figure(fig, path: Path) -> str | None:
     return str(path)
 
 
-def build_report(test: str, selection: str, seed: int | None, manifest: pd.DataFrame, targets: Selection,
-                 attributes: Selection, plot_path: Path | None, **context) -> dict:
+def build_report(
+    test: str,
+    selection: str,
+    seed: int | None,
+    manifest: pd.DataFrame,
+    targets: Selection,
+    attributes: Selection,
+    plot_path: Path | None,
+    **context,
+) -> dict:
     """The sidecar report as a JSON-ready dict."""
     pool = attributes.pool if attributes.pool is not None else manifest[manifest["role"].isin(["A", "B"])]
     on_age = valence_on_age(pool)
     if plot_path is not None:
         on_age["plot"] = save_sidecar_figure(valence_residuals_figure(pool), plot_path)
     return {
-        "test": test, "selection": selection, "seed": seed, **{k: (str(v) if v is not None else None) for k, v in context.items()},
-        "targets_method": targets.method, "attributes_method": attributes.method,
+        "test": test,
+        "selection": selection,
+        "seed": seed,
+        **{k: (str(v) if v is not None else None) for k, v in context.items()},
+        "targets_method": targets.method,
+        "attributes_method": attributes.method,
         "notes": targets.notes + attributes.notes,
         "counts": cell_counts(manifest),
         "balance": targets.balance,
         "clip_length": length_test(manifest),
-        "attribute_pool": {"n": int(len(pool)), "valence_by_sex": valence_by_sex(pool),
-                           "valence_on_age": on_age},
+        "attribute_pool": {"n": int(len(pool)), "valence_by_sex": valence_by_sex(pool), "valence_on_age": on_age},
     }
 
 
 def render_report(report: dict) -> str:
     """Human-readable markdown of :func:`build_report`'s dict."""
     c, cl = report["counts"], report["clip_length"]
-    lines = [f"# Stimuli of bias test `{report['test']}` (selection={report['selection']}, seed={report['seed']})", "",
-             f"- targets: {report['targets_method']}", f"- attributes: {report['attributes_method']}", ""]
+    lines = [
+        f"# Stimuli of bias test `{report['test']}` (selection={report['selection']}, seed={report['seed']})",
+        "",
+        f"- targets: {report['targets_method']}",
+        f"- attributes: {report['attributes_method']}",
+        "",
+    ]
     lines += ["## Counts", "", "| cell | clips |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in {**c["per_group"], **c["per_stratum"]}.items()]
-    lines += ["", f"matched pairs: {c['n_pairs']}", "", "## Clip length (s)", "",
-              f"{cl['test']}: mean X {cl['mean_x_s']}, mean Y {cl['mean_y_s']}, t = {cl['t']}, p = {cl['p']}"
-              + (f", pairs = {cl.get('n_pairs')}" if "n_pairs" in cl else ""), ""]
+    lines += [
+        "",
+        f"matched pairs: {c['n_pairs']}",
+        "",
+        "## Clip length (s)",
+        "",
+        f"{cl['test']}: mean X {cl['mean_x_s']}, mean Y {cl['mean_y_s']}, t = {cl['t']}, p = {cl['p']}"
+        + (f", pairs = {cl.get('n_pairs')}" if "n_pairs" in cl else ""),
+        "",
+    ]
     lines += render_balance(report.get("balance"))
     ap = report["attribute_pool"]
     vs, va = ap["valence_by_sex"], ap["valence_on_age"]
-    lines += ["## Attribute corpus valence diagnostics", "", f"pool of {ap['n']} rated clips", "",
-              f"- {vs['test']}: mean female {vs['mean_female']} (n={vs['n_female']}), mean male {vs['mean_male']} "
-              f"(n={vs['n_male']}), t = {vs['t']}, df = {vs['df']}, p = {vs['p']}",
-              f"- {va['model']}: slope {va['slope']} per year (p = {va['p_slope']}), R² = {va['r2']}, n = {va['n']}"
-              + (f" — skipped: {va['skipped']}" if va.get("skipped") else "")
-              + (f"; residual plot `{Path(va['plot']).name}`" if va.get("plot") else ""), ""]
+    lines += [
+        "## Attribute corpus valence diagnostics",
+        "",
+        f"pool of {ap['n']} rated clips",
+        "",
+        f"- {vs['test']}: mean female {vs['mean_female']} (n={vs['n_female']}), mean male {vs['mean_male']} "
+        f"(n={vs['n_male']}), t = {vs['t']}, df = {vs['df']}, p = {vs['p']}",
+        f"- {va['model']}: slope {va['slope']} per year (p = {va['p_slope']}), R² = {va['r2']}, n = {va['n']}"
+        + (f" — skipped: {va['skipped']}" if va.get("skipped") else "")
+        + (f"; residual plot `{Path(va['plot']).name}`" if va.get("plot") else ""),
+        "",
+    ]
     if report["notes"]:
         lines += ["## Notes", ""] + [f"- {n}" for n in report["notes"]] + [""]
     return "\n".join(lines)
@@ -112,8 +150,12 @@ def render_balance(balance: dict | None) -> list[str]:
     """Markdown lines of a selection's covariate balance (SMD before/after; a propensity model when there is one)."""
     if not balance:
         return []
-    lines = ["## Covariate balance", "", f"{balance['method']}; treated = {balance['treated']}, "
-             f"control = {balance['control']}", ""]
+    lines = [
+        "## Covariate balance",
+        "",
+        f"{balance['method']}; treated = {balance['treated']}, control = {balance['control']}",
+        "",
+    ]
     if "caliper" in balance:
         lines += [f"caliper {balance['caliper']} on the {balance['caliper_scale']}", ""]
     if "model" in balance:
@@ -121,11 +163,15 @@ def render_balance(balance: dict | None) -> list[str]:
         fit = f"{balance['model']}" + (f": logit coefficients {coefs}" if coefs else "")
         lines += [f"{fit} (n = {balance['n']})", ""]
     if "n_unmatched_treated" in balance:
-        lines += [f"pairs: {balance['n_pairs']} ({balance['n_matched']} matched; {balance['n_unmatched_treated']} "
-                  "treated without a control within the caliper)", ""]
+        lines += [
+            f"pairs: {balance['n_pairs']} ({balance['n_matched']} matched; {balance['n_unmatched_treated']} "
+            "treated without a control within the caliper)",
+            "",
+        ]
     gaps = balance.get("pair_differences")
-    head = "| covariate | SMD before | SMD after |" + (" mean \\|pair gap\\| | max \\|pair gap\\| | pairs equal |"
-                                                      if gaps else "")
+    head = "| covariate | SMD before | SMD after |" + (
+        " mean \\|pair gap\\| | max \\|pair gap\\| | pairs equal |" if gaps else ""
+    )
     lines += [head, "|---" * (6 if gaps else 3) + "|"]
     for k, v in balance["smd"].items():
         row = f"| {k} | {_fmt(v['before'])} | {_fmt(v['after'])} |"
@@ -133,8 +179,12 @@ def render_balance(balance: dict | None) -> list[str]:
             g = gaps[k]
             row += f" {_fmt(g['mean_abs'], 2)} | {_fmt(g['max_abs'], 2)} | {g['n_equal']} |"
         lines.append(row)
-    return lines + ["", "SMD = (mean treated - mean control) / pooled SD of the groups before selection"
-                    + ("; pair gap = |treated - control| within a pair." if gaps else "."), ""]
+    return lines + [
+        "",
+        "SMD = (mean treated - mean control) / pooled SD of the groups before selection"
+        + ("; pair gap = |treated - control| within a pair." if gaps else "."),
+        "",
+    ]
 
 
 def build_test(
@@ -172,8 +222,10 @@ def build_test(
         from speechbias.stimuli.paper_lists import PaperListError, paper_targets
 
         if paper_lists_dir is None:
-            raise ValueError("selection=paper needs paper_lists_dir: a folder in the SpEAT authors' data/ layout "
-                             "(e.g. bias_test.builder.paper_lists_dir=/path/to/SpEAT/data)")
+            raise ValueError(
+                "selection=paper needs paper_lists_dir: a folder in the SpEAT authors' data/ layout "
+                "(e.g. bias_test.builder.paper_lists_dir=/path/to/SpEAT/data)"
+            )
         if recipe.paper_list is None:
             raise PaperListError(f"no published list for test {test!r}; published: {registry.published_tests()}")
         targets = paper_targets(recipe, paper_lists_dir, sources, allow_missing)
@@ -186,8 +238,17 @@ def build_test(
             raise ValueError(f"test {test}: segments must be cut to files; give manifest_path or segments_dir")
         targets.clips = cut_segments(targets.clips, seg_dir)
     manifest = assemble_manifest(targets.clips, attributes.clips)
-    report = build_report(test, selection, seed, manifest, targets, attributes, side["plot"] if side else None,
-                          data_root=data_root, paper_lists_dir=paper_lists_dir)
+    report = build_report(
+        test,
+        selection,
+        seed,
+        manifest,
+        targets,
+        attributes,
+        side["plot"] if side else None,
+        data_root=data_root,
+        paper_lists_dir=paper_lists_dir,
+    )
     if side is not None:
         side["json"].parent.mkdir(parents=True, exist_ok=True)
         side["json"].write_text(json.dumps(report, indent=2))

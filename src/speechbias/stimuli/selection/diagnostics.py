@@ -34,15 +34,21 @@ def length_test(manifest: pd.DataFrame) -> dict:
     """Paired t-test of X vs. Y clip lengths over pairs, or Welch's t-test when clips are unpaired."""
     dur = clip_durations(manifest)
     x, y = manifest["role"] == "X", manifest["role"] == "Y"
-    out = {"mean_x_s": _finite(dur[x].mean()), "mean_y_s": _finite(dur[y].mean()),
-           "n_unknown_length": int(dur[x | y].isna().sum())}
+    out = {
+        "mean_x_s": _finite(dur[x].mean()),
+        "mean_y_s": _finite(dur[y].mean()),
+        "n_unknown_length": int(dur[x | y].isna().sum()),
+    }
     pid = manifest["pair_id"].astype(str)
     if (pid[x | y] != "").all() and (x | y).any():
         wide = pd.DataFrame({"pair": pid, "role": manifest["role"], "d": dur})[x | y]
         wide = wide.pivot_table(index="pair", columns="role", values="d", aggfunc="first").dropna()
         res = stats.ttest_rel(wide["X"], wide["Y"]) if len(wide) > 1 else None
-        out.update(test="paired t-test (X - Y)", n_pairs=int(len(wide)),
-                   mean_difference_s=_finite((wide["X"] - wide["Y"]).mean()) if len(wide) else None)
+        out.update(
+            test="paired t-test (X - Y)",
+            n_pairs=int(len(wide)),
+            mean_difference_s=_finite((wide["X"] - wide["Y"]).mean()) if len(wide) else None,
+        )
     else:
         xs, ys = dur[x].dropna(), dur[y].dropna()
         res = stats.ttest_ind(xs, ys, equal_var=False) if len(xs) > 1 and len(ys) > 1 else None
@@ -56,8 +62,16 @@ def valence_by_sex(pool: pd.DataFrame) -> dict:
     """Welch's t-test of valence ratings, female vs. male speakers."""
     f = pool.loc[pool["sex"] == "female", "valence"].astype(float).dropna()
     m = pool.loc[pool["sex"] == "male", "valence"].astype(float).dropna()
-    out = {"test": "Welch t-test (female - male)", "n_female": int(len(f)), "n_male": int(len(m)),
-           "mean_female": _finite(f.mean()), "mean_male": _finite(m.mean()), "t": None, "p": None, "df": None}
+    out = {
+        "test": "Welch t-test (female - male)",
+        "n_female": int(len(f)),
+        "n_male": int(len(m)),
+        "mean_female": _finite(f.mean()),
+        "mean_male": _finite(m.mean()),
+        "t": None,
+        "p": None,
+        "df": None,
+    }
     if len(f) > 1 and len(m) > 1:
         res = stats.ttest_ind(f, m, equal_var=False)
         vf, vm = f.var(ddof=1) / len(f), m.var(ddof=1) / len(m)
@@ -79,13 +93,24 @@ def _age_fit(pool: pd.DataFrame):
 def valence_on_age(pool: pd.DataFrame) -> dict:
     """OLS ``valence ~ 1 + age`` over clips with a known age (slope, intercept, p of the slope, R²)."""
     data, fit = _age_fit(pool)
-    out = {"model": "OLS valence ~ 1 + speaker_age", "n": int(len(data)), "slope": None, "intercept": None,
-           "p_slope": None, "r2": None, "plot": None}
+    out = {
+        "model": "OLS valence ~ 1 + speaker_age",
+        "n": int(len(data)),
+        "slope": None,
+        "intercept": None,
+        "p_slope": None,
+        "r2": None,
+        "plot": None,
+    }
     if fit is None:
         out["skipped"] = "speaker ages unknown or constant"
         return out
-    out.update(slope=_finite(fit.params["age"]), intercept=_finite(fit.params["const"]),
-               p_slope=_finite(fit.pvalues["age"]), r2=_finite(fit.rsquared))
+    out.update(
+        slope=_finite(fit.params["age"]),
+        intercept=_finite(fit.params["const"]),
+        p_slope=_finite(fit.pvalues["age"]),
+        r2=_finite(fit.rsquared),
+    )
     return out
 
 

@@ -46,7 +46,11 @@ def exact_pairs(x: pd.DataFrame, y: pd.DataFrame, on: list[str], rng: np.random.
 
 
 def nearest_pairs(
-    x: pd.DataFrame, y: pd.DataFrame, exact_on: list[str], distance_on: str, caliper: float,
+    x: pd.DataFrame,
+    y: pd.DataFrame,
+    exact_on: list[str],
+    distance_on: str,
+    caliper: float,
     rng: np.random.Generator,
 ) -> pd.DataFrame:
     """Greedy nearest-neighbour matching without replacement.
@@ -111,7 +115,9 @@ def balance(df: pd.DataFrame, by: list[str], rng: np.random.Generator) -> pd.Dat
     return pd.concat([c.iloc[np.sort(rng.choice(len(c), size=n, replace=False))] for _, c in cells])
 
 
-def poles_within(df: pd.DataFrame, by: str, column: str, n: int, order: pd.DataFrame | None = None) -> tuple[pd.Index, pd.Index]:
+def poles_within(
+    df: pd.DataFrame, by: str, column: str, n: int, order: pd.DataFrame | None = None
+) -> tuple[pd.Index, pd.Index]:
     """Per group of ``by``: index labels of the ``n`` lowest and ``n`` highest ``column`` values.
 
     Rows are sorted stably by (``by``, ``column``) starting from ``order`` (a permutation of ``df``

@@ -46,20 +46,26 @@ def propensity_scores(treated: pd.Series, covariates: pd.DataFrame, what: str) -
     design = sm.add_constant(covariates.astype(float), has_constant="add")
     constant = [c for c in covariates.columns if covariates[c].nunique() < 2]
     if constant:
-        raise SelectionError(f"{what}: covariate(s) {constant} take a single value; "
-                             "drop them from the propensity model")
+        raise SelectionError(
+            f"{what}: covariate(s) {constant} take a single value; drop them from the propensity model"
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("error", PerfectSeparationWarning)
         warnings.simplefilter("error", ConvergenceWarning)
         try:
             fit = sm.Logit(y, design).fit(disp=0, maxiter=200)
         except (PerfectSeparationWarning, PerfectSeparationError, ConvergenceWarning, np.linalg.LinAlgError) as exc:
-            raise SelectionError(f"{what}: the logistic propensity model cannot be fitted ({exc}); "
-                                 "the covariates separate the groups") from exc
+            raise SelectionError(
+                f"{what}: the logistic propensity model cannot be fitted ({exc}); the covariates separate the groups"
+            ) from exc
     score = pd.Series(fit.predict(design), index=covariates.index, name="propensity")
-    model = {"model": "logistic regression (statsmodels Logit, maximum likelihood)",
-             "coefficients": {k: float(v) for k, v in fit.params.items()},
-             "n": int(len(y)), "n_treated": int(y.sum()), "log_likelihood": float(fit.llf)}
+    model = {
+        "model": "logistic regression (statsmodels Logit, maximum likelihood)",
+        "coefficients": {k: float(v) for k, v in fit.params.items()},
+        "n": int(len(y)),
+        "n_treated": int(y.sum()),
+        "log_likelihood": float(fit.llf),
+    }
     return score, model
 
 
@@ -80,23 +86,27 @@ def authors_fold_scores(treated: pd.Series, covariates: pd.DataFrame) -> pd.Seri
     scores are not on one scale, which is why the authors' pairs are far apart in age and sex.
     """
     is_t = treated.reindex(covariates.index).astype(bool)
-    small, large = (covariates[is_t], covariates[~is_t]) if is_t.sum() <= (~is_t).sum() else \
-        (covariates[~is_t], covariates[is_t])
+    small, large = (
+        (covariates[is_t], covariates[~is_t]) if is_t.sum() <= (~is_t).sum() else (covariates[~is_t], covariates[is_t])
+    )
     small_is_t = bool(is_t.loc[small.index[0]])
     n, k = len(small), len(large) // len(small)
     rest = len(large) - k * n
     if 0 < rest <= AUTHORS_LAST_FOLD_MIN and (k * n < AUTHORS_LAST_FOLD_MIN - rest or n < AUTHORS_LAST_FOLD_MIN):
-        raise SelectionError(f"authors_folds: {len(small)} and {len(large)} rows are too few for psmpy's last fold "
-                             f"of {AUTHORS_LAST_FOLD_MIN} per group; use propensity_model=logit")
+        raise SelectionError(
+            f"authors_folds: {len(small)} and {len(large)} rows are too few for psmpy's last fold "
+            f"of {AUTHORS_LAST_FOLD_MIN} per group; use propensity_model=logit"
+        )
     rng = np.random.RandomState(AUTHORS_FOLD_SEED)
-    folds = [(large.iloc[i * n:(i + 1) * n], small) for i in range(k)]
+    folds = [(large.iloc[i * n : (i + 1) * n], small) for i in range(k)]
     if rest > AUTHORS_LAST_FOLD_MIN:
-        folds.append((large.iloc[k * n:], small.iloc[rng.choice(n, size=rest, replace=False)]))
+        folds.append((large.iloc[k * n :], small.iloc[rng.choice(n, size=rest, replace=False)]))
     elif rest > 0:
-        top_up = large.iloc[:k * n].iloc[rng.choice(k * n, size=AUTHORS_LAST_FOLD_MIN - rest, replace=False)]
-        drawn = small.iloc[np.random.RandomState(AUTHORS_FOLD_SEED).choice(n, size=AUTHORS_LAST_FOLD_MIN,
-                                                                            replace=False)]
-        folds.append((pd.concat([large.iloc[k * n:], top_up]), drawn))
+        top_up = large.iloc[: k * n].iloc[rng.choice(k * n, size=AUTHORS_LAST_FOLD_MIN - rest, replace=False)]
+        drawn = small.iloc[
+            np.random.RandomState(AUTHORS_FOLD_SEED).choice(n, size=AUTHORS_LAST_FOLD_MIN, replace=False)
+        ]
+        folds.append((pd.concat([large.iloc[k * n :], top_up]), drawn))
     scored = []
     for big_rows, small_rows in folds:
         rows = pd.concat([big_rows, small_rows])
@@ -129,8 +139,9 @@ def propensity_pairs(score: pd.Series, treated: pd.Series, caliper: float, rng: 
     return pd.DataFrame(pairs, columns=["treated", "control"])
 
 
-def standardized_mean_differences(treated: pd.DataFrame, control: pd.DataFrame, matched_treated: pd.DataFrame,
-                                  matched_control: pd.DataFrame) -> dict[str, dict[str, float | None]]:
+def standardized_mean_differences(
+    treated: pd.DataFrame, control: pd.DataFrame, matched_treated: pd.DataFrame, matched_control: pd.DataFrame
+) -> dict[str, dict[str, float | None]]:
     """Per covariate column: SMD before (all rows) and after (matched rows) matching; see module doc."""
     out = {}
     for col in treated.columns:
@@ -142,10 +153,13 @@ def standardized_mean_differences(treated: pd.DataFrame, control: pd.DataFrame, 
                 return None
             return float((a.mean() - b.mean()) / pooled)
 
-        out[col] = {"before": smd(t, c), "after": smd(matched_treated[col].astype(float),
-                                                     matched_control[col].astype(float)),
-                    "mean_treated_before": float(t.mean()), "mean_control_before": float(c.mean()),
-                    "pooled_sd_before": pooled}
+        out[col] = {
+            "before": smd(t, c),
+            "after": smd(matched_treated[col].astype(float), matched_control[col].astype(float)),
+            "mean_treated_before": float(t.mean()),
+            "mean_control_before": float(c.mean()),
+            "pooled_sd_before": pooled,
+        }
     return out
 
 
@@ -154,6 +168,9 @@ def pair_differences(matched_treated: pd.DataFrame, matched_control: pd.DataFram
     out = {}
     for col in matched_treated.columns:
         gap = np.abs(matched_treated[col].to_numpy(dtype=float) - matched_control[col].to_numpy(dtype=float))
-        out[col] = {"mean_abs": float(gap.mean()) if len(gap) else None,
-                    "max_abs": float(gap.max()) if len(gap) else None, "n_equal": int((gap == 0).sum())}
+        out[col] = {
+            "mean_abs": float(gap.mean()) if len(gap) else None,
+            "max_abs": float(gap.max()) if len(gap) else None,
+            "n_equal": int((gap == 0).sum()),
+        }
     return out

@@ -26,8 +26,9 @@ class Selection:
     balance: dict | None = None
 
 
-def label(df: pd.DataFrame, role: str, group: str = "", stratum: str | pd.Series = "",
-          pair_id: str | pd.Series = "") -> pd.DataFrame:
+def label(
+    df: pd.DataFrame, role: str, group: str = "", stratum: str | pd.Series = "", pair_id: str | pd.Series = ""
+) -> pd.DataFrame:
     """Copy of ``df`` with the manifest's role columns set (``group`` "": named later, by the build)."""
     out = df.copy()
     out["role"] = role
@@ -45,8 +46,9 @@ def paired(x: pd.DataFrame, y: pd.DataFrame, pairs: pd.DataFrame, prefix: str, s
     ids = [f"{prefix}-{k:03d}" for k in range(len(pairs))]
     xs, ys = x.loc[pairs["x"]].copy(), y.loc[pairs["y"]].copy()
     strata = [stratum_of(r) for _, r in xs.iterrows()] if stratum_of else [""] * len(xs)
-    return pd.concat([label(xs, "X", stratum=strata, pair_id=ids), label(ys, "Y", stratum=strata, pair_id=ids)],
-                     ignore_index=True)
+    return pd.concat(
+        [label(xs, "X", stratum=strata, pair_id=ids), label(ys, "Y", stratum=strata, pair_id=ids)], ignore_index=True
+    )
 
 
 def name_groups(clips: pd.DataFrame, groups: tuple[str, str]) -> pd.DataFrame:

@@ -40,8 +40,11 @@ def cut_segments(clips: pd.DataFrame, out_dir: str | Path) -> pd.DataFrame:
                 info = sf.info(str(src))
                 first, last = int(round(start * info.samplerate)), int(round(end * info.samplerate))
                 if first >= info.frames or last <= first:
-                    raise AudioError(src, f"segment {start:.3f}-{end:.3f} s lies outside the recording "
-                                          f"({info.frames / info.samplerate:.3f} s)")
+                    raise AudioError(
+                        src,
+                        f"segment {start:.3f}-{end:.3f} s lies outside the recording "
+                        f"({info.frames / info.samplerate:.3f} s)",
+                    )
                 data, sr = sf.read(str(src), start=first, stop=min(last, info.frames), always_2d=True)
             except AudioError:
                 raise

@@ -43,8 +43,9 @@ def _usable_saa(df: pd.DataFrame) -> pd.DataFrame:
     return df[ok]
 
 
-def _female_male(speakers: pd.DataFrame, rng: np.random.Generator, n_pairs: int | None, prefix: str,
-                 who: str) -> Selection:
+def _female_male(
+    speakers: pd.DataFrame, rng: np.random.Generator, n_pairs: int | None, prefix: str, who: str
+) -> Selection:
     pairs = exact_pairs(speakers[speakers["sex"] == "female"], speakers[speakers["sex"] == "male"], ["age"], rng)
     chosen = sample_rows(pairs, n_pairs, rng, f"{prefix}: age-matched female/male pairs")
     clips = paired(speakers, speakers, chosen, prefix)
@@ -54,8 +55,9 @@ def _female_male(speakers: pd.DataFrame, rng: np.random.Generator, n_pairs: int 
 
 def female_male(saa: pd.DataFrame, rng: np.random.Generator, n_pairs: int = 60) -> Selection:
     """US-born native English speakers: female (X) and male (Y) matched exactly on age; ``n_pairs`` pairs."""
-    return _female_male(_usable_saa(us_native_english(saa)), rng, n_pairs, "female_male",
-                        "US-born native English speakers")
+    return _female_male(
+        _usable_saa(us_native_english(saa)), rng, n_pairs, "female_male", "US-born native English speakers"
+    )
 
 
 def uk_female_male(saa: pd.DataFrame, rng: np.random.Generator, n_pairs: int | None = None) -> Selection:
@@ -64,8 +66,13 @@ def uk_female_male(saa: pd.DataFrame, rng: np.random.Generator, n_pairs: int | N
     As :func:`female_male` for the speakers of :func:`uk_young_old`; ``n_pairs`` None takes every
     disjoint pair (12 on the SpEAT authors' speaker table, where UK women are few).
     """
-    return _female_male(_usable_saa(british_native_english(saa)), rng, n_pairs, "uk_female_male",
-                        "UK/Ireland-born native English speakers")
+    return _female_male(
+        _usable_saa(british_native_english(saa)),
+        rng,
+        n_pairs,
+        "uk_female_male",
+        "UK/Ireland-born native English speakers",
+    )
 
 
 US_FOREIGN_COVARIATES = ("age", "male")  # the authors' propensity model: age (years) and sex (1 = male)
@@ -75,8 +82,13 @@ US_FOREIGN_CALIPER = 0.001  # the authors' caliper, on the propensity-score (pro
 PROPENSITY_MODELS = ("logit", "authors_folds")
 
 
-def us_foreign(saa: pd.DataFrame, rng: np.random.Generator, caliper: float = US_FOREIGN_CALIPER,
-               n_pairs: int | None = None, propensity_model: str = "logit") -> Selection:
+def us_foreign(
+    saa: pd.DataFrame,
+    rng: np.random.Generator,
+    caliper: float = US_FOREIGN_CALIPER,
+    n_pairs: int | None = None,
+    propensity_model: str = "logit",
+) -> Selection:
     """US natives (X) vs. Korean-born native Korean speakers (Y), propensity-score matched on age and sex.
 
     As the paper: P(Korean | age, male) from a logistic regression on both groups; each Korean
@@ -91,8 +103,9 @@ def us_foreign(saa: pd.DataFrame, rng: np.random.Generator, caliper: float = US_
     model, the standardised mean differences before/after and the within-pair gaps.
     """
     if propensity_model not in PROPENSITY_MODELS:
-        raise SelectionError(f"us_foreign: propensity_model must be one of {PROPENSITY_MODELS}, "
-                             f"got {propensity_model!r}")
+        raise SelectionError(
+            f"us_foreign: propensity_model must be one of {PROPENSITY_MODELS}, got {propensity_model!r}"
+        )
     us, ko = _usable_saa(us_native_english(saa)), _usable_saa(korean_native_korean(saa))
     both = pd.concat([ko, us])
     treated = pd.Series(np.r_[np.ones(len(ko), bool), np.zeros(len(us), bool)], index=both.index)
@@ -103,8 +116,12 @@ def us_foreign(saa: pd.DataFrame, rng: np.random.Generator, caliper: float = US_
         score, model = propensity_scores(treated, covariates, "us_foreign")
     else:
         score = authors_fold_scores(treated, covariates)
-        model = {"model": "the SpEAT authors' psmpy scores: L2-penalised logistic fits (C = 1) on class-balanced "
-                          "folds, averaged", "n": int(len(score)), "n_treated": int(treated.sum())}
+        model = {
+            "model": "the SpEAT authors' psmpy scores: L2-penalised logistic fits (C = 1) on class-balanced "
+            "folds, averaged",
+            "n": int(len(score)),
+            "n_treated": int(treated.sum()),
+        }
     if propensity_model == "logit":
         matched = propensity_pairs(score, treated, caliper, rng)
     else:  # psmpy's nearest-neighbour order, ties included: the authors' partners, pair by pair
@@ -112,44 +129,68 @@ def us_foreign(saa: pd.DataFrame, rng: np.random.Generator, caliper: float = US_
     pairs = pd.DataFrame({"x": matched["control"], "y": matched["treated"]})
     chosen = sample_rows(pairs, n_pairs, rng, "us_foreign: propensity-matched US/Korean pairs")
     clips = paired(us, ko, chosen, "us_foreign", stratum_of=lambda r: r["sex"])
-    smd = standardized_mean_differences(covariates.loc[ko.index], covariates.loc[us.index],
-                                        covariates.loc[chosen["y"]], covariates.loc[chosen["x"]])
-    matching = {"method": "propensity-score matching, greedy 1:1 nearest neighbour without replacement",
-                "treated": "foreign (Korean natives, Y)", "control": "us (US natives, X)",
-                "covariates": list(US_FOREIGN_COVARIATES), "caliper": float(caliper),
-                "caliper_scale": "propensity score",
-                **model, "n_control": int(len(us)), "n_pairs": int(len(chosen)), "n_matched": int(len(pairs)),
-                "n_unmatched_treated": int(len(ko) - len(pairs)), "smd": smd,
-                "pair_differences": pair_differences(covariates.loc[chosen["y"]], covariates.loc[chosen["x"]])}
+    smd = standardized_mean_differences(
+        covariates.loc[ko.index], covariates.loc[us.index], covariates.loc[chosen["y"]], covariates.loc[chosen["x"]]
+    )
+    matching = {
+        "method": "propensity-score matching, greedy 1:1 nearest neighbour without replacement",
+        "treated": "foreign (Korean natives, Y)",
+        "control": "us (US natives, X)",
+        "covariates": list(US_FOREIGN_COVARIATES),
+        "caliper": float(caliper),
+        "caliper_scale": "propensity score",
+        **model,
+        "n_control": int(len(us)),
+        "n_pairs": int(len(chosen)),
+        "n_matched": int(len(pairs)),
+        "n_unmatched_treated": int(len(ko) - len(pairs)),
+        "smd": smd,
+        "pair_differences": pair_differences(covariates.loc[chosen["y"]], covariates.loc[chosen["x"]]),
+    }
     drawn = "" if n_pairs is None else f", {n_pairs} of them drawn at random"
     fit = "logistic model" if propensity_model == "logit" else "the authors' class-balanced-fold logistic models"
-    return Selection(clips, f"propensity-score matching of Korean natives to US natives: {fit} of "
-                            f"P(Korean | age, male), greedy nearest neighbour without replacement within a caliper "
-                            f"of {caliper} on the score; {len(pairs)} of {len(ko)} Korean speakers matched{drawn}",
-                     balance=matching)
+    return Selection(
+        clips,
+        f"propensity-score matching of Korean natives to US natives: {fit} of "
+        f"P(Korean | age, male), greedy nearest neighbour without replacement within a caliper "
+        f"of {caliper} on the score; {len(pairs)} of {len(ko)} Korean speakers matched{drawn}",
+        balance=matching,
+    )
 
 
 def _young_old(speakers: pd.DataFrame, rng: np.random.Generator, n_extreme: int, name: str) -> Selection:
     young_idx, old_idx = rank_extremes(speakers, "age", n_extreme)
-    ranked = pd.concat([speakers.loc[young_idx].assign(age_rank="young"),
-                        speakers.loc[old_idx].assign(age_rank="old")])
+    ranked = pd.concat([speakers.loc[young_idx].assign(age_rank="young"), speakers.loc[old_idx].assign(age_rank="old")])
     balanced = balance(ranked, ["age_rank", "sex"], rng)
     young, old = balanced[balanced["age_rank"] == "young"], balanced[balanced["age_rank"] == "old"]
     clips = pd.concat([label(young, "X", stratum=young["sex"]), label(old, "Y", stratum=old["sex"])], ignore_index=True)
     per = len(young) // 2
     ages = speakers.loc[young_idx, "age"].max(), speakers.loc[old_idx, "age"].min()
     male = (ranked["sex"] == "male").astype(float).to_frame("male")
-    smd = standardized_mean_differences(male[ranked["age_rank"] == "old"], male[ranked["age_rank"] == "young"],
-                                        male.loc[old.index], male.loc[young.index])
+    smd = standardized_mean_differences(
+        male[ranked["age_rank"] == "old"],
+        male[ranked["age_rank"] == "young"],
+        male.loc[old.index],
+        male.loc[young.index],
+    )
     sizes = ranked.groupby(["age_rank", "sex"]).size()
-    balance_report = {"method": "sex-balanced subsample of the age groups", "treated": "old (Y)",
-                      "control": "young (X)", "covariates": ["male"], "smd": smd,
-                      "cells_before": {f"{a}|{s}": int(n) for (a, s), n in sizes.items()}, "per_cell_after": int(per)}
-    return Selection(clips, f"{name}: the {n_extreme} youngest and {n_extreme} oldest speakers by mean age rank "
-                            f"(a tie at the cut is in when its mean rank is; here ages <= {ages[0]:g} "
-                            f"({len(young_idx)}) and >= {ages[1]:g} ({len(old_idx)})), then balanced on sex by "
-                            f"drawing the smallest age-group x sex cell size ({per}) from every cell",
-                     balance=balance_report)
+    balance_report = {
+        "method": "sex-balanced subsample of the age groups",
+        "treated": "old (Y)",
+        "control": "young (X)",
+        "covariates": ["male"],
+        "smd": smd,
+        "cells_before": {f"{a}|{s}": int(n) for (a, s), n in sizes.items()},
+        "per_cell_after": int(per),
+    }
+    return Selection(
+        clips,
+        f"{name}: the {n_extreme} youngest and {n_extreme} oldest speakers by mean age rank "
+        f"(a tie at the cut is in when its mean rank is; here ages <= {ages[0]:g} "
+        f"({len(young_idx)}) and >= {ages[1]:g} ({len(old_idx)})), then balanced on sex by "
+        f"drawing the smallest age-group x sex cell size ({per}) from every cell",
+        balance=balance_report,
+    )
 
 
 def young_old(saa: pd.DataFrame, rng: np.random.Generator, n_extreme: int = 60) -> Selection:
@@ -174,10 +215,14 @@ def human_synthesized(saa: pd.DataFrame, synth: pd.DataFrame, rng: np.random.Gen
     for sex, n in synth["sex"].value_counts().sort_index().items():
         humans.append(sample_rows(us[us["sex"] == sex], int(n), rng, f"human_synthesized: US natives of sex {sex}"))
     human = pd.concat(humans)
-    clips = pd.concat([label(human, "X", stratum=human["sex"]), label(synth, "Y", stratum=synth["sex"])],
-                      ignore_index=True)
-    return Selection(clips, "all synthesized voices; US-born native English speakers drawn at random, as many per sex "
-                            "as there are synthesized voices of that sex")
+    clips = pd.concat(
+        [label(human, "X", stratum=human["sex"]), label(synth, "Y", stratum=synth["sex"])], ignore_index=True
+    )
+    return Selection(
+        clips,
+        "all synthesized voices; US-born native English speakers drawn at random, as many per sex "
+        "as there are synthesized voices of that sex",
+    )
 
 
 def abled_disabled(torgo: pd.DataFrame, rng: np.random.Generator, pairs_per_sex: int = 30) -> Selection:
@@ -188,8 +233,11 @@ def abled_disabled(torgo: pd.DataFrame, rng: np.random.Generator, pairs_per_sex:
     pairs["sex"] = control.loc[pairs["x"], "sex"].to_numpy()
     chosen = sample_per_cell(pairs, ["sex"], pairs_per_sex, rng, "abled_disabled: text- and sex-matched pairs")
     clips = paired(control, dys, chosen, "abled_disabled", stratum_of=lambda r: r["sex"])
-    return Selection(clips, f"exact matching on prompt text and speaker sex of head-mic phrases (> 1 word); "
-                            f"{len(pairs)} possible pairs, {pairs_per_sex} drawn per sex")
+    return Selection(
+        clips,
+        f"exact matching on prompt text and speaker sex of head-mic phrases (> 1 word); "
+        f"{len(pairs)} possible pairs, {pairs_per_sex} drawn per sex",
+    )
 
 
 def abled_disabled_uaspeech(ua: pd.DataFrame, rng: np.random.Generator, words_per_speaker: int = 5) -> Selection:
@@ -208,12 +256,21 @@ def abled_disabled_uaspeech(ua: pd.DataFrame, rng: np.random.Generator, words_pe
         raise SelectionError("abled_disabled_uaspeech: no dysarthric speaker has a matching control speaker")
     chosen = pd.concat(parts, ignore_index=True)
     clips = paired(ua, ua, chosen, "uaspeech", stratum_of=lambda r: r["sex"])
-    return Selection(clips, f"per dysarthric speaker, {words_per_speaker} distinct words drawn at random among those "
-                            "recorded by the speaker and their control with the same block and microphone", notes=notes)
+    return Selection(
+        clips,
+        f"per dysarthric speaker, {words_per_speaker} distinct words drawn at random among those "
+        "recorded by the speaker and their control with the same block and microphone",
+        notes=notes,
+    )
 
 
-def european_african_american(buckeye: pd.DataFrame, coraal: pd.DataFrame, rng: np.random.Generator,
-                              pairs_per_cell: int = 15, caliper_s: float = 1.0) -> Selection:
+def european_african_american(
+    buckeye: pd.DataFrame,
+    coraal: pd.DataFrame,
+    rng: np.random.Generator,
+    pairs_per_cell: int = 15,
+    caliper_s: float = 1.0,
+) -> Selection:
     """Buckeye (X, European American) vs. CORAAL (Y, African American) segments > 5 s.
 
     Exact matching on speaker sex, age group and interviewer sex; nearest neighbour on segment
@@ -223,12 +280,16 @@ def european_african_american(buckeye: pd.DataFrame, coraal: pd.DataFrame, rng: 
     pairs = nearest_pairs(buckeye, coraal, keys, "duration_s", caliper_s, rng)
     pairs["sex"] = buckeye.loc[pairs["x"], "sex"].to_numpy()
     pairs["age_group"] = buckeye.loc[pairs["x"], "age_group"].to_numpy()
-    chosen = sample_per_cell(pairs, ["sex", "age_group"], pairs_per_cell, rng,
-                             "european_african_american: matched segment pairs")
+    chosen = sample_per_cell(
+        pairs, ["sex", "age_group"], pairs_per_cell, rng, "european_african_american: matched segment pairs"
+    )
     clips = paired(buckeye, coraal, chosen, "ea_aa", stratum_of=lambda r: f"{r['sex']}|{r['age_group']}")
-    return Selection(clips, f"exact matching on speaker sex, age group (young < 30, old > 40) and interviewer sex; "
-                            f"greedy nearest-neighbour matching on segment length within {caliper_s} s without "
-                            f"replacement ({len(pairs)} pairs); {pairs_per_cell} pairs drawn per sex x age group")
+    return Selection(
+        clips,
+        f"exact matching on speaker sex, age group (young < 30, old > 40) and interviewer sex; "
+        f"greedy nearest-neighbour matching on segment length within {caliper_s} s without "
+        f"replacement ({len(pairs)} pairs); {pairs_per_cell} pairs drawn per sex x age group",
+    )
 
 
 def human_synthesized_mitchell(mitchell: pd.DataFrame, rng: np.random.Generator | None = None) -> Selection:
@@ -249,8 +310,10 @@ def us_foreign_pantos_perkins(pp: pd.DataFrame, rng: np.random.Generator) -> Sel
     """Pantos & Perkins: US-accented (X) and Korean-accented (Y) readings of the same phrases, paired by phrase."""
     am, ko = pp[pp["accent"] == "american"], pp[pp["accent"] == "foreign"]
     pairs = exact_pairs(am, ko, ["phrase"], rng)
-    return Selection(paired(am, ko, pairs, "pantos_perkins"),
-                     "clips of the phrases used by Pantos & Perkins (2012), paired by phrase")
+    return Selection(
+        paired(am, ko, pairs, "pantos_perkins"),
+        "clips of the phrases used by Pantos & Perkins (2012), paired by phrase",
+    )
 
 
 def uk_british_foreign(rr: pd.DataFrame, rng: np.random.Generator) -> Selection:
@@ -259,5 +322,6 @@ def uk_british_foreign(rr: pd.DataFrame, rng: np.random.Generator) -> Selection:
     nat, frn = neutral[neutral["accent"] == "native"], neutral[neutral["accent"] == "foreign"]
     pairs = exact_pairs(nat, frn, ["word", "background"], rng)
     clips = paired(nat, frn, pairs, "romero_rivas", stratum_of=lambda r: r["background"])
-    return Selection(clips, "neutral words of Romero-Rivas et al. (2021), quiet and noise versions, paired by word "
-                            "and background")
+    return Selection(
+        clips, "neutral words of Romero-Rivas et al. (2021), quiet and noise versions, paired by word and background"
+    )

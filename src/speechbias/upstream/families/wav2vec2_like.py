@@ -38,7 +38,6 @@ from speechbias.upstream.families.base import EncoderFamily
 log = logging.getLogger(__name__)
 
 
-
 def receptive_field(kernels: Sequence[int], strides: Sequence[int]) -> int:
     """Samples seen by one output frame of a stack of unpadded 1-D convolutions."""
     field = 1
@@ -68,8 +67,9 @@ def zero_mean_unit_variance(wavs: torch.Tensor, lengths: torch.Tensor) -> torch.
 def checkpoint_normalize(model_id: str, load_kwargs: Mapping) -> bool | None:
     """``do_normalize`` of the checkpoint's preprocessor_config.json; None when it has none."""
     try:
-        extractor = load_pretrained(Wav2Vec2FeatureExtractor.from_pretrained, model_id, what="feature extractor",
-                                    **load_kwargs)
+        extractor = load_pretrained(
+            Wav2Vec2FeatureExtractor.from_pretrained, model_id, what="feature extractor", **load_kwargs
+        )
     except MissingWeightsError:
         log.warning("%s has no preprocessor_config.json; normalize follows feat_extract_norm", model_id)
         return None
@@ -85,8 +85,13 @@ class Wav2Vec2LikeFamily(EncoderFamily):
         "wavlm": (WavLMConfig, WavLMModel),
     }
 
-    def __init__(self, config: PretrainedConfig, normalize: bool | None = None,
-                 model_id: str | None = None, load_kwargs: Mapping | None = None):
+    def __init__(
+        self,
+        config: PretrainedConfig,
+        normalize: bool | None = None,
+        model_id: str | None = None,
+        load_kwargs: Mapping | None = None,
+    ):
         super().__init__()
         self.conv_kernel = tuple(config.conv_kernel)
         self.conv_stride = tuple(config.conv_stride)

@@ -25,8 +25,9 @@ class WhisperEncoderFamily(EncoderFamily):
     #: strides of WhisperEncoder's conv1 and conv2 (fixed by the architecture, not in the config)
     conv_strides = (1, 2)
 
-    def __init__(self, config: PretrainedConfig, normalize: bool | None = None,
-                 model_id: str | None = None, load_kwargs=None):
+    def __init__(
+        self, config: PretrainedConfig, normalize: bool | None = None, model_id: str | None = None, load_kwargs=None
+    ):
         super().__init__()
         if normalize:
             raise ValueError("normalize=true is not defined for Whisper (its log-mel front end has its own scaling)")

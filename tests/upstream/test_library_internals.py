@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import functools
 import pickle
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -65,3 +68,21 @@ def test_outside_the_transformers_range_the_module_init_is_a_clear_error(monkeyp
     monkeypatch.setattr(transformers, "__version__", "6.0.0")
     with pytest.raises(RuntimeError, match=r"transformers 6\.0\.0 is outside >=5\.0,<6\.0"):
         init(model.encoder.pos_conv_embed)
+
+
+def test_upstream_uses_no_private_api_outside_library_internals():
+    """benchmarks/private_api_uses.py (run as a user runs it) finds none in upstream/, and the two
+    internals it needs inside library_internals/."""
+    repo = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "benchmarks/private_api_uses.py", "--worktree"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert not [line for line in out if line.startswith("src/speechbias/upstream/")]
+    internals = [line for line in out if line.startswith("src/speechbias/library_internals/")]
+    assert any("_load_state_dict_pre_hooks" in line for line in internals)
+    assert any("_init_weights" in line for line in internals)
+    assert out[-1].startswith(f"{len(out) - 1} private-API uses in src/ at the work tree")

@@ -148,7 +148,7 @@ def argpartition_count(centred, k, t_obs, n_perm, rng, chunk=4096):
 
 
 def load() -> str:
-    return "load average %.2f %.2f %.2f" % os.getloadavg()
+    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 # ---- sections -----------------------------------------------------------------------------------

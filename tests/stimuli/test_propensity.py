@@ -36,9 +36,9 @@ SCORE = {"f20": 2 / 3, "f40": 1 / 2, "m20": 1 / 3, "m40": 1 / 5}
 
 def toy_table() -> pd.DataFrame:
     rows = []
-    for cell, male, age, n_t, n_c in CELLS:
+    for cell, male, age, n_t, _n_c in CELLS:
         rows += [{"cell": cell, "male": male, "age": age, "treated": True, "name": f"t_{cell}{k}"} for k in range(n_t)]
-    for cell, male, age, n_t, n_c in CELLS:
+    for cell, male, age, _n_t, n_c in CELLS:
         rows += [{"cell": cell, "male": male, "age": age, "treated": False, "name": f"c_{cell}{k}"} for k in range(n_c)]
     return pd.DataFrame(rows).set_index("name")
 

@@ -148,7 +148,7 @@ def standardized_mean_differences(
         t, c = treated[col].astype(float), control[col].astype(float)
         pooled = float(np.sqrt((t.var(ddof=1) + c.var(ddof=1)) / 2))
 
-        def smd(a: pd.Series, b: pd.Series) -> float | None:
+        def smd(a: pd.Series, b: pd.Series, pooled: float = pooled) -> float | None:
             if not len(a) or not len(b) or not pooled > 0:
                 return None
             return float((a.mean() - b.mean()) / pooled)

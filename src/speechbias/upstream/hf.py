@@ -45,6 +45,9 @@ from speechbias.upstream.families import FAMILIES
 from speechbias.upstream.randomize import HF_RANDOM_INIT, bake_parametrized_weights, init_parametrized_weights
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+#: what a random control (``randomize``) reads of a hub model: its architecture and its input
+#: normalisation, never the weights
+RANDOM_CONTROL_FILES = ("config.json", "preprocessor_config.json")
 
 
 def _plain(value):
@@ -168,7 +171,13 @@ class HFUpstream(Upstream):
             hf_config = FAMILIES[model_type].model_classes[model_type][0](**config_dict)
             self.config_sha256 = sha256_json({"model_type": model_type, "config": config_dict})
         else:
-            hf_config = load_pretrained(transformers.AutoConfig.from_pretrained, model_id, what="config", **load_kwargs)
+            hf_config = load_pretrained(
+                transformers.AutoConfig.from_pretrained,
+                model_id,
+                what="config",
+                only_files=RANDOM_CONTROL_FILES if self.randomize else (),
+                **load_kwargs,
+            )
             self.config_sha256 = sha256_json(hf_config.to_dict())
         self.family = _family_of(hf_config, family, source)
         self.resolved_commit = loaded_commit(hf_config)

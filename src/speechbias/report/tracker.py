@@ -30,6 +30,8 @@ class Tracker:
         kind: ``wandb`` | ``csv`` | ``none``.
         project / entity / mode / group / tags: the W&B run's (``mode``: auto | online | offline |
             disabled; ``group`` defaults to the name of the run folder's parent, i.e. the sweep).
+        files_dir: W&B's cache and data folders (its service log, artifact staging), instead of
+            ~/.cache/wandb and ~/.local/share/wandb, unless WANDB_CACHE_DIR / WANDB_DATA_DIR are set.
     """
 
     def __init__(
@@ -40,6 +42,7 @@ class Tracker:
         mode: str = "auto",
         group: str | None = None,
         tags: Sequence[str] = (),
+        files_dir: str | Path | None = None,
     ):
         if kind not in KINDS:
             raise ValueError(f"logger.kind must be one of {KINDS}, got {kind!r}")
@@ -49,6 +52,7 @@ class Tracker:
         self.mode = mode
         self.group = group
         self.tags = list(tags or [])
+        self.files_dir = files_dir
 
     def __repr__(self) -> str:
         return f"Tracker(kind={self.kind!r})"
@@ -57,7 +61,7 @@ class Tracker:
         """Get the tracker ready early in the job (W&B: imported and its service started, see
         :func:`speechbias.report.wandb_run.prepare`); :meth:`publish` works without it."""
         if self.kind == "wandb":
-            wandb_run.prepare(self.mode)
+            wandb_run.prepare(self.mode, self.files_dir)
 
     def lightning_logger(self, output_dir: str | Path) -> dict:
         """Keyword arguments for a Lightning Trainer: ``{"logger": CSVLogger}`` for ``kind: csv``
@@ -97,6 +101,7 @@ class Tracker:
             job_type=job_type,
             mode=self.mode,
             save_dir=writer.output_dir,
+            files_dir=self.files_dir,
         )
         if run is None:
             return

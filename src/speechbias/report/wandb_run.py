@@ -40,7 +40,24 @@ def resolve_mode(mode: str = "auto") -> str:
     return mode
 
 
-def prepare(mode: str = "auto") -> None:
+#: W&B's folders outside a run's own (its service log and cache; artifact staging), kept in ``files_dir``
+#: unless the user set the variable: W&B would otherwise write ~/.cache/wandb and ~/.local/share/wandb
+FILES_VARIABLES = {"WANDB_CACHE_DIR": "cache", "WANDB_DATA_DIR": "data"}
+_set_here: dict[str, str] = {}  # the variables this module set, and to what
+
+
+def keep_files_in(files_dir: str | Path | None) -> None:
+    """Point W&B's cache and data folders into ``files_dir`` (``<files_dir>/cache``, ``<files_dir>/data``),
+    leaving any the user set in the environment as they are. Nothing for None."""
+    if files_dir is None:
+        return
+    for variable, sub in FILES_VARIABLES.items():
+        if variable in os.environ and os.environ[variable] != _set_here.get(variable):
+            continue  # the user's
+        os.environ[variable] = _set_here[variable] = str(Path(files_dir) / sub)
+
+
+def prepare(mode: str = "auto", files_dir: str | Path | None = None) -> None:
     """Import W&B and start its service process now, early in a job that will start a run at its end
     (``mode`` as :func:`start_run` takes it; nothing for ``disabled``; a failure is left to
     :func:`start_run` to report).
@@ -52,6 +69,7 @@ def prepare(mode: str = "auto") -> None:
     try:
         if resolve_mode(mode) == "disabled":
             return
+        keep_files_in(files_dir)
         import wandb
         import wandb.sdk.launch.inputs.internal  # noqa: F401 - imported while sys.modules is small
 
@@ -70,12 +88,15 @@ def start_run(
     mode: str = "auto",
     save_dir: str | Path | None = None,
     entity: str | None = None,
+    files_dir: str | Path | None = None,
 ):
-    """Start a W&B run; returns the run, or ``None`` if W&B is disabled or could not start."""
+    """Start a W&B run; returns the run, or ``None`` if W&B is disabled or could not start.
+    ``files_dir``: where W&B's cache and data folders go (:func:`keep_files_in`)."""
     resolved = resolve_mode(mode)
     if resolved == "disabled":
         return None
     try:
+        keep_files_in(files_dir)
         import wandb
 
         settings = wandb.Settings(init_timeout=60, silent=True, x_disable_stats=True)

@@ -17,7 +17,7 @@ partition that swaps two targets with equal s) count as ties, i.e. as >= T_obs.
 Cost of the sampled test (benchmarks/stats_bench.py, one core): balanced groups up to 652 targets
 (60 + 60) use rejection of random bit masks, ~0.15 s per 1,000,000 permutations; other groups use
 selection sampling, O(n_permutations * (n_x + n_y)), ~8 ns per target and permutation in numpy and
-4x less in its numba-compiled twin (1000 + 1000 targets: 16 vs 4 CPU-s per 10^6 permutations), which
+2-4.6x less in its numba-compiled twin (1000 + 1000 targets: 16 vs 4 CPU-s per 10^6 permutations), which
 serves when the call's saving repays numba's set-up (:mod:`speechbias.stats.kernel_choice`; same
 random words, same count).
 """
@@ -40,10 +40,11 @@ _MAX_CHUNK = 8192
 _MIN_CHUNK = 64
 # Random words drawn per block by the rejection kernel (1 MiB): the block's temporaries stay in cache.
 _RAW_WORDS_PER_BLOCK = 1 << 17
-# Selection sampling: numpy CPU-s per target and permutation, and how much faster the compiled twin is
-# (1000 + 1000 targets, 2-core development machine: 7.8-9.4 ns; 16 vs 4 CPU-s per 10^6 permutations).
+# Selection sampling: numpy CPU-s per target and permutation (2-core development machine: 4 ns at 20 + 100
+# targets, 8-9 ns at 1000 + 1000), and how much faster the compiled twin is at least (1.9x at 20 + 100,
+# 4-4.6x at 1000 + 1000: benchmarks/stats_bench.py section 2).
 _SELECTION_NUMPY_SECONDS = 8e-9
-_SELECTION_SPEED_UP = 4.0
+_SELECTION_SPEED_UP = 2.0
 
 
 @dataclass(frozen=True)

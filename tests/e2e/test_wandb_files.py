@@ -15,10 +15,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _run(tmp_path: Path, **env_extra: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, HOME=str(tmp_path / "home"), HF_HUB_OFFLINE="1", WANDB_MODE="offline", **env_extra)
-    for name in ("WANDB_CACHE_DIR", "WANDB_DATA_DIR", "WANDB_DIR", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
-        if name not in env_extra:
-            env.pop(name, None)
+    # a fresh W&B: none of this process's W&B variables (WANDB_SERVICE would attach the child to a service a
+    # test started here, with that service's folders)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB_", "XDG_CACHE", "XDG_DATA"))}
+    env |= dict(HOME=str(tmp_path / "home"), HF_HUB_OFFLINE="1", WANDB_MODE="offline", **env_extra)
     command = [sys.executable, str(REPO / "evaluate.py"), "logger=wandb", "speat.n_permutations=1000"]
     command += ["speat.per_layer=false", f"paths.output_root={tmp_path / 'out'}", f"paths.cache_dir={tmp_path / 'c'}"]
     return subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)

@@ -18,7 +18,9 @@ What it adds, each through a point the plugin or submitit lets a subclass use:
   exit 1) instead of a traceback;
 * in a job of several tasks, each rank first checks that the DDP master address resolves and answers
   (``__call__``, before the plugin's): one line naming the host in the table within seconds, not ranks
-  retrying their rendezvous until the 30-minute process-group timeout.
+  retrying their rendezvous until the 30-minute process-group timeout;
+* each attempt of a job (``SLURM_JOB_ID`` + ``SLURM_RESTART_COUNT``) fences its job folder: once a
+  requeued copy has started, the attempt before it writes nothing more there (``__call__``).
 
 The last two go through the executor: the launcher names speechbias's submitit executor
 (``_EXECUTOR``, registered as a submitit plug-in: :mod:`speechbias.library_internals.submitit`), which
@@ -113,19 +115,30 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
 
     # -- inside a job (each rank) -------------------------------------------------------------
     def __call__(self, sweep_overrides: list[str], job_dir_key: str, job_num: int, job_id: str, singleton_state):
-        """Each rank of a job: a job of several tasks first checks that its DDP master resolves and
-        answers (one line in the job's status, the rank exits 1 and srun ends the others); then the
-        plugin's ``__call__`` runs the job."""
+        """Each rank of a job: the attempt fences its job folder (a stale attempt of a requeued job stops,
+        and can no longer write there once the copy started: :mod:`speechbias.launch.slurm.attempt_fence`);
+        a job of several tasks checks that its DDP master resolves and answers (one line in the job's
+        status, the rank exits 1 and srun ends the others); then the plugin's ``__call__`` runs the job."""
+        from hydra.core.singleton import Singleton
+
+        from speechbias.launch.slurm.job_environment import slurm_tasks
+
+        Singleton.set_state(singleton_state)  # as the plugin's __call__ does, for the job's folder
+        tasks = slurm_tasks()
+        job_dir = self.job_dir(list(sweep_overrides), job_num) if tasks is not None else None
+        if job_dir is not None:
+            from speechbias.fileio.atomic_file import add_write_guard
+            from speechbias.launch.slurm.attempt_fence import AttemptFence, attempt_id
+
+            fence = AttemptFence(job_dir, attempt_id(tasks.job_id))
+            fence.claim()
+            add_write_guard(fence)
         problem = rendezvous_problem()
         if problem:
-            from hydra.core.singleton import Singleton
-
             from speechbias.launch.slurm.job_environment import process_rank
             from speechbias.launch.sweep_status import current_sweep_id, record_failure
 
             line = f"rank {process_rank()}: {problem}"
-            Singleton.set_state(singleton_state)
-            job_dir = self.job_dir(list(sweep_overrides), job_num)
             if job_dir is not None:
                 record_failure(job_dir, line, list(sweep_overrides), current_sweep_id())
             print(f"error: {line}", file=sys.stderr, flush=True)

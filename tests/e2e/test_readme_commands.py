@@ -107,12 +107,15 @@ EXPECTED = {
         "hydra.launcher.gpus_per_node=0 hydra.launcher.cpus_per_task=1 hydra.launcher.mem_gb=2",
         "python train.py -m upstream=fbank hydra/launcher=slurm hydra.launcher.tasks_per_node=2 trainer=ddp "
         "trainer.accelerator=cpu hydra.launcher.gpus_per_node=0 hydra.launcher.cpus_per_task=1 hydra.launcher.mem_gb=4",
+        "python train.py -m upstream=fbank hydra/launcher=slurm hydra.launcher.nodes=2 hydra.launcher.tasks_per_node=1 "
+        "trainer=ddp trainer.accelerator=cpu hydra.launcher.gpus_per_node=0 hydra.launcher.cpus_per_task=1 "
+        "hydra.launcher.mem_gb=2",
     ],
     "experiments/fair_speech_2024/README.md": [
         "python evaluate.py task=wer_disparity",
         "python evaluate.py task=wer_disparity asr=whisper_small corpus=fair_speech paths.data_root=/data",
         "python evaluate.py -m task=wer_disparity asr=whisper_small,whisper_large_v2 corpus=fair_speech",
-        "python evaluate.py -m hydra/launcher=submitit_slurm task=wer_disparity asr=whisper_large_v2 "
+        "python evaluate.py -m hydra/launcher=slurm task=wer_disparity asr=whisper_large_v2 "
         "corpus=fair_speech task.shard_count=4 task.shard_index=0,1,2,3",
         "python evaluate.py task=wer_disparity asr=whisper_large_v2 corpus=fair_speech",
     ],

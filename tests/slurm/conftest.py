@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from slurm.cluster import run, sbatch_answers
+from slurm.cluster import run, sbatch_answers, two_nodes_answer
 
 # optimiser steps of the train.py runs compared here: long enough that a requeue lands mid-training
 TRAIN_STEPS = 2000
@@ -14,6 +14,12 @@ TRAIN_STEPS = 2000
 def slurm_cluster() -> None:
     if not sbatch_answers():
         pytest.skip("no SLURM cluster answers here (CI starts one with .ci/slurm/start)")
+
+
+@pytest.fixture
+def two_node_cluster() -> None:
+    if not two_nodes_answer():
+        pytest.skip("no two-node SLURM cluster answers here (CI starts one with .ci/slurm/start --nodes 2)")
 
 
 @pytest.fixture(scope="session")

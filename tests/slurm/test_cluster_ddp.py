@@ -11,17 +11,25 @@ import time
 import pandas as pd
 import pytest
 
-from slurm.cluster import CPU_JOB, TWO_RANKS, job_ids, needs_cluster, queue_state, run, start, step_pids, wait_for
+from slurm.cluster import (
+    CPU_JOB,
+    cancel_jobs,
+    ddp_started,
+    ran_two_ranks,
+    TWO_RANKS,
+    job_ids,
+    needs_cluster,
+    queue_state,
+    run,
+    start,
+    step_pids,
+    wait_for,
+)
 from slurm.conftest import TRAIN_STEPS
 
 pytestmark = [pytest.mark.slow, needs_cluster]
 
 TWO_TASK_JOB = [*CPU_JOB, *TWO_RANKS]
-
-
-def _ran_two_ranks(job_dir, script: str) -> None:
-    log = (job_dir / f"{script}.log").read_text()
-    assert "GLOBAL_RANK: 0, MEMBER: 1/2" in log and "GLOBAL_RANK: 1, MEMBER: 2/2" in log
 
 
 def test_evaluate_as_two_ranks_equals_one_process(tmp_path):
@@ -35,7 +43,7 @@ def test_evaluate_as_two_ranks_equals_one_process(tmp_path):
     seconds = time.monotonic() - started
     assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
     (job_dir,) = [p.parent for p in (tmp_path / "sweep").glob("*/results.csv")]
-    _ran_two_ranks(job_dir, "evaluate")
+    assert ran_two_ranks(tmp_path / "sweep")
     a, b = pd.read_csv(tmp_path / "one" / "results.csv").iloc[0], pd.read_csv(job_dir / "results.csv").iloc[0]
     assert b["n_upstream_forwards"] >= 40  # both ranks' forwards summed (the sampler may repeat a batch)
     # Each clip's statistics come from its own forward on either rank (batch-invariant upstream), and
@@ -62,7 +70,7 @@ def test_train_as_two_ranks_equals_one_process(tmp_path, one_process_train):
     seconds = time.monotonic() - started
     assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
     (job_dir,) = [p.parent for p in (tmp_path / "sweep").glob("*/results.csv")]
-    _ran_two_ranks(job_dir, "train")
+    assert ran_two_ranks(tmp_path / "sweep")
     a = pd.read_csv(one_process_train / "results.csv").set_index("test")
     b = pd.read_csv(job_dir / "results.csv").set_index("test")
     assert list(b.index) == list(a.index) == ["demo_voice", "demo_accent"]
@@ -100,7 +108,7 @@ def test_a_rank_that_dies_ends_the_whole_job_at_once(tmp_path):
     try:
         (job,) = wait_for(lambda: job_ids(sweep), 60, "the job's submission")
         pids = wait_for(lambda: len(step_pids(job)) == 2 and step_pids(job), 120, "two running ranks")
-        wait_for(lambda: any("MEMBER: 2/2" in p.read_text() for p in sweep.glob("*/train.log")), 120, "DDP to start")
+        wait_for(lambda: ddp_started(sweep), 120, "DDP to start")
         time.sleep(2)
         os.kill(pids[1], signal.SIGKILL)
         killed = time.monotonic()
@@ -109,6 +117,7 @@ def test_a_rank_that_dies_ends_the_whole_job_at_once(tmp_path):
         assert proc.wait(timeout=60) == 1, log.read_text()[-3000:]
     finally:
         proc.kill()
+        cancel_jobs(sweep)
     assert ended_s < 30
     row = pd.read_csv(sweep / "sweep_status.csv").iloc[0]
     # SLURM's line (the cause) first, then what the surviving rank recorded (its peer went away)

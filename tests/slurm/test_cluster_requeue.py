@@ -56,6 +56,8 @@ def test_a_job_requeued_mid_training_resumes_and_ends_as_if_uninterrupted(tmp_pa
     (job_dir,) = [p.parent for p in sweep.glob("*/results.csv")]
     train_log = (job_dir / "train.log").read_text()
     assert "resuming from" in train_log  # it was interrupted mid-training and resumed from last.ckpt
+    # the second attempt fenced the folder (a first attempt still running could no longer write there)
+    assert (job_dir / ".slurm_attempt").read_text().strip() == f"{job}.r1"
     assert "0 of 108 clips needed an upstream forward" in train_log  # the second start read the cache
     job_logs = "".join(p.read_text() for p in sweep.glob(".submitit/*/*_log.*"))
     assert "DUE TO JOB REQUEUE" in job_logs or "Requeued" in job_logs or "requeue" in job_logs.lower()

@@ -29,20 +29,24 @@ def _tasks(ntasks, per_node=None, nodes=1):
     return SlurmTasks(job_id="5_0", ntasks=ntasks, tasks_per_node=per_node or ntasks, nodes=nodes, procid=0)
 
 
-def test_slurm_variables_are_read_like_lightning_reads_them():
+def test_slurm_variables_are_read_through_submitits_job_environment(monkeypatch):
     env = {
         "SLURM_JOB_ID": "17",
         "SLURM_ARRAY_JOB_ID": "16",
         "SLURM_ARRAY_TASK_ID": "1",
         "SLURM_NTASKS": "4",
         "SLURM_NTASKS_PER_NODE": "2(x2)",
-        "SLURM_NNODES": "2",
+        "SLURM_JOB_NUM_NODES": "2",
         "SLURM_PROCID": "3",
         "SLURM_JOB_NAME": "train",
     }
-    assert slurm_tasks(env) == SlurmTasks(job_id="16_1", ntasks=4, tasks_per_node=2, nodes=2, procid=3)
-    assert slurm_tasks({**env, "SLURM_JOB_NAME": "bash"}) is None  # an interactive allocation
-    assert slurm_tasks({"SLURM_JOB_ID": "17"}) is None  # no step: not started by srun/sbatch
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("SUBMITIT_EXECUTOR", raising=False)
+    assert slurm_tasks() is None  # not a job the launcher submitted (an interactive allocation, plain srun)
+    monkeypatch.setenv("SUBMITIT_EXECUTOR", "slurm")  # what submitit's sbatch script exports
+    # job id of an array element: <array id>_<index>; 4 tasks on 2 nodes: 2 per node; rank 3
+    assert slurm_tasks() == SlurmTasks(job_id="16_1", ntasks=4, tasks_per_node=2, nodes=2, procid=3)
     assert process_rank({"SLURM_PROCID": "3"}) == 3 and process_rank({"LOCAL_RANK": "1", "SLURM_PROCID": "0"}) == 1
     assert process_rank({}) == 0
 

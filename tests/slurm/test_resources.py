@@ -41,6 +41,26 @@ def test_more_cpus_or_memory_than_the_largest_node_name_the_setting_and_what_fit
     assert resource_problem({"gpus_per_node": 0, "cpus_per_task": 1, "mem_gb": 15}, parts) is None
 
 
+def test_too_many_ranks_per_node_name_tasks_per_node_not_cpus_per_task():
+    """4 ranks of 1 CPU on 2-CPU nodes: the excess is the ranks (cpus_per_task is already 1)."""
+    params = {"gpus_per_node": 0, "cpus_per_task": 1, "tasks_per_node": 4, "mem_gb": 2}
+    msg = resource_problem(params, parse_sinfo(ONE_NODE))
+    assert msg == (
+        "hydra.launcher.tasks_per_node=4 x cpus_per_task=1 = 4 CPUs per node, but the largest node of "
+        "partition 'debug' has 2: set hydra.launcher.tasks_per_node=2 or less"
+    )
+    # where the partition has the nodes, spreading the ranks over them is the way to keep them all
+    two_nodes = parse_sinfo("debug*|2|16000|(null)|2|up\n")
+    assert resource_problem(params, two_nodes).endswith(
+        "set hydra.launcher.tasks_per_node=2 or less (hydra.launcher.nodes=2 keeps 4 ranks)"
+    )
+
+
+def test_gpus_for_several_ranks_on_a_cpu_partition_keep_the_ddp_trainer():
+    msg = resource_problem({"gpus_per_node": 2, "tasks_per_node": 2, "cpus_per_task": 1}, parse_sinfo(ONE_NODE))
+    assert "set hydra.launcher.gpus_per_node=0 trainer.accelerator=cpu" in msg and "trainer=cpu" not in msg
+
+
 def test_unknown_partition_and_no_answer():
     msg = resource_problem({"partition": "gpu"}, parse_sinfo(ONE_NODE))
     assert msg == "hydra.launcher.partition=gpu: no such partition on this cluster (it has: debug)"

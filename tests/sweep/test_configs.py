@@ -149,8 +149,11 @@ def test_parallel_launcher_extends_joblib(conf_dir):
 
 
 def test_slurm_launcher_renders_an_sbatch_script(conf_dir, tmp_path, monkeypatch):
+    """The plugin's own launch() (called by ours after its checks) builds speechbias's submitit
+    executor with the launcher's settings; the job array is intercepted before sbatch runs."""
     submitit = pytest.importorskip("submitit")
     from hydra_plugins.speechbias_launcher.slurm_launcher import SpeechbiasSlurmLauncher
+    from speechbias.launch.slurm import resources
 
     cfg = _compose(
         conf_dir,
@@ -160,22 +163,30 @@ def test_slurm_launcher_renders_an_sbatch_script(conf_dir, tmp_path, monkeypatch
             "hydra.launcher.timeout_min=90",
             "hydra.launcher.mem_gb=48",
             "hydra.launcher.tasks_per_node=2",
-            "hydra.sweep.dir=/runs/s",
+            "trainer=ddp",
+            f"hydra.sweep.dir={tmp_path / 'sweep'}",
         ],
     )
     launcher = OmegaConf.to_container(cfg.hydra.launcher, resolve=False)
     assert launcher["_target_"].endswith("SlurmLauncher")
-    # submitit checks for srun on PATH; a stand-in lets the script render off a cluster
+    # submitit checks for srun on PATH, the launcher for sbatch; stand-ins let the script render off a cluster
     fake = tmp_path / "bin"
     fake.mkdir()
-    (fake / "srun").write_text("#!/bin/sh\n")
-    (fake / "srun").chmod(stat.S_IRWXU)
+    for tool in ("srun", "sbatch"):
+        (fake / tool).write_text("#!/bin/sh\n")
+        (fake / tool).chmod(stat.S_IRWXU)
     monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("SLURM_ACCOUNT", raising=False)
-    # the launcher's own parameter mapping (what its launch() submits with)
+    monkeypatch.setattr(resources, "cluster_partitions", lambda: None)  # no sinfo answer: nothing to check
+    submitted = []
+    monkeypatch.setattr(submitit.AutoExecutor, "map_array", lambda ex, fn, *args: submitted.append((ex, fn)) or [])
     params = {k: OmegaConf.select(cfg.hydra.launcher, k) for k in launcher if k not in ("_target_", "name")}
     params.update(name="evaluate", submitit_folder=str(tmp_path / "sub"))
-    executor = SpeechbiasSlurmLauncher(**params)._executor(submitit)
+    runner = SpeechbiasSlurmLauncher(**params)
+    runner.setup(hydra_context=None, task_function=None, config=cfg)
+    assert runner.launch([["upstream=fbank"]], initial_job_idx=0) == []
+    ((executor, fn),) = submitted
+    assert fn is runner and executor.cluster == "speechbiasslurm"  # our executor, by its plug-in name
     text = executor._executor._make_submission_file_text("python evaluate.py", "uid")
     for line in (
         "#SBATCH --partition=gpu-a100",

@@ -1,18 +1,32 @@
-"""``hydra/launcher=slurm``: hydra-submitit-launcher's SLURM launcher, made to report like the local ones.
+"""``hydra/launcher=slurm``: hydra-submitit-launcher's SLURM launcher, checked before and watched after.
 
-Differences from ``submitit_slurm`` (everything else, and every setting, is the plugin's):
+:class:`SpeechbiasSlurmLauncher` subclasses the plugin's ``SlurmLauncher``: ``launch`` runs its checks,
+then the plugin's own ``launch`` (executor, parameters, ``sweep.mode``, logged overrides, job array).
+What it adds, each through a point the plugin or submitit lets a subclass use:
 
 * before anything is submitted, a request no node of the partition can satisfy (GPUs on a partition
   without them, more CPUs or memory than its largest node, an unknown partition) stops the sweep
   with one line naming the setting (:func:`speechbias.launch.slurm.resources.resource_problem`), as does
-  ``tasks_per_node > 1`` with a single-process trainer;
-* ``srun --kill-on-bad-exit=1``: a rank that fails ends its whole job at once;
-* the jobs are watched with ``squeue`` (submitit polls ``sacct``, which warns on every poll where
-  the cluster keeps no accounting): a job pending longer than ``pending_report_s`` prints its SLURM
+  ``tasks_per_node > 1`` with a single-process trainer (``launch``, before ``super().launch()``);
+* ``srun --kill-on-bad-exit=1``: a rank that fails ends its whole job at once (the plugin's
+  ``srun_args`` setting, completed in ``__init__``);
+* the jobs are watched with ``squeue`` (submitit polls ``sacct``, which warns on every poll where the
+  cluster keeps no accounting): a job pending longer than ``pending_report_s`` prints its SLURM
   reason; a requeued job (``scontrol requeue``, time limit) is waited for;
-* a job that ends without a result (cancelled, timed out, killed, a failed rank) is recorded as
-  failed in its folder's ``job_status.json`` with its reason, and the sweep still ends with its table
-  (and exit 1) instead of a traceback.
+* a job that ends without a result (cancelled, timed out, killed, a failed rank) is recorded as failed
+  in its folder's ``job_status.json`` with its reason, and the sweep still ends with its table (and
+  exit 1) instead of a traceback;
+* in a job of several tasks, each rank first checks that the DDP master address resolves and answers
+  (``__call__``, before the plugin's): one line naming the host in the table within seconds, not ranks
+  retrying their rendezvous until the 30-minute process-group timeout;
+* each attempt of a job (``SLURM_JOB_ID`` + ``SLURM_RESTART_COUNT``) fences its job folder: once a
+  requeued copy has started, the attempt before it writes nothing more there (``__call__``).
+
+The last two go through the executor: the launcher names speechbias's submitit executor
+(``_EXECUTOR``, registered as a submitit plug-in: :mod:`speechbias.library_internals.submitit`), which
+hands the submitted jobs to :meth:`SpeechbiasSlurmLauncher.watch_jobs`; the plugin's
+``[job.results()[0] for job in jobs]`` then waits through :class:`SweepWatch`.
+Tested with hydra-submitit-launcher 1.2 (the bound in pyproject.toml).
 """
 
 from __future__ import annotations
@@ -20,9 +34,9 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from collections.abc import Sequence
 
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf, open_dict
@@ -34,26 +48,12 @@ log = logging.getLogger(__name__)
 KILL_ON_BAD_EXIT = "--kill-on-bad-exit=1"
 
 
-class OnceFilter(logging.Filter):
-    """Lets the first record containing ``text`` through and drops the rest (submitit's
-    ``Bypassing sacct error`` comes on every poll where the cluster keeps no accounting)."""
-
-    def __init__(self, text: str):
-        super().__init__()
-        self.text, self.seen = text, False
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if self.text not in record.getMessage():
-            return True
-        if self.seen:
-            return False
-        self.seen = True
-        return True
-
-
 class SpeechbiasSlurmLauncher(SlurmLauncher):
     """See the module docstring. ``pending_report_s``: seconds of pending before a job's reason is
     printed; ``poll_s``: seconds between ``squeue`` calls; other keys: hydra-submitit-launcher's."""
+
+    # speechbias.library_internals.submitit.EXECUTOR_NAME (not imported here: plugin discovery stays light)
+    _EXECUTOR = "speechbiasslurm"
 
     def __init__(
         self, pending_report_s: float = 60.0, poll_s: float = 2.0, srun_args: Sequence[str] | None = None, **params: Any
@@ -69,7 +69,7 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
 
     # -- before submission --------------------------------------------------------------------
     def check_request(self) -> str | None:
-        """One line saying what cannot run (resources, ranks vs. trainer), or None."""
+        """One line saying what cannot run (resources, ranks vs. trainer, the installation), or None."""
         import shutil
 
         from speechbias.launch.slurm.resources import cluster_partitions, resource_problem
@@ -79,7 +79,9 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
                 "hydra/launcher=slurm needs SLURM's sbatch on PATH (run on the cluster's login node); "
                 "on this machine use hydra/launcher=parallel"
             )
-        problem = resource_problem(self.params, cluster_partitions())
+        from speechbias.library_internals.submitit import submitit_problem
+
+        problem = submitit_problem() or resource_problem(self.params, cluster_partitions())
         if problem:
             return problem
         tasks = int(self.params.get("tasks_per_node") or 1) * int(self.params.get("nodes") or 1)
@@ -99,63 +101,117 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
 
     # -- launch --------------------------------------------------------------------------------
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        import submitit
-
-        assert self.config is not None
         problem = self.check_request()
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             sys.exit(1)
-        logging.getLogger("submitit").addFilter(OnceFilter("Bypassing sacct error"))
-        executor = self._executor(submitit)
-        sweep_dir = Path(str(self.config.hydra.sweep.dir))
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        log.info(f"Submitit 'slurm' sweep output dir : {sweep_dir}")
-        job_params = []
-        for k, overrides in enumerate(job_overrides):
-            idx = initial_job_idx + k
-            log.info(f"\t#{idx} : {' '.join(overrides)}")
-            job_params.append((list(overrides), "hydra.sweep.dir", idx, f"job_id_for_{idx}", _singleton_state()))
-        jobs = executor.map_array(self, *zip(*job_params))
-        labels = {j.job_id: " ".join(o) for j, o in zip(jobs, job_overrides)}
-        final = self.wait(jobs, labels)
-        return [
-            self._job_return(job, list(overrides), initial_job_idx + k, final.get(job.job_id))
-            for k, (job, overrides) in enumerate(zip(jobs, job_overrides))
-        ]
+        return super().launch(job_overrides, initial_job_idx)
 
-    def _executor(self, submitit):
-        """The submitit executor with this launcher's settings (as hydra-submitit-launcher builds it)."""
-        from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
+    def watch_jobs(self, jobs: list, args: list[tuple]) -> list[WatchedJob]:
+        """Called by the executor with the submitted jobs and each one's arguments (this launcher's
+        ``__call__`` arguments: overrides, job dir key, job number, ...): the jobs the plugin waits on."""
+        sweep = SweepWatch(self, jobs, [(list(a[0]), int(a[2])) for a in args])
+        return [WatchedJob(job, sweep) for job in jobs]
 
-        init = {
-            "folder": self.params["submitit_folder"],
-            "slurm_max_num_timeout": self.params.get("max_num_timeout", 0),
-        }
-        executor = submitit.AutoExecutor(cluster="slurm", **init)
-        base = set(OmegaConf.structured(BaseQueueConf).keys())
-        executor.update_parameters(
-            **{
-                k if k in base else f"slurm_{k}": v
-                for k, v in self.params.items()
-                if k not in {"submitit_folder", "max_num_timeout"}
-            }
-        )
-        return executor
+    # -- inside a job (each rank) -------------------------------------------------------------
+    def __call__(self, sweep_overrides: list[str], job_dir_key: str, job_num: int, job_id: str, singleton_state):
+        """Each rank of a job: the attempt fences its job folder (a stale attempt of a requeued job stops,
+        and can no longer write there once the copy started: :mod:`speechbias.launch.slurm.attempt_fence`);
+        a job of several tasks checks that its DDP master resolves and answers (one line in the job's
+        status, the rank exits 1 and srun ends the others); then the plugin's ``__call__`` runs the job."""
+        from hydra.core.singleton import Singleton
 
-    def wait(self, jobs: list, labels: dict[str, str]) -> dict[str, str | None]:
-        """Wait until every job has its results or has ended; returns each job's last SLURM state
-        (None where its results arrived). Prints the reason of jobs pending too long."""
+        from speechbias.launch.slurm.job_environment import slurm_tasks
+
+        Singleton.set_state(singleton_state)  # as the plugin's __call__ does, for the job's folder
+        tasks = slurm_tasks()
+        job_dir = self.job_dir(list(sweep_overrides), job_num) if tasks is not None else None
+        if job_dir is not None:
+            from speechbias.fileio.atomic_file import add_write_guard
+            from speechbias.launch.slurm.attempt_fence import AttemptFence, attempt_id
+
+            fence = AttemptFence(job_dir, attempt_id(tasks.job_id))
+            fence.claim()
+            add_write_guard(fence)
+        problem = rendezvous_problem()
+        if problem:
+            from speechbias.launch.slurm.job_environment import process_rank
+            from speechbias.launch.sweep_status import current_sweep_id, record_failure
+
+            line = f"rank {process_rank()}: {problem}"
+            if job_dir is not None:
+                record_failure(job_dir, line, list(sweep_overrides), current_sweep_id())
+            print(f"error: {line}", file=sys.stderr, flush=True)
+            raise RuntimeError(line)
+        return super().__call__(sweep_overrides, job_dir_key, job_num, job_id, singleton_state)
+
+    # -- after the jobs ended ------------------------------------------------------------------
+    def job_return(self, job, overrides: list[str], idx: int, state: str | None) -> JobReturn:
+        """The job's JobReturn; a job without results is recorded as failed in its folder (the sweep
+        table then shows why), never raised: the sweep goes on to its table and exit status."""
+        from speechbias.launch.slurm.queue import failure_reason
+        from speechbias.launch.sweep_status import current_sweep_id, record_failure
+
+        ret = JobReturn(overrides=overrides, status=JobStatus.COMPLETED, _return_value=None)
+        error, ended_early = None, False
+        if has_results(job):
+            try:
+                ret.return_value = job.results()[0].return_value
+            except Exception as exc:  # the job (one of its ranks) raised: it recorded its own error
+                lines = [ln for ln in str(exc).splitlines() if ln.strip()]
+                error = f"SLURM job {job.job_id} raised {lines[-1].strip() if lines else type(exc).__name__}"
+        else:  # cancelled, timed out, killed, or a rank failed and srun ended the others
+            error, ended_early = failure_reason(job.job_id, state, [job.paths.stderr, job.paths.stdout]), True
+        if error:
+            job_dir = self.job_dir(overrides, idx)
+            if job_dir is not None and record_failure(
+                job_dir, error, overrides, current_sweep_id(), add_to_failed=ended_early
+            ):
+                log.warning("%s: %s", " ".join(overrides), error)
+        return ret
+
+    def job_dir(self, overrides: list[str], idx: int) -> Path | None:
+        """The folder Hydra gives this job (``hydra.sweep.dir``/``hydra.sweep.subdir``)."""
+        try:
+            cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+            with open_dict(cfg.hydra.job):
+                cfg.hydra.job.num = idx
+                cfg.hydra.job.id = str(idx)
+            return Path(str(cfg.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)
+        except Exception as exc:  # no folder to write to: the table reads the job as never finished
+            log.warning("could not find the folder of job %s (%s)", " ".join(overrides), exc)
+            return None
+
+
+class SweepWatch:
+    """The jobs of one ``launch``, waited for together with ``squeue``: the first ``job_return`` waits
+    until every job has its results or has ended (printing the reason of jobs pending too long)."""
+
+    def __init__(self, launcher: SpeechbiasSlurmLauncher, jobs: list, calls: list[tuple[list[str], int]]):
+        self.launcher = launcher
+        self.jobs = {job.job_id: (job, overrides, idx) for job, (overrides, idx) in zip(jobs, calls)}
+        self.final: dict[str, str | None] | None = None
+
+    def job_return(self, job_id: str) -> JobReturn:
+        if self.final is None:
+            self.final = self.wait()
+        job, overrides, idx = self.jobs[job_id]
+        return self.launcher.job_return(job, overrides, idx, self.final.get(job_id))
+
+    def wait(self) -> dict[str, str | None]:
+        """Each job's last SLURM state (None where its results arrived), once every job has ended."""
         from speechbias.launch.slurm.queue import TERMINAL_STATES, PendingReporter, queue_states
 
-        reporter = PendingReporter(after_s=self.pending_report_s)
-        open_jobs = {j.job_id: j for j in jobs}
+        poll_s = self.launcher.poll_s
+        reporter = PendingReporter(after_s=self.launcher.pending_report_s)
+        labels = {job_id: " ".join(overrides) for job_id, (_, overrides, _) in self.jobs.items()}
+        open_jobs = {job_id: job for job_id, (job, _, _) in self.jobs.items()}
         final: dict[str, str | None] = {}
         last_state: dict[str, str] = {}
         ended_at: dict[str, float] = {}
         while open_jobs:
             for job_id, job in list(open_jobs.items()):
-                if _has_results(job):
+                if has_results(job):
                     final[job_id] = None
                     del open_jobs[job_id]
             if not open_jobs:
@@ -171,65 +227,47 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
                     if entry is None or entry.state in TERMINAL_STATES:
                         # results are written before the job ends; allow the file system a moment
                         ended_at.setdefault(job_id, now)
-                        if now - ended_at[job_id] > 10 * self.poll_s or (
-                            entry and entry.state != "COMPLETED" and now - ended_at[job_id] > self.poll_s
+                        if now - ended_at[job_id] > 10 * poll_s or (
+                            entry and entry.state != "COMPLETED" and now - ended_at[job_id] > poll_s
                         ):
                             final[job_id] = last_state.get(job_id)
                             del open_jobs[job_id]
                     else:
                         ended_at.pop(job_id, None)
-            time.sleep(self.poll_s)
+            time.sleep(poll_s)
         return final
 
-    def _job_return(self, job, overrides: list[str], idx: int, state: str | None) -> JobReturn:
-        """The job's JobReturn; a job without results is recorded as failed in its folder (the sweep
-        table then shows why), never raised: the sweep goes on to its table and exit status."""
-        from speechbias.launch.slurm.queue import failure_reason
-        from speechbias.launch.sweep_status import current_sweep_id, record_failure
 
-        ret = JobReturn(overrides=overrides, status=JobStatus.COMPLETED, _return_value=None)
-        error, ended_early = None, False
-        if _has_results(job):
-            try:
-                ret.return_value = job.results()[0].return_value
-            except Exception as exc:  # the job (one of its ranks) raised: it recorded its own error
-                lines = [ln for ln in str(exc).splitlines() if ln.strip()]
-                error = f"SLURM job {job.job_id} raised {lines[-1].strip() if lines else type(exc).__name__}"
-        else:  # cancelled, timed out, killed, or a rank failed and srun ended the others
-            error, ended_early = failure_reason(job.job_id, state, [job.paths.stderr, job.paths.stdout]), True
-        if error:
-            job_dir = self._job_dir(overrides, idx)
-            if job_dir is not None and record_failure(
-                job_dir, error, overrides, current_sweep_id(), add_to_failed=ended_early
-            ):
-                log.warning("%s: %s", " ".join(overrides), error)
-        return ret
+class WatchedJob:
+    """A submitted job as the plugin's ``launch`` sees it: ``results()`` waits through the sweep's
+    :class:`SweepWatch` and gives ``[JobReturn]``, never raising for a job that failed."""
 
-    def _job_dir(self, overrides: list[str], idx: int) -> Path | None:
-        """The folder Hydra gives this job (``hydra.sweep.dir``/``hydra.sweep.subdir``)."""
-        try:
-            cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
-            with open_dict(cfg.hydra.job):
-                cfg.hydra.job.num = idx
-                cfg.hydra.job.id = str(idx)
-            return Path(str(cfg.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)
-        except Exception as exc:  # no folder to write to: the table reads the job as never finished
-            log.warning("could not find the folder of job %s (%s)", " ".join(overrides), exc)
-            return None
+    def __init__(self, job, sweep: SweepWatch):
+        self.job, self.sweep = job, sweep
+
+    @property
+    def job_id(self) -> str:
+        return self.job.job_id
+
+    def results(self) -> list[JobReturn]:
+        return [self.sweep.job_return(self.job.job_id)]
 
 
-def _singleton_state():
-    from hydra.core.singleton import Singleton
+def rendezvous_problem() -> str | None:
+    """In a SLURM job of several tasks: why this rank cannot reach the DDP master, or None."""
+    from speechbias.launch.slurm.job_environment import slurm_tasks
 
-    return Singleton.get_state()
+    tasks = slurm_tasks()
+    if tasks is None or tasks.ntasks < 2:
+        return None
+    from speechbias.launch.slurm.rendezvous import master_problem, slurm_master
+
+    return master_problem(*slurm_master())
 
 
-def _has_results(job) -> bool:
-    """Whether every task of the job wrote its result file."""
-    from submitit.core.utils import JobPaths
-
-    folder = job.paths.folder
-    return all(
-        JobPaths(folder, job_id=job.job_id, task_id=t).result_pickle.exists()
-        for t in range(max(1, int(getattr(job, "num_tasks", 1))))
-    )
+def has_results(job) -> bool:
+    """Whether every task (rank) of the submitit job wrote its result file."""
+    tasks = max(1, int(getattr(job, "num_tasks", 1)))
+    if tasks == 1:
+        return job.paths.result_pickle.exists()
+    return all(job.task(t).paths.result_pickle.exists() for t in range(tasks))

@@ -21,6 +21,16 @@ MIN_FREE_BYTES = 1 << 16
 STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST}
 
 
+# checks run before a write replaces its target; one raises to stop the write (a SLURM job attempt's
+# fence of its job folder: speechbias.launch.slurm.attempt_fence)
+WRITE_GUARDS: list[Callable[[Path], None]] = []
+
+
+def add_write_guard(guard: Callable[[Path], None]) -> None:
+    """Call ``guard(path)`` before every :func:`atomic_write` replaces ``path`` (it raises to refuse)."""
+    WRITE_GUARDS.append(guard)
+
+
 def temporary_name(path: Path) -> Path:
     """A hidden name beside ``path``, unique per process and call, ending like ``path`` (``.wav``,
     ``.csv``) so writers that choose a format by extension (soundfile, pandas) write the right one."""
@@ -35,6 +45,8 @@ def atomic_write(path: str | Path, write: Callable[[Path], object]) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write(tmp)
+        for guard in WRITE_GUARDS:
+            guard(path)
         os.replace(tmp, path)
     except Exception as exc:
         error = storage_error(path, exc)

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from hydra.errors import InstantiationException
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
@@ -92,6 +93,14 @@ def job_error(exc: BaseException) -> str:
     user = find_user_error(exc)
     if user is not None:
         return message_line(user)
+    if isinstance(exc, InstantiationException) and exc.__cause__ is not None:
+        # Hydra's wrapper ends with "full_key: task.run": the cause (an import error of the task's module,
+        # an error in its constructor) is what failed, the key where
+        key = [ln.strip() for ln in str(exc).splitlines() if ln.strip().startswith("full_key:")]
+        lines = [ln.strip() for ln in str(exc.__cause__).splitlines() if ln.strip()]
+        lines = [ln for ln in lines if not ln.startswith("Are you sure")][-2:]
+        where = f" ({key[-1]})" if key else ""
+        return f"{type(exc.__cause__).__name__}: {' '.join(lines)}{where}"
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
     return f"{type(exc).__name__}: {lines[-1]}" if lines else type(exc).__name__
 

@@ -1,2 +1,2 @@
-"""The only place that touches a library's internals (one module per library), each use behind the
-library versions it was checked with and with a docstring saying why no public API does the job."""
+"""The only modules that touch a library's non-public interfaces: one module per library, each with a
+checked version bound and a docstring saying why the internal is needed."""

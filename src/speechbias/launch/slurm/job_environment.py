@@ -1,8 +1,9 @@
-"""This process as SLURM started it: job id, tasks (ranks) per node, nodes, and its own rank.
+"""This process as SLURM started it: tasks (ranks) per node, nodes, and its own rank.
 
-Read from the variables ``sbatch``/``srun`` set. One rank per SLURM task is how distributed jobs run
-on a cluster (Lightning's ``SLURMEnvironment`` reads the same variables); ``ddp_spawn`` is for
-processes that no cluster manager started.
+Inside a job of the SLURM launcher, :func:`slurm_tasks` reads submitit's own ``JobEnvironment`` (which
+reads the variables ``sbatch``/``srun`` set). One rank per SLURM task is how distributed jobs run on a
+cluster (Lightning's ``SLURMEnvironment`` reads the same variables); ``ddp_spawn`` is for processes
+that no cluster manager started.
 """
 
 from __future__ import annotations
@@ -27,31 +28,22 @@ class SlurmTasks:
     procid: int
 
 
-def _first_int(text: str | None, default: int) -> int:
-    """``SLURM_NTASKS_PER_NODE``-style values: ``2``, ``2(x3)`` or ``2,1`` -> the first count."""
-    if not text:
-        return default
-    head = text.split(",")[0].split("(")[0]
-    return int(head) if head.isdigit() else default
-
-
-def slurm_tasks(environ: dict | None = None) -> SlurmTasks | None:
-    """The SLURM step of this process, or None outside one (no ``SLURM_JOB_ID``, or an interactive
-    shell: a step needs ``SLURM_STEP_ID`` or ``SLURM_NTASKS``, as Lightning's detection does)."""
-    env = os.environ if environ is None else environ
-    job_id = env.get("SLURM_ARRAY_JOB_ID") and f"{env['SLURM_ARRAY_JOB_ID']}_{env.get('SLURM_ARRAY_TASK_ID', '0')}"
-    job_id = job_id or env.get("SLURM_JOB_ID")
-    if not job_id or "SLURM_NTASKS" not in env or env.get("SLURM_JOB_NAME") in ("bash", "interactive"):
+def slurm_tasks() -> SlurmTasks | None:
+    """The SLURM step of this process as ``submitit.JobEnvironment`` gives it, or None outside a job
+    that submitit started on SLURM (its job script sets ``SUBMITIT_EXECUTOR=slurm``; submitit is
+    imported only then)."""
+    if os.environ.get("SUBMITIT_EXECUTOR") != "slurm":
         return None
-    ntasks = _first_int(env.get("SLURM_NTASKS"), 1)
-    nodes = _first_int(env.get("SLURM_NNODES") or env.get("SLURM_JOB_NUM_NODES"), 1)
-    per_node = _first_int(env.get("SLURM_NTASKS_PER_NODE"), max(1, ntasks // max(nodes, 1)))
+    import submitit
+
+    job = submitit.JobEnvironment()
+    nodes = max(1, job.num_nodes)
     return SlurmTasks(
-        job_id=str(job_id),
-        ntasks=ntasks,
-        tasks_per_node=per_node,
+        job_id=job.job_id,
+        ntasks=job.num_tasks,
+        tasks_per_node=max(1, job.num_tasks // nodes),
         nodes=nodes,
-        procid=_first_int(env.get("SLURM_PROCID"), 0),
+        procid=job.global_rank,
     )
 
 

@@ -108,13 +108,32 @@ def resource_problem(params: dict, partitions: Sequence[Partition] | None) -> st
     if gpus > 0 and not part.gpus:
         with_gpus = [p.name for p in partitions if p.gpus]
         other = f", or a GPU partition: hydra.launcher.partition={with_gpus[0]}" if with_gpus else ""
+        ranks = int(params.get("tasks_per_node") or 1) * int(params.get("nodes") or 1)
+        # several ranks keep their DDP trainer on CPU (gloo); trainer=cpu would be one process per job
+        cpu_trainer = "trainer.accelerator=cpu" if ranks > 1 else "trainer=cpu"
         return (
             f"hydra.launcher.gpus_per_node={gpus}: {where} has no GPUs (gres); set "
-            f"hydra.launcher.gpus_per_node=0 trainer=cpu{other}"
+            f"hydra.launcher.gpus_per_node=0 {cpu_trainer}{other}"
         )
     tasks = int(params.get("tasks_per_node") or 1)
-    cpus = int(params.get("cpus_per_task") or 1) * tasks
+    per_task = int(params.get("cpus_per_task") or 1)
+    cpus = per_task * tasks
     if part.cpus and cpus > part.cpus:
+        if per_task <= part.cpus and (tasks > part.cpus or per_task == 1):
+            # the ranks per node are the excess (fewer CPUs per task cannot help): fewer per node, more nodes
+            fit = part.cpus // per_task
+            nodes = int(params.get("nodes") or 1)
+            more_nodes = -(-tasks * nodes // fit)
+            spread = (
+                f" (hydra.launcher.nodes={more_nodes} keeps {tasks * nodes} ranks)"
+                if more_nodes <= part.nodes and more_nodes > nodes
+                else ""
+            )
+            return (
+                f"hydra.launcher.tasks_per_node={tasks} x cpus_per_task={per_task} = {cpus} CPUs per node, but "
+                f"the largest node of {where} has {part.cpus}: set hydra.launcher.tasks_per_node={fit} or less"
+                f"{spread}"
+            )
         return (
             f"hydra.launcher.cpus_per_task={params.get('cpus_per_task')} x tasks_per_node={tasks} = {cpus} CPUs "
             f"per node, but the largest node of {where} has {part.cpus}: set hydra.launcher.cpus_per_task="

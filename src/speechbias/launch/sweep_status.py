@@ -216,12 +216,16 @@ def write_status_csv(rows: Sequence[StatusRow], path: str | Path) -> Path:
 
 
 def print_status_table(rows: Sequence[StatusRow], csv_path: Path, file=None) -> None:
-    """A rich table of the jobs and a count line (``2 ok, 1 failed of 3 job(s); <csv_path>``)."""
+    """A rich table of the jobs and a count line (``2 ok, 1 failed of 3 job(s); <csv_path>``); written to a
+    file or a log (not a terminal), no cell is folded or cut."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(file=file or sys.stdout, width=max(100, Console().width))
+    out = file or sys.stdout
+    terminal = Console(file=out)
+    # on a terminal its width (long cells fold); into a file or a log, every cell whole on its line
+    console = Console(file=out, width=max(100, terminal.width) if terminal.is_terminal else 100_000)
     table = Table(title="sweep jobs", title_justify="left", show_lines=False)
     for name, style in (("job", "cyan"), ("status", None), ("seconds", None), ("error", "red")):
         table.add_column(name, style=style, overflow="fold", justify="right" if name == "seconds" else "left")

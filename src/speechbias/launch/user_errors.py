@@ -32,6 +32,8 @@ USER_ERROR_CLASSES = frozenset(
         "speechbias.model_loading.MissingWeightsError",
         "speechbias.upstream.s3prl_import.S3PRLUnavailableError",
         "speechbias.upstream.s3prl.S3PRLUpstreamError",
+        # a SLURM job's stale attempt refused a write into a folder its requeued copy now owns
+        "speechbias.launch.slurm.attempt_fence.StaleAttemptError",
         # a required config value (``???``) that was not given
         "omegaconf.errors.MissingMandatoryValue",
     }

@@ -162,8 +162,11 @@ class ValenceRegressor(pl.LightningModule):
 
     def _single_process_full_precision(self) -> bool:
         """One process at 32-bit precision (True for a module not attached to a trainer)."""
-        trainer = self._trainer
-        return trainer is None or (trainer.world_size == 1 and str(trainer.precision) in ("32-true", "32"))
+        try:
+            trainer = self.trainer
+        except RuntimeError:  # not attached to a Trainer
+            return True
+        return trainer.world_size == 1 and str(trainer.precision) in ("32-true", "32")
 
     def _log_train_mse(self, per_head: torch.Tensor) -> None:
         """Logs ``ser/train/mse`` (per head), the mean training loss of the last

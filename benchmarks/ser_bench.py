@@ -27,7 +27,8 @@ C. The whole process (``--skip-c`` skips it): ``python train.py 'lr=[1e-3,1e-4,1
    CPU fast path (``downstream.step_kernel=auto``), this checkout with the general step
    (``downstream.step_kernel=torch``) and, unless ``--reference none``, the checkout of commit
    ``--reference`` (default f54227d: before one general step). Wall time of the child process, best and
-   every run; the ratio general / fast path is what keeps the fast path (house rule: >= 1.5x).
+   every run, as wall time and as the child's CPU time (user + system: on a shared machine it varies
+   less); the ratio general / fast path is what keeps the fast path (house rule: >= 1.5x).
 
 D. With ``--rounding``: how far float rounding alone moves this estimator's heads: the general step
    (autograd), the textbook loop and the compiled step train side by side on the same batches from
@@ -353,20 +354,25 @@ def part_d(args) -> None:
         epoch += 1
 
 
-def run_train_py(checkout: Path, overrides: list[str], run_dir: Path) -> float:
-    """Wall seconds of one ``python <checkout>/train.py <overrides>`` child process: the checkout's own
-    entry point, config and ``src`` (first on PYTHONPATH), run from its folder."""
+def run_train_py(checkout: Path, overrides: list[str], run_dir: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system) of one ``python <checkout>/train.py <overrides>`` child
+    process: the checkout's own entry point, config and ``src`` (first on PYTHONPATH), run from its
+    folder. On a loaded machine the CPU seconds vary less than the wall time (waiting for a core is
+    not counted)."""
+    import resource
     import subprocess
     import sys
 
     env = dict(os.environ, PYTHONPATH=str(checkout / "src"), HF_HUB_OFFLINE="1")
     cmd = [sys.executable, str(checkout / "train.py"), *overrides, f"hydra.run.dir={run_dir}"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=checkout, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"failed ({checkout}): {' '.join(cmd)}\n{proc.stderr[-3000:]}")
-    return wall
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def reference_checkout(commit: str, into: Path) -> Path:
@@ -413,23 +419,29 @@ def part_c(args) -> None:
         }
         if args.reference != "none":
             runs[f"reference {args.reference}"] = (reference_checkout(args.reference, tmp), [])
-        walls = {label: [] for label in runs}
+        walls, cpus = {label: [] for label in runs}, {label: [] for label in runs}
         for rep in range(args.repeats):
             for i, (label, (checkout, extra)) in enumerate(runs.items()):
                 run_dir = tmp / "runs" / f"{i}_{rep}"
-                walls[label].append(run_train_py(checkout, [*overrides, *extra], run_dir))
-                print(f"   {label:24s} run {rep + 1}: {walls[label][-1]:6.1f} s   load average {load()}", flush=True)
-        best = {label: min(v) for label, v in walls.items()}
-        fast, general = best["fast path (auto)"], best["general step (torch)"]
-        print(
-            f"   best: fast path {fast:6.1f} s   general step {general:6.1f} s   ratio general / fast path "
-            f"{general / fast:.2f}x (the fast path stays only at >= 1.5x)"
-            + "".join(
-                f"   {label} {t:6.1f} s ({t / fast:.2f}x the fast path)"
-                for label, t in best.items()
-                if label.startswith("ref")
+                wall, cpu = run_train_py(checkout, [*overrides, *extra], run_dir)
+                walls[label].append(wall)
+                cpus[label].append(cpu)
+                print(
+                    f"   {label:24s} run {rep + 1}: {wall:6.1f} s wall, {cpu:6.1f} s CPU   load average {load()}",
+                    flush=True,
+                )
+        for name, times in (("wall", walls), ("CPU", cpus)):
+            best = {label: min(v) for label, v in times.items()}
+            fast, general = best["fast path (auto)"], best["general step (torch)"]
+            print(
+                f"   best {name}: fast path {fast:6.1f} s   general step {general:6.1f} s   ratio general / fast "
+                f"path {general / fast:.2f}x (the fast path stays only at >= 1.5x)"
+                + "".join(
+                    f"   {label} {t:6.1f} s ({t / fast:.2f}x the fast path)"
+                    for label, t in best.items()
+                    if label.startswith("ref")
+                )
             )
-        )
         heads = []
         for i in range(len(runs)):
             heads.append([])

@@ -2,9 +2,11 @@
 also computes the gradients, in one numba-compiled pass (:mod:`~speechbias.ser.compiled_step`).
 
 It exists because it makes the whole ``python train.py 'lr=[1e-3,1e-4,1e-5]'`` process on a CPU
-2.64x faster than the general step (autograd + ``torch.optim.Adam``): paper-sized workload (1,800 clips,
-25 x 1024), ``max_steps=4000``, best of 2 alternating runs side by side, 20.7 s vs 54.7 s
-(``benchmarks/ser_bench.py --skip-a --skip-b --c-steps 4000 --repeats 2``; house rule: >= 1.5x).
+(paper-sized workload: 1,800 clips, 25 x 1024, the default 20,000 steps) 1.69x faster in wall time
+(77.2 s vs 130.3 s) and 2.36x in CPU time (39.0 s vs 92.0 s) than the general step (autograd +
+``torch.optim.Adam``), best of 2 alternating runs side by side (``benchmarks/ser_bench.py --skip-a
+--skip-b --c-steps 20000 --reference none``; at 4,000 steps 1.47x; house rule: >= 1.5x on what the
+user runs).
 
 :class:`HeadsAdam` is ``torch.optim.Adam`` (``fused=True``) with one parameter group per head.
 ``step()`` / ``step(closure)`` is Adam's own step on the gradients in ``.grad`` (the general step).

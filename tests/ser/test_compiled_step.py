@@ -1,20 +1,20 @@
 """The compiled training step of the valence heads (ser/compiled_step.py through ser/heads_adam.py):
 its gradients against autograd, its Adam against torch's, rows read in place against a gathered batch,
-each head independent of the heads beside it, checkpoints, predictions, and the choice of kernel."""
+each head independent of the heads beside it, checkpoints, and the choice of kernel."""
 
 from __future__ import annotations
 
 import copy
 import logging
 
-import numpy as np
 import pytest
 import torch
 from torch import nn
 
-from ser.test_stacked_heads import DIM, HIDDEN, LAYERS, LRS, TextbookHead, _batches, _data
+from ser.test_training_step import DIM, HIDDEN, LAYERS, LRS, TextbookHead, _batches, _data
 from speechbias.ser import heads_adam
 from speechbias.ser.head import ValenceHead, predict_with_heads
+from speechbias.ser.module import adam_groups, per_head_mse
 from speechbias.ser.heads_adam import HeadsAdam, compiled_step_available
 
 BETA1, BETA2 = 0.9, 0.999
@@ -79,19 +79,21 @@ def test_rows_read_in_place_equal_a_gathered_batch_bit_for_bit():
             torch.testing.assert_close(p, q, rtol=0, atol=0, msg=name)
 
 
-def test_compiled_and_torch_steps_agree_to_float_rounding():
+def test_compiled_and_general_steps_agree_to_float_rounding():
     torch.manual_seed(4)
     init = ValenceHead(LAYERS, DIM, HIDDEN)
     x, y = _data()
-    compiled, torch_step = ([copy.deepcopy(init) for _ in LRS] for _ in range(2))
-    opt_c, opt_t = HeadsAdam(compiled, LRS, compiled=True), HeadsAdam(torch_step, LRS, compiled=False)
+    compiled, general = ([copy.deepcopy(init) for _ in LRS] for _ in range(2))
+    opt_c = HeadsAdam(compiled, LRS)
+    opt_g = adam_groups([list(h.parameters()) for h in general], LRS)
     for idx in _batches(60):
-        torch.testing.assert_close(
-            _step(opt_c, x, y, idx).float(), _step(opt_t, x, y, idx).float(), rtol=1e-5, atol=1e-7
-        )
-    assert opt_c._arrays is not None and opt_t._arrays is None and opt_t._lists is not None
+        mse = per_head_mse(predict_with_heads(general, x[idx]), y[idx])
+        opt_g.zero_grad(set_to_none=True)
+        mse.sum().backward()
+        opt_g.step()
+        torch.testing.assert_close(_step(opt_c, x, y, idx).float(), mse.detach(), rtol=1e-5, atol=1e-7)
     with torch.no_grad():
-        for a, b in zip(compiled, torch_step):
+        for a, b in zip(compiled, general):
             torch.testing.assert_close(a(x), b(x), rtol=0, atol=2e-6)
 
 
@@ -123,30 +125,11 @@ def test_checkpoint_round_trip_continues_bit_for_bit_and_keeps_adams_format():
     for a, b in zip(straight, resumed):
         for (name, p), q in zip(a.named_parameters(), b.parameters()):
             torch.testing.assert_close(p, q, rtol=0, atol=0, msg=name)
-    # and torch's Adam takes the state: its next step from the same gradients matches the torch step's
+    # and torch's Adam takes the state
     plain = [copy.deepcopy(h) for h in first]
     torch_adam = torch.optim.Adam([{"params": list(h.parameters()), "lr": lr} for h, lr in zip(plain, LRS)], lr=LRS[0])
     torch_adam.load_state_dict(saved)
     assert float(torch_adam.state[next(plain[0].parameters())]["step"]) == 10
-
-
-def test_predictions_equal_a_float64_derivation():
-    torch.manual_seed(6)
-    heads = [ValenceHead(LAYERS, DIM, HIDDEN) for _ in LRS]
-    x, _ = _data()
-    optimiser = HeadsAdam(heads, LRS)
-    pred = optimiser.predict(x)
-    assert pred.shape == (len(LRS), x.shape[0])
-    xd = x.double()
-    for k, h in enumerate(heads):
-        w = torch.softmax(h.layer_logits.detach().double(), 0)
-        mixed = torch.einsum("l,nld->nd", w, xd)
-        expected = (
-            mixed @ h.project.weight.detach().double().T + h.project.bias.detach().double()
-        ) @ h.output.weight.detach().double().T + h.output.bias.detach().double()
-        torch.testing.assert_close(pred[k].double(), expected[:, 0], rtol=0, atol=1e-5)
-    torch.testing.assert_close(pred, predict_with_heads(heads, x).detach(), rtol=0, atol=1e-5)
-    assert HeadsAdam(heads, LRS, compiled=False).predict(x) is None  # the caller predicts with the heads
 
 
 def test_choice_of_kernel_and_a_missing_numba(monkeypatch, caplog):
@@ -163,16 +146,16 @@ def test_choice_of_kernel_and_a_missing_numba(monkeypatch, caplog):
         compiled_step_available("compiled")
 
 
-def test_float64_parameters_take_the_torch_step():
+def test_float64_parameters_or_features_do_not_take_the_compiled_step():
     torch.manual_seed(7)
-    heads = [ValenceHead(LAYERS, DIM, HIDDEN).double() for _ in LRS]
     x, y = _data()
-    optimiser = HeadsAdam(heads, LRS)
-    before = heads[0].project.weight.detach().clone()
-    mse = optimiser.step(batch={"features": x[:8].double(), "target": y[:8].double()})
-    assert optimiser._arrays is None and mse.dtype == torch.float64
-    assert not torch.equal(before, heads[0].project.weight)
-    assert np.all(np.isfinite(mse.numpy()))
+    optimiser = HeadsAdam([ValenceHead(LAYERS, DIM, HIDDEN).double() for _ in LRS], LRS)
+    assert not optimiser.takes_batch({"features": x[:8], "target": y[:8]})
+    with pytest.raises(ValueError, match="does not apply"):
+        optimiser.step(batch={"features": x[:8], "target": y[:8]})
+    optimiser = HeadsAdam([ValenceHead(LAYERS, DIM, HIDDEN) for _ in LRS], LRS)
+    assert not optimiser.takes_batch({"features": x[:8].double(), "target": y[:8].double()})
+    assert optimiser.takes_batch({"features": x[:8], "target": y[:8]})
 
 
 def test_lightning_run_takes_the_compiled_step_reading_rows_in_place(tmp_path):
@@ -180,7 +163,7 @@ def test_lightning_run_takes_the_compiled_step_reading_rows_in_place(tmp_path):
 
     module, trainer = _fit(tmp_path, max_steps=5, lr=list(LRS), steps_per_call=2)
     optimiser = trainer.optimizers[0]
-    assert trainer.global_step == 5 and isinstance(optimiser, HeadsAdam) and optimiser.compiled
+    assert trainer.global_step == 5 and isinstance(optimiser, HeadsAdam)
     assert optimiser._arrays is not None and not trainer.datamodule.gather_training_rows
     with pytest.raises(ValueError, match="step_kernel"):
         _fit(tmp_path / "bad", max_steps=1, step_kernel="fast")

@@ -12,11 +12,12 @@ from speechbias.ser.pooling import lr_label
 LRS = [1e-2, 1e-3, 1e-4]
 
 
-def test_three_heads_in_one_run_equal_three_single_rate_runs(tmp_path):
-    together, trainer = _fit(tmp_path / "together", max_steps=8, lr=LRS)
+@pytest.mark.parametrize("step_kernel", ["torch", "auto"])  # the general step and the CPU fast path
+def test_three_heads_in_one_run_equal_three_single_rate_runs(tmp_path, step_kernel):
+    together, trainer = _fit(tmp_path / "together", max_steps=8, lr=LRS, step_kernel=step_kernel)
     assert trainer.global_step == 8 and len(together.heads) == 3
     for k, lr in enumerate(LRS):
-        alone, _ = _fit(tmp_path / f"alone{k}", max_steps=8, lr=lr)
+        alone, _ = _fit(tmp_path / f"alone{k}", max_steps=8, lr=lr, step_kernel=step_kernel)
         for (name, a), b in zip(together.heads[k].state_dict().items(), alone.head.state_dict().values()):
             torch.testing.assert_close(a, b, rtol=0, atol=0, msg=f"lr={lr} {name}")  # bit for bit
         mine = [h for h in together.dev_history if h["lr"] == lr]

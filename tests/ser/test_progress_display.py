@@ -31,11 +31,14 @@ def test_epochs_for_steps_and_steps_per_epoch_by_hand():
 
 
 class _Descriptions(pl.Callback):
+    """The training bar's description at each epoch's first batch (after every epoch-start hook)."""
+
     def __init__(self):
         self.seen = []
 
-    def on_train_epoch_start(self, trainer, pl_module):
-        self.seen.append(trainer.progress_bar_callback._get_train_description(trainer.current_epoch).strip())
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if batch_idx == 0:
+            self.seen.append(trainer.progress_bar_callback.train_progress_bar.description.strip())
 
 
 @pytest.mark.parametrize("steps_per_call", [1, 2])

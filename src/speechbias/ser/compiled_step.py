@@ -1,9 +1,15 @@
 """One training step of K valence heads, gradients and Adam update fused in one numba-compiled loop.
 
-The same estimator as :class:`~speechbias.ser.stacked_heads.StackedHeads` + ``torch.optim.Adam``:
-each head's MSE gradient on the batch (the closed form of ser/stacked_heads.py), then each head's own
-Adam step (torch's update rule, float32). What makes it faster on a CPU is memory traffic, not
-arithmetic (benchmarks/ser_bench.py part B measures both side by side):
+The same estimator as the general step (autograd of :func:`~speechbias.ser.head.predict_with_heads`
++ ``torch.optim.Adam``): each head's MSE gradient on the batch, in closed form, then each head's own
+Adam step (torch's update rule, float32). With ``w = softmax(a)`` (L,), ``v = W2 W1`` (D,),
+``c = W2 b1 + b2``, ``s_bl = v . x_bl`` and ``g_b = 2 (p_b - y_b) / B``:
+
+    dc = sum_b g_b    dw_l = sum_b g_b s_bl    da = w * (dw - <w, dw>)    dv = sum_bl g_b w_l x_bl
+    dW1 = W2^T dv     db1 = W2^T dc            dW2 = dv W1^T + dc b1^T     db2 = dc
+
+What makes it faster on a CPU is memory traffic and no per-step Python, not arithmetic
+(benchmarks/ser_bench.py measures it side by side with the general step):
 
 * the batch is never gathered: each sample's L rows are read from the (N, L, D) training features
   where they lie, once for the products ``s_bl = v . x_bl`` and, while they are still in the L2
@@ -16,10 +22,10 @@ Numerics: float32 storage and arithmetic like torch's; the dot products of lengt
 reassociation allowed (SIMD lanes, as BLAS does; so, like torch's own products, the last bits depend
 on the CPU's vector width), every other sum runs in a fixed order. Each head runs exactly the same
 operations whatever heads train beside it, so K heads in one run end bit for bit where K one-head
-runs end. The values differ from the torch step's by float rounding (tests/ser/test_compiled_step.py);
+runs end. The values differ from the general step's by float rounding (tests/ser/test_compiled_step.py);
 over 20,000 Adam steps rounding differences can grow into visible ones (bench part D).
 
-Layout (stacked over heads, as :class:`StackedHeads` keeps them): ``a`` (K, L) layer logits, ``w1``
+Layout (stacked over heads, as :class:`~speechbias.ser.heads_adam.HeadsAdam` keeps them): ``a`` (K, L) layer logits, ``w1``
 (K, H, D), ``b1`` (K, H), ``w2`` (K, 1, H), ``b2`` (K, 1); Adam's first and second moments in the
 same shapes; ``steps`` (K, 5) float32, one counter per parameter (they advance together).
 numba's ``error_model="numpy"``: IEEE division (no zero-division checks, which would stop the loops
@@ -101,26 +107,6 @@ def _linear_forms(a, w1, b1, w2, b2, v, w, c):
     """:func:`_linear_form` of every head k into ``v[k]`` (K, D), ``w[k]`` (K, L) and ``c[k]`` (K,)."""
     for k in range(w1.shape[0]):
         c[k] = _linear_form(a[k], w1[k], b1[k], w2[k, 0], b2[k, 0], v[k], w[k])
-
-
-@njit(cache=True, error_model="numpy")
-def heads_predict(features, a, w1, b1, w2, b2, out):
-    """Every head's predictions on ``features`` (N, L, D) into ``out`` (K, N), computed as the training
-    pass computes them (the heads' parameters stacked as in :func:`heads_adam_step`). Samples outer,
-    heads inner: each sample's rows are read from memory once for all heads."""
-    n_heads, _, dim = w1.shape
-    n_layers = a.shape[1]
-    v = np.empty((n_heads, dim), np.float32)
-    w = np.empty((n_heads, n_layers), np.float32)
-    c = np.empty(n_heads, np.float32)
-    _linear_forms(a, w1, b1, w2, b2, v, w, c)
-    for i in range(features.shape[0]):
-        sample = features[i]
-        for k in range(n_heads):
-            p = np.float32(0.0)
-            for layer in range(n_layers):
-                p += w[k, layer] * _dot(v[k], sample[layer])
-            out[k, i] = p + c[k]
 
 
 @njit(cache=True, error_model="numpy")

@@ -124,35 +124,39 @@ class StepBoundedProgressBar(RichProgressBar):
     ``Epoch e/E`` with E = ceil(max_steps / steps per epoch) - 1 (0-based, as Lightning counts) and
     e = optimiser steps done // steps per epoch, which stays right after a resume (Lightning's epoch
     counter runs one ahead after resuming from an epoch-end checkpoint). Steps per epoch come from
-    the datamodule's ``steps_per_epoch(world_size)``; without one it writes Lightning's description.
+    the datamodule's ``steps_per_epoch(world_size)``; without one it keeps Lightning's description.
     ``max_epochs`` itself stays -1: a finite value would stop resumed runs early for that reason.
+    Public API only: the hook ``on_train_epoch_start`` and the bar's ``progress`` (a rich
+    ``Progress``) and ``train_progress_bar_id``.
     """
 
-    def _get_train_description(self, current_epoch: int) -> str:
-        trainer = self.trainer
-        per_epoch = getattr(trainer.datamodule, "steps_per_epoch", None) if trainer.datamodule is not None else None
+    def step_bounded_description(self, trainer: pl.Trainer) -> str | None:
+        """``Epoch e/E`` (see the class docstring), or None without the datamodule's steps per epoch."""
+        datamodule = trainer.datamodule
+        per_epoch = getattr(datamodule, "steps_per_epoch", None) if datamodule is not None else None
         if not (callable(per_epoch) and trainer.max_steps > 0):
-            return super()._get_train_description(current_epoch)
+            return None
         steps = per_epoch(trainer.world_size)
         last = epochs_for_steps(trainer.max_steps, steps) - 1
         description = f"Epoch {min(trainer.global_step // steps, last)}/{last}"
-        if len(self.validation_description) > len(description):
-            description = f"{description:{len(self.validation_description)}}"
-        return description
+        return f"{description:{len(self.validation_description)}}"  # as wide as Lightning pads it
+
+    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        super().on_train_epoch_start(trainer, pl_module)
+        description = self.step_bounded_description(trainer)
+        if description is None or self.progress is None or self.train_progress_bar_id is None:
+            return
+        styled = f"[{self.theme.description}]{description}" if self.theme.description else description
+        self.progress.update(self.train_progress_bar_id, description=styled)
 
 
 def use_step_bounded_progress_bar(trainer: pl.Trainer) -> pl.Trainer:
-    """Replace the trainer's default :class:`RichProgressBar` (if it has one) by a
-    :class:`StepBoundedProgressBar` with the same settings; other progress bars are left alone."""
+    """Replace the trainer's default :class:`RichProgressBar` (if it has one, as Lightning makes it
+    when rich is installed) by a :class:`StepBoundedProgressBar` with its public settings (refresh
+    rate, theme); other progress bars are left alone."""
     for k, callback in enumerate(trainer.callbacks):
         if type(callback) is RichProgressBar:
-            bar = StepBoundedProgressBar(
-                refresh_rate=callback.refresh_rate,
-                leave=callback._leave,
-                theme=callback.theme,
-                console_kwargs=callback._console_kwargs,
-            )
-            trainer.callbacks[k] = bar
+            trainer.callbacks[k] = StepBoundedProgressBar(refresh_rate=callback.refresh_rate, theme=callback.theme)
     return trainer
 
 

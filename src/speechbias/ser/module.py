@@ -5,12 +5,13 @@ One module trains one head per learning rate in ``lr`` (a number, or a list such
 so each ends exactly where a separate run with that learning rate and seed would (bit for bit);
 together they share each batch and pay Lightning's per-step overhead once.
 
-The training step: in one process at full precision, :class:`~speechbias.ser.heads_adam.HeadsAdam`'s
-``step(batch=...)``, the heads' MSE gradients and Adam updates in one numba-compiled pass
-(:mod:`~speechbias.ser.compiled_step`; ``step_kernel="torch"``, or numba unavailable: the closed-form
-gradients of :class:`~speechbias.ser.stacked_heads.StackedHeads` and torch's fused Adam); under DDP
-or mixed precision, autograd's backward of :func:`~speechbias.ser.head.predict_with_heads` (DDP
-averages gradients in autograd's hooks) and Adam (:func:`adam_groups`).
+The training step, on every device (CPU, GPU, DDP, mixed precision): autograd's backward of
+:func:`~speechbias.ser.head.predict_with_heads` (DDP averages gradients in autograd's hooks) and
+``torch.optim.Adam`` with a parameter group per head (:func:`adam_groups`). One CPU fast path: in one
+process at full precision on a CPU (``step_kernel`` auto, where numba can be set up),
+:class:`~speechbias.ser.heads_adam.HeadsAdam`'s ``step(batch=...)``, the heads' MSE gradients and Adam
+updates in one numba-compiled pass (:mod:`~speechbias.ser.compiled_step`); the same estimator, values
+equal up to float rounding.
 
 Batches are dicts: ``target`` (B,) valence on [0, 1], ``index`` (B,) row numbers within the split
 (used to de-duplicate dev rows that DDP's sampler repeats), and ``features`` (B, L, D) float32 or,
@@ -37,7 +38,6 @@ from torch import nn
 
 from speechbias.launch.lightning_trainer import quiet_third_party_console
 from speechbias.ser.datamodule import batch_features
-from speechbias.ser.fused_adam import ReusedListsAdam
 from speechbias.ser.head import ValenceHead, predict_with_heads
 from speechbias.ser.heads_adam import STEP_KERNELS, HeadsAdam, compiled_step_available
 from speechbias.ser.pooling import lr_label
@@ -59,19 +59,14 @@ def per_head_mse(predictions: torch.Tensor, target: torch.Tensor) -> torch.Tenso
     return ((predictions - target) ** 2).mean(dim=1)
 
 
-def adam(params, lr: float) -> torch.optim.Adam:
-    """Adam (default betas/eps, no weight decay), the fused kernel where the parameters' device has
-    one (CPU, CUDA): about 4x faster per step than the foreach kernel for this head on CPU."""
-    return adam_groups([list(params)], [lr])
-
-
 def adam_groups(param_groups, lrs) -> torch.optim.Adam:
-    """One Adam over several parameter groups, group k with learning rate ``lrs[k]`` (same kernel
-    choice as :func:`adam`); each group's update is exactly that of its own Adam."""
+    """One ``torch.optim.Adam`` (default betas/eps, no weight decay) over several parameter groups,
+    group k with learning rate ``lrs[k]``; each group's update is exactly that of its own Adam. The
+    fused kernel (``fused=True``) where the parameters' device has one (CPU, CUDA): about 4x faster
+    per step than the foreach kernel for this head on CPU."""
     groups = [{"params": list(ps), "lr": float(lr)} for ps, lr in zip(param_groups, lrs, strict=True)]
-    if all(p.device.type in ("cpu", "cuda") for g in groups for p in g["params"]):
-        return ReusedListsAdam(groups, lr=groups[0]["lr"])  # the fused kernel, less per-step Python
-    return torch.optim.Adam(groups, lr=groups[0]["lr"])
+    fused = all(p.device.type in ("cpu", "cuda") for g in groups for p in g["params"])
+    return torch.optim.Adam(groups, lr=groups[0]["lr"], fused=fused or None)
 
 
 def as_learning_rates(lr) -> tuple[float, ...]:
@@ -152,13 +147,13 @@ class ValenceRegressor(pl.LightningModule):
         the trainer's ``max_steps`` even inside a chunk."""
         optimiser = self.optimizers()
         max_steps = self.trainer.max_steps
-        whole_step = isinstance(optimiser.optimizer, HeadsAdam)
+        fast_path = optimiser.optimizer if isinstance(optimiser.optimizer, HeadsAdam) else None
         for batch in chunk:
             if 0 <= max_steps <= self.global_step:
                 break
-            if whole_step:  # gradients and update of all heads in one pass (compiled where it applies)
+            if fast_path is not None and fast_path.takes_batch(batch):  # the CPU fast path: one compiled pass
                 per_head = optimiser.step(batch=batch)
-            else:  # DDP (its gradient averaging hooks into autograd's backward), mixed precision
+            else:  # the general step (under DDP, autograd's backward averages the gradients)
                 per_head = per_head_mse(self(batch_features(batch)), batch["target"])
                 optimiser.zero_grad(set_to_none=True)
                 self.manual_backward(per_head.sum())
@@ -167,8 +162,11 @@ class ValenceRegressor(pl.LightningModule):
 
     def _single_process_full_precision(self) -> bool:
         """One process at 32-bit precision (True for a module not attached to a trainer)."""
-        trainer = self._trainer
-        return trainer is None or (trainer.world_size == 1 and str(trainer.precision) in ("32-true", "32"))
+        try:
+            trainer = self.trainer
+        except RuntimeError:  # not attached to a Trainer
+            return True
+        return trainer.world_size == 1 and str(trainer.precision) in ("32-true", "32")
 
     def _log_train_mse(self, per_head: torch.Tensor) -> None:
         """Logs ``ser/train/mse`` (per head), the mean training loss of the last
@@ -192,12 +190,7 @@ class ValenceRegressor(pl.LightningModule):
             self._train_loss_sum, self._train_loss_count = None, 0
 
     def validation_step(self, batch: dict, batch_idx: int) -> None:
-        pred = None
-        optimisers = self._trainer.optimizers if self._trainer is not None else []
-        if optimisers and isinstance(optimisers[0], HeadsAdam):  # the compiled pass's arithmetic, ~4x faster
-            pred = optimisers[0].predict(batch["features"])
-        if pred is None:
-            pred = self(batch["features"]).detach()
+        pred = self(batch["features"]).detach()
         self._dev_parts.append((batch["index"], pred, batch["target"]))
 
     def on_validation_epoch_start(self) -> None:
@@ -243,16 +236,18 @@ class ValenceRegressor(pl.LightningModule):
                 self.best[k] = {**{c: entry[c] for c in ("step", "epoch", "mse", "r2")}, "state": state}
 
     def configure_optimizers(self):
-        """One process at full precision: :class:`~speechbias.ser.heads_adam.HeadsAdam`, whose
-        ``step(batch=...)`` is the whole step of all heads (numba-compiled unless ``step_kernel`` is
-        ``torch`` or numba cannot be set up); else Adam over the heads' parameter groups."""
-        if self._single_process_full_precision():
-            return HeadsAdam(self.heads, self.lrs, compiled=compiled_step_available(self.step_kernel))
-        if self.step_kernel == "compiled":
+        """``torch.optim.Adam`` over the heads' parameter groups (:func:`adam_groups`); on a CPU in one
+        process at full precision, unless ``step_kernel`` is ``torch`` or numba cannot be set up,
+        :class:`~speechbias.ser.heads_adam.HeadsAdam` (the same Adam, whose ``step(batch=...)`` is the
+        compiled step of all heads)."""
+        cpu_fast_path = self._single_process_full_precision() and self.device.type == "cpu"
+        if self.step_kernel == "compiled" and not cpu_fast_path:
             raise ValueError(
-                "step_kernel=compiled needs one process at 32-bit precision (DDP and mixed "
-                "precision train with autograd)"
+                "step_kernel=compiled needs one process at 32-bit precision on a CPU (GPUs, DDP and "
+                "mixed precision train with autograd)"
             )
+        if cpu_fast_path and compiled_step_available(self.step_kernel):
+            return HeadsAdam(self.heads, self.lrs)
         return adam_groups([list(h.parameters()) for h in self.heads], self.lrs)
 
     def on_fit_start(self) -> None:
@@ -261,13 +256,7 @@ class ValenceRegressor(pl.LightningModule):
         self._log_every = None
         optimiser = self.optimizers()
         datamodule = getattr(self.trainer, "datamodule", None)
-        # (on a GPU the torch step runs, and Lightning would copy the whole source with every batch)
-        if (
-            isinstance(optimiser.optimizer, HeadsAdam)
-            and optimiser.optimizer.compiled
-            and self.device.type == "cpu"
-            and hasattr(datamodule, "gather_training_rows")
-        ):
+        if isinstance(optimiser.optimizer, HeadsAdam) and hasattr(datamodule, "gather_training_rows"):
             datamodule.gather_training_rows = False
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:

@@ -12,7 +12,6 @@ import os
 import time
 
 import numpy as np
-import pandas as pd
 import pytest
 import soundfile as sf
 
@@ -122,8 +121,8 @@ def test_a_corrupt_record_is_ignored_with_a_warning_and_rebuilt(tmp_path, decode
     assert decoded == [] and _warnings(caplog) == []  # rebuilt
 
 
-def _manifest(paths: list[str]) -> pd.DataFrame:
-    return pd.DataFrame({"clip_id": [f"c{i}" for i in range(len(paths))], "path": paths, "role": list("XYAB")})
+def _manifest(paths: list[str]) -> list[dict[str, str]]:
+    return [{"clip_id": f"c{i}", "path": p, "role": "XYAB"[i]} for i, p in enumerate(paths)]
 
 
 def test_the_manifest_check_decodes_only_new_or_changed_clips(tmp_path, decoded):
@@ -155,7 +154,7 @@ def test_repeated_audio_is_refused_naming_the_rows_or_warned_about(tmp_path, cap
     clips = _clips(tmp_path / "data")
     (tmp_path / "data" / "copy.wav").write_bytes(open(clips[0], "rb").read())  # same audio, another file
     paths = [clips[0], clips[1], clips[2], clips[3], str(tmp_path / "data" / "copy.wav"), clips[1]]
-    df = pd.DataFrame({"clip_id": list("abcdef"), "path": paths, "role": list("XYABXY")})
+    df = [{"clip_id": c, "path": p, "role": r} for c, p, r in zip("abcdef", paths, "XYABXY")]
     with pytest.raises(ManifestError) as info:
         check_manifest_audio(df, "m.csv", tmp_path / "cache")
     msg = str(info.value)

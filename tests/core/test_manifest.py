@@ -7,7 +7,7 @@ import pytest
 
 from core.audio_fixtures import write_manifest_tree
 from speechbias.stimuli import ManifestError, load_manifest, validate_manifest, write_manifest
-from speechbias.stimuli.manifest import repeated_clips
+from speechbias.stimuli.manifest import read_manifest_rows, repeated_clips
 
 
 def test_load_resolves_relative_paths(tmp_path):
@@ -91,12 +91,35 @@ def test_a_relative_path_not_found_names_the_folder_it_was_resolved_against(tmp_
 def test_repeated_clips_are_the_same_file_or_the_same_audio(tmp_path):
     (tmp_path / "a.wav").write_bytes(b"x")
     (tmp_path / "link.wav").symlink_to(tmp_path / "a.wav")
-    df = pd.DataFrame(
-        {
-            "path": [str(tmp_path / n) for n in ("a.wav", "b.wav", "link.wav", "c.wav", "d.wav", "b.wav")],
-            "role": list("XXXYAB"),
-        }
-    )
-    assert repeated_clips(df) == [[0, 2], [1, 5]]  # a symlink is the same file
+    paths = [str(tmp_path / n) for n in ("a.wav", "b.wav", "link.wav", "c.wav", "d.wav", "b.wav")]
+    assert repeated_clips(paths) == [[0, 2], [1, 5]]  # a symlink is the same file
     shas = {str(tmp_path / "c.wav"): "1" * 64, str(tmp_path / "d.wav"): "1" * 64}
-    assert repeated_clips(df, shas) == [[0, 2], [1, 5], [3, 4]]  # the same audio, across roles too
+    assert repeated_clips(paths, shas) == [[0, 2], [1, 5], [3, 4]]  # the same audio, across roles too
+
+
+@pytest.mark.parametrize(
+    "df",
+    [
+        _df().drop(columns=["role", "clip_id"]),
+        _df(role=["x", "Y", "A", "B"]),
+        _df(clip_id=["a", "a", "c", "d"]),
+        _df(path=["1.wav", "", "3.wav", "4.wav"]),
+        _df(),  # files not found
+    ],
+)
+def test_the_pandas_free_reader_raises_what_load_manifest_raises(tmp_path, df):
+    path = tmp_path / "m.csv"
+    df.to_csv(path, index=False)
+    with pytest.raises(ManifestError) as by_pandas:
+        load_manifest(path)
+    with pytest.raises(ManifestError) as by_rows:
+        read_manifest_rows(path)
+    assert str(by_rows.value) == str(by_pandas.value)
+
+
+def test_the_pandas_free_reader_reads_what_load_manifest_reads(tmp_path):
+    path = write_manifest_tree(tmp_path, n_per_role=2)
+    table = load_manifest(path)
+    rows = read_manifest_rows(path)
+    for col in ("clip_id", "path", "role", "group", "speaker", "pair_id", "stratum"):
+        assert [r[col] for r in rows] == list(table[col]), col

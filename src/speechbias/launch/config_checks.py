@@ -8,7 +8,7 @@ sweep folders, a corpus-built test's corpus folders under ``paths.data_root``, S
 decodes, at least :data:`MIN_CLIPS_PER_ROLE` clips per role, no audio repeated; speechbias.stimuli.manifest) and a
 writable cache folder.
 :func:`check_command_line` names unknown config group options (``upstream=...``) before Hydra composes.
-Standard library, OmegaConf and Hydra at import; pandas/numpy only to check a manifest and decode its new clips and the
+Standard library, OmegaConf and Hydra at import; numpy/soundfile only to decode a manifest's new clips and the
 stimulus registry only for a corpus-built test whose manifest is not built yet; never torch.
 """
 
@@ -222,10 +222,10 @@ def check_bias_test(node: DictConfig, key: str, cache_dir=None, cfg: DictConfig 
         )
     root = OmegaConf.select(node, "root", default=None)
     root = Path(str(root)) if root else path.parent
-    from speechbias.stimuli.manifest import ManifestError, check_manifest_audio, load_manifest
+    from speechbias.stimuli.manifest import ManifestError, check_manifest_audio, read_manifest_rows
 
     try:
-        table = load_manifest(path, root=root, required_roles=())
+        table = read_manifest_rows(path, root=root, required_roles=())
         check_role_sizes(path, f"{key}.manifest")
         settings = cfg if cfg is not None else OmegaConf.create()
         full = OmegaConf.select(settings, "check_audio", default="changed") == "full"

@@ -16,7 +16,8 @@ stratum    resampling stratum such as "female|young" ("" when not stratified)
 Any further columns are free metadata and are kept as they are. Column names and roles are exact
 (case-sensitive): a ``Role`` column or a role ``x`` is named in the error with the spelling to use.
 
-:func:`validate_manifest` checks the table (one line naming every missing column, the rows of bad roles,
+:func:`validate_manifest` (a DataFrame) and :func:`read_manifest_rows` (the CSV's rows as dicts, without
+pandas: the pre-run check imports no pandas) check the table (one line naming every missing column, the rows of bad roles,
 files not found and, for relative paths, the folder they were resolved against).
 :func:`check_manifest_audio` checks the clips themselves, through the audio index
 (:mod:`speechbias.fileio.audio_index`: an unchanged file is not decoded again): every clip decodes, and
@@ -26,15 +27,19 @@ independent observations, so SpEAT's permutation p-value and standard error woul
 
 from __future__ import annotations
 
+import csv
 import logging
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from speechbias.fileio.atomic_file import atomic_write
 from speechbias.fileio.audio_index import AudioFacts, AudioIndex
 from speechbias.roles import ROLES
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +58,62 @@ class ManifestError(ValueError):
     """A manifest that cannot be used; the message names the source and the offending rows."""
 
 
-def _rows(index) -> str:
-    rows = [str(i + 2) for i in list(index)[:10]]  # +2: 1-based and the header line
-    more = f" (+{len(index) - 10} more)" if len(index) > 10 else ""
+def _rows(positions: Sequence[int]) -> str:
+    """Row positions (0-based, data rows) as the CSV's line numbers (the header is line 1)."""
+    rows = [str(i + 2) for i in list(positions)[:10]]
+    more = f" (+{len(positions) - 10} more)" if len(positions) > 10 else ""
     return ", ".join(rows) + more
+
+
+def check_rows(
+    rows: Sequence[Mapping[str, str]],
+    source: str,
+    root: str | Path | None = None,
+    required_roles: tuple[str, ...] = ROLES,
+    check_files: bool = True,
+) -> list[str]:
+    """Check a manifest's rows (``clip_id``, ``path``, ``role`` already stripped strings) and return
+    each row's path, relative ones joined to ``root``; raise :class:`ManifestError` naming the rows
+    (empty or repeated clip_id, a role other than X, Y, A, B, a required role without clips, an empty
+    path, a file not found: for a relative path, the folder it was resolved against)."""
+    ids = [r["clip_id"] for r in rows]
+    empty_id = [i for i, v in enumerate(ids) if v == ""]
+    if empty_id:
+        raise ManifestError(f"{source}: empty clip_id in row(s) {_rows(empty_id)}")
+    seen: dict[str, int] = {}
+    for v in ids:
+        seen[v] = seen.get(v, 0) + 1
+    dup = [i for i, v in enumerate(ids) if seen[v] > 1]
+    if dup:
+        raise ManifestError(f"{source}: duplicate clip_id {sorted({ids[i] for i in dup})[:5]} in row(s) {_rows(dup)}")
+    roles = [r["role"] for r in rows]
+    bad_role = [i for i, v in enumerate(roles) if v not in ROLES]
+    if bad_role:
+        raise ManifestError(f"{source}: {_bad_roles([roles[i] for i in bad_role], bad_role)}")
+    absent_roles = [r for r in required_roles if r not in roles]
+    if absent_roles:
+        raise ManifestError(f"{source}: no clips with role(s) {absent_roles}")
+    given = [r["path"] for r in rows]
+    empty_path = [i for i, v in enumerate(given) if v == ""]
+    if empty_path:
+        raise ManifestError(f"{source}: empty path in row(s) {_rows(empty_path)}")
+    base = Path(root) if root is not None else None
+    relative = [not Path(p).is_absolute() for p in given]
+    paths = [str(base / p) if rel and base is not None else p for p, rel in zip(given, relative)]
+    if check_files:
+        not_found = [i for i, p in enumerate(paths) if not Path(p).is_file()]
+        if not_found:
+            first = not_found[0]
+            explain = (
+                f"; relative paths are resolved against {_root_words(base, source)} ({given[first]} -> {paths[first]})"
+                if relative[first] and base is not None
+                else ""
+            )
+            raise ManifestError(
+                f"{source}: {len(not_found)} audio file(s) not found, e.g. {given[first]} "
+                f"(row(s) {_rows(not_found)}){explain}; fix the path column or the files"
+            )
+    return paths
 
 
 def validate_manifest(
@@ -70,7 +127,7 @@ def validate_manifest(
 
     Normalisation: missing optional columns are added as "", all schema columns become str,
     ``path`` becomes absolute (relative to ``root``). ``required_roles`` must each have at
-    least one clip; ``check_files`` verifies that every path exists.
+    least one clip; ``check_files`` verifies that every path exists (:func:`check_rows`).
     """
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
     if missing:
@@ -81,43 +138,37 @@ def validate_manifest(
             out[col] = default
     for col in MANIFEST_COLUMNS:
         out[col] = out[col].fillna("").astype(str).str.strip()
-    empty_id = out.index[out["clip_id"] == ""]
-    if len(empty_id):
-        raise ManifestError(f"{source}: empty clip_id in row(s) {_rows(empty_id)}")
-    dup = out.index[out["clip_id"].duplicated(keep=False)]
-    if len(dup):
-        raise ManifestError(
-            f"{source}: duplicate clip_id {sorted(set(out.loc[dup, 'clip_id']))[:5]} in row(s) {_rows(dup)}"
-        )
-    bad_role = out.index[~out["role"].isin(ROLES)]
-    if len(bad_role):
-        raise ManifestError(f"{source}: {_bad_roles(out.loc[bad_role, 'role'])}")
-    absent_roles = [r for r in required_roles if not (out["role"] == r).any()]
-    if absent_roles:
-        raise ManifestError(f"{source}: no clips with role(s) {absent_roles}")
-    empty_path = out.index[out["path"] == ""]
-    if len(empty_path):
-        raise ManifestError(f"{source}: empty path in row(s) {_rows(empty_path)}")
-    base = Path(root) if root is not None else None
-    given = list(out["path"])
-    relative = [not Path(p).is_absolute() for p in given]
-    if base is not None:
-        out["path"] = [str(base / p) if rel else p for p, rel in zip(given, relative)]
-    if check_files:
-        not_found = [i for i, p in enumerate(out["path"]) if not Path(p).is_file()]
-        if not_found:
-            first = not_found[0]
-            explain = (
-                f"; relative paths are resolved against {_root_words(base, source)} "
-                f"({given[first]} -> {out['path'].iloc[first]})"
-                if relative[first] and base is not None
-                else ""
-            )
-            raise ManifestError(
-                f"{source}: {len(not_found)} audio file(s) not found, e.g. {given[first]} "
-                f"(row(s) {_rows(out.index[not_found])}){explain}; fix the path column or the files"
-            )
-    return out.reset_index(drop=True)
+    out = out.reset_index(drop=True)
+    out["path"] = check_rows(out[list(REQUIRED_COLUMNS)].to_dict("records"), source, root, required_roles, check_files)
+    return out
+
+
+def read_manifest_rows(
+    path: str | Path,
+    root: str | Path | None = None,
+    required_roles: tuple[str, ...] = ROLES,
+    check_files: bool = True,
+) -> list[dict[str, str]]:
+    """The manifest CSV's rows as dicts, checked like :func:`load_manifest` checks them (the same
+    errors), with stripped schema columns and absolute paths; no pandas (the pre-run check's reader)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ManifestError(f"{p}: manifest file does not exist")
+    try:
+        with open(p, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            columns = [c for c in (reader.fieldnames or [])]
+            raw = list(reader)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ManifestError(f"{p}: not a readable CSV ({exc})") from exc
+    missing = [c for c in REQUIRED_COLUMNS if c not in columns]
+    if missing:
+        raise ManifestError(f"{p}: {_missing_columns(missing, columns)}")
+    rows = [{**r, **{c: (r.get(c) or "").strip() for c in MANIFEST_COLUMNS}} for r in raw]
+    paths = check_rows(rows, str(p), root if root is not None else p.parent, required_roles, check_files)
+    for row, full in zip(rows, paths):
+        row["path"] = full
+    return rows
 
 
 def _missing_columns(missing: list[str], columns: list[str]) -> str:
@@ -135,7 +186,7 @@ def _missing_columns(missing: list[str], columns: list[str]) -> str:
     )
 
 
-def _bad_roles(roles: pd.Series) -> str:
+def _bad_roles(roles: list[str], positions: list[int]) -> str:
     """The roles that are not X, Y, A, B with their rows, the accepted spellings and, for lower-case
     ones, that roles are case-sensitive."""
     shown = ", ".join(repr(r) for r in sorted(set(roles))[:8])
@@ -145,7 +196,7 @@ def _bad_roles(roles: pd.Series) -> str:
         if lower
         else ""
     )
-    return f"role must be one of {', '.join(ROLES)} ({ROLE_MEANINGS}); got {shown} in row(s) {_rows(roles.index)}{case}"
+    return f"role must be one of {', '.join(ROLES)} ({ROLE_MEANINGS}); got {shown} in row(s) {_rows(positions)}{case}"
 
 
 def _root_words(base: Path, source: str) -> str:
@@ -162,6 +213,8 @@ def load_manifest(
     check_files: bool = True,
 ) -> pd.DataFrame:
     """Read and validate a manifest CSV; relative clip paths resolve against ``root`` or the CSV's folder."""
+    import pandas as pd
+
     p = Path(path)
     if not p.is_file():
         raise ManifestError(f"{p}: manifest file does not exist")
@@ -185,13 +238,14 @@ def write_manifest(df: pd.DataFrame, path: str | Path) -> Path:
 
 
 def check_manifest_audio(
-    df: pd.DataFrame,
+    rows: Sequence[Mapping[str, str]],
     source: str,
     cache_dir: str | Path | None,
     full: bool = False,
     allow_repeats: bool = False,
 ) -> dict[str, AudioFacts]:
-    """Every clip of the validated manifest ``df`` decodes as a stimulus, and no audio is listed twice.
+    """Every clip of the checked manifest ``rows`` (dicts with absolute ``path`` and ``role``, e.g.
+    :func:`read_manifest_rows`) decodes as a stimulus, and no audio is listed twice.
 
     The clips' facts come from the audio index under ``cache_dir`` (``None``: no index, every clip is
     decoded): a file the index knows unchanged is not decoded unless ``full`` (the run's
@@ -200,8 +254,8 @@ def check_manifest_audio(
     repeat a file or its decoded audio (:func:`repeated_clips`) are refused with one line naming them,
     or, with ``allow_repeats``, named in one warning. Returns each path's :class:`AudioFacts`.
     """
-    index = AudioIndex(cache_dir)
-    facts = index.facts(df["path"], full=full)
+    paths, roles = [r["path"] for r in rows], [r["role"] for r in rows]
+    facts = AudioIndex(cache_dir).facts(paths, full=full)
     problems = [(p, f) for p, f in facts.items() if isinstance(f, str)]
     if problems:
         shown = "; ".join(f"{p}: {_short(problem)}" for p, problem in problems[:MAX_LISTED])
@@ -210,15 +264,15 @@ def check_manifest_audio(
             f"{source}: {len(problems)} of {len(facts)} clips cannot be used: {shown}{more}; "
             "fix or replace those files, or drop their rows"
         )
-    repeats = repeated_clips(df, {p: f.sha256 for p, f in facts.items()})
+    repeats = repeated_clips(paths, {p: f.sha256 for p, f in facts.items()})
     if repeats:
         named = "; ".join(
-            f"row(s) {', '.join(str(i + 2) for i in rows)} ({df['role'].iloc[rows[0]]}: {df['path'].iloc[rows[0]]}"
-            f"{'' if len({df['path'].iloc[i] for i in rows}) == 1 else ' and other files with the same audio'})"
-            for rows in repeats[:MAX_LISTED]
+            f"row(s) {', '.join(str(i + 2) for i in group)} ({roles[group[0]]}: {paths[group[0]]}"
+            f"{'' if len({paths[i] for i in group}) == 1 else ' and other files with the same audio'})"
+            for group in repeats[:MAX_LISTED]
         )
         more = f"; ... ({len(repeats) - MAX_LISTED} more)" if len(repeats) > MAX_LISTED else ""
-        n_rows = sum(len(rows) - 1 for rows in repeats)
+        n_rows = sum(len(group) - 1 for group in repeats)
         what = (
             f"{n_rows} row(s) repeat audio listed in another row (the same file or the same decoded audio): "
             f"{named}{more}; repeated clips are not independent, so the permutation p-value and the standard "
@@ -230,16 +284,16 @@ def check_manifest_audio(
     return {p: f for p, f in facts.items() if not isinstance(f, str)}
 
 
-def repeated_clips(df: pd.DataFrame, sha_of_path: dict[str, str] | None = None) -> list[list[int]]:
-    """Groups of row positions (0-based, in order) of ``df`` that list the same audio: the same file
-    (paths compared resolved, symlinks followed) or, where ``sha_of_path`` gives each path's decoded-audio
-    sha256, the same decoded audio; within a role or across roles. Only groups of two or more rows."""
+def repeated_clips(paths: Sequence[str], sha_of_path: Mapping[str, str] | None = None) -> list[list[int]]:
+    """Groups of row positions (0-based, in order) of ``paths`` that list the same audio: the same file
+    (compared resolved, symlinks followed) or, where ``sha_of_path`` gives a path's decoded-audio sha256,
+    the same decoded audio; within a role or across roles. Only groups of two or more rows."""
     sha_of_path = sha_of_path or {}
     groups: dict[str, list[int]] = {}
-    for i, path in enumerate(df["path"]):
+    for i, path in enumerate(paths):
         key = sha_of_path.get(str(path)) or os.path.realpath(path)
         groups.setdefault(key, []).append(i)
-    return [rows for rows in groups.values() if len(rows) > 1]
+    return [group for group in groups.values() if len(group) > 1]
 
 
 def _short(problem: str, limit: int = 110) -> str:

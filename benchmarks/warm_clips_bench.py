@@ -5,7 +5,8 @@ Goal (issue 33): a warm run of 2,000 cached clips costs at most 1.2x the 40-clip
 because a clip whose file is unchanged is decoded neither by the pre-run clip check nor by the cache lookup
 (the audio index, ``speechbias.fileio.audio_index``).
 
-Clips are generated in a temporary folder (0.5 s of noise, 16 kHz PCM WAV, roles X, Y, A, B in turn); the
+Clips are generated in a temporary folder (``--seconds`` of noise, default 2 s, 16 kHz 16-bit FLAC, roles X, Y,
+A, B in turn); the
 upstream is the weight-free fbank; each checkout fills its own feature cache once (cold, not timed), then
 per round and checkout (interleaved, so drifting load hits both alike) three warm situations run:
 
@@ -56,15 +57,16 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 FAST = ("upstream=fbank", "logger=none", "speat.n_permutations=1000", "speat.per_layer=false")
 
 
-def make_clips(folder: Path, n: int) -> tuple[Path, list[Path]]:
-    """``n`` clips of 0.5 s noise and their manifest (relative paths)."""
+def make_clips(folder: Path, n: int, seconds: float, suffix: str) -> tuple[Path, list[Path]]:
+    """``n`` clips of ``seconds`` of noise (16 kHz, 16-bit, ``suffix`` .wav or .flac) and their manifest."""
     rng = np.random.default_rng(0)
     (folder / "audio").mkdir(parents=True)
     rows, clips = ["clip_id,path,role,group,speaker,pair_id,stratum"], []
     for i in range(n):
         role = "XYAB"[i % 4]
-        clip = folder / "audio" / f"c{i:05d}.wav"
-        sf.write(clip, (0.1 * rng.standard_normal(8000)).astype(np.float32), 16_000, subtype="PCM_16")
+        clip = folder / "audio" / f"c{i:05d}{suffix}"
+        samples = (0.1 * rng.standard_normal(int(seconds * 16_000))).astype(np.float32)
+        sf.write(clip, samples, 16_000, subtype="PCM_16")
         rows.append(f"c{i:05d},audio/{clip.name},{role},g{role},s{i},,")
         clips.append(clip)
     (folder / "m.csv").write_text("\n".join(rows) + "\n")
@@ -107,6 +109,8 @@ def main() -> None:
     ap.add_argument("--reference", type=Path, default=Path("/tmp/ref_index"), help="the reference checkout's root")
     ap.add_argument("--sizes", type=int, nargs=2, default=[40, 2000], help="the small and the large manifest")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=2.0, help="length of each clip")
+    ap.add_argument("--suffix", choices=[".flac", ".wav"], default=".flac", help="the clips' format")
     args = ap.parse_args()
     checkouts = {"reference": args.reference.resolve(), "this checkout": REPO}
     print(f"{os.cpu_count()} cores; load average before: {os.getloadavg()[0]:.2f}")
@@ -119,7 +123,7 @@ def main() -> None:
             data = {}
             for label, root in checkouts.items():  # each checkout's own clips and cache, filled (not timed)
                 key = label.replace(" ", "_")
-                data[label] = make_clips(tmp / f"clips-{key}-{n}", n)
+                data[label] = make_clips(tmp / f"clips-{key}-{n}", n, args.seconds, args.suffix)
                 run(root, data[label][0], tmp / f"cache-{key}-{n}", tmp / "runs" / f"fill-{key}-{n}", tmp / "log")
             for rep in range(args.repeats):
                 for label, root in checkouts.items():
@@ -139,7 +143,8 @@ def main() -> None:
                         best[k] = min(best.get(k, result), result)
     small, large = args.sizes
     print(
-        f"\nwarm evaluate.py (fbank, {' '.join(FAST[1:])}), best of {args.repeats} rounds; CPU s (wall s) "
+        f"\nwarm evaluate.py (fbank, {' '.join(FAST[1:])}; clips of {args.seconds:g} s {args.suffix}), best of "
+        f"{args.repeats} rounds; CPU s (wall s) "
         f"[files decoded]; load average after: {os.getloadavg()[0]:.2f}"
     )
     print(f"{'situation':14s} {'checkout':14s} {small:>6d} clips        {large:>6d} clips        ratio  goal bound")

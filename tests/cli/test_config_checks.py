@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from speechbias.launch.config_checks import check_config, check_manifest_files, check_report_arguments, learning_rates
+from speechbias.launch.config_checks import check_config, check_report_arguments, learning_rates
 from speechbias.launch.user_errors import ConfigError
 
 
@@ -68,16 +68,6 @@ def _manifest(tmp_path, paths):
     path = tmp_path / "m.csv"
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
-def test_manifest_check_names_the_rows_whose_files_are_missing(tmp_path):
-    # rows of the CSV file: the header is line 1, so the clips are lines 2..6
-    path = _manifest(tmp_path, ["here.wav", "gone.wav", str(tmp_path / "here.wav"), "/abs/gone2.wav", "here.wav"])
-    with pytest.raises(ConfigError) as info:
-        check_manifest_files(path, tmp_path, "bias_test.manifest")
-    msg = str(info.value)
-    assert "2 audio file(s) not found, e.g. gone.wav (row(s) 3, 5)" in msg and msg.startswith("bias_test.manifest=")
-    check_manifest_files(_manifest(tmp_path, ["here.wav"]), tmp_path)
 
 
 def test_the_speat_task_checks_its_bias_test_manifest(tmp_path):
@@ -197,28 +187,6 @@ def test_corpus_folders_honour_corpus_dirs_overrides(tmp_path):
         check_corpus_folders(node, "bias_test")
     node.builder.corpus_dirs = {"saa": "saa", "mess": str(tmp_path / "saa")}  # an absolute folder is taken as is
     check_corpus_folders(node, "bias_test")
-
-
-def test_clips_that_passed_are_not_decoded_again_until_they_change(tmp_path, monkeypatch):
-    import numpy as np
-    import soundfile as sf
-
-    from speechbias.launch import config_checks
-
-    for name in ("a.wav", "b.wav"):
-        sf.write(tmp_path / name, np.sin(np.arange(1600) / 5).astype(np.float32) * 0.5, 16000)
-    manifest = tmp_path / "m.csv"
-    manifest.write_text("clip_id,path,role\na,a.wav,X\nb,b.wav,Y\n")
-    decoded = []
-    real = config_checks._clip_problem
-    monkeypatch.setattr(config_checks, "_clip_problem", lambda p: decoded.append(p.name) or real(p))
-    verdicts = tmp_path / "cache" / "clip_checks"
-    config_checks.check_manifest_clips(manifest, tmp_path, "m", verdicts)
-    config_checks.check_manifest_clips(manifest, tmp_path, "m", verdicts)
-    assert sorted(decoded) == ["a.wav", "b.wav"]  # the second check read the record of the first
-    (tmp_path / "b.wav").write_bytes(b"")  # changed: checked again, and now it fails
-    with pytest.raises(ConfigError, match=r"1 of 2 clips cannot be used: .*b.wav"):
-        config_checks.check_manifest_clips(manifest, tmp_path, "m", verdicts)
 
 
 def test_an_error_re_raised_by_a_dataloader_worker_keeps_its_own_line():

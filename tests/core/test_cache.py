@@ -44,7 +44,9 @@ def _tensor_start(raw: bytes, name: str) -> int:
 
 def _cache_warnings(caplog) -> list[str]:
     return [
-        r.getMessage() for r in caplog.records if r.name == "speechbias.features.cache" and r.levelno == logging.WARNING
+        r.getMessage()
+        for r in caplog.records
+        if r.name in ("speechbias.features.cache", "speechbias.fileio.audio_index") and r.levelno == logging.WARNING
     ]
 
 

@@ -228,3 +228,51 @@ def test_train_names_a_bad_step_kernel_before_anything_runs(tmp_path):
     lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
     assert proc.returncode == 1 and len(lines) == 1, lines
     assert lines[0].startswith("error: downstream.step_kernel=fast: must be one of auto, compiled, torch")
+
+
+def test_a_manifest_without_columns_names_all_of_them(tmp_path):
+    rows = _demo_rows()[["path", "group"]]
+    path = _manifest(tmp_path, rows, "no_role.csv")
+    line = _one_error(tmp_path, f"bias_test.manifest={path}", *FAST)
+    assert f"bias_test.manifest={path}: missing column(s) clip_id, role;" in line
+    assert "its columns: path, group" in line
+
+
+def test_lower_case_roles_are_named_with_the_accepted_spellings(tmp_path):
+    rows = _demo_rows()
+    rows["role"] = rows["role"].str.lower()
+    line = _one_error(tmp_path, f"bias_test.manifest={_manifest(tmp_path, rows, 'lower.csv')}", *FAST)
+    assert "role must be one of X, Y, A, B" in line and "in row(s) 2, 3, 4" in line
+    assert "roles are case-sensitive: write A, B, X, Y for 'a', 'b', 'x', 'y'" in line
+
+
+def test_relative_paths_not_found_name_the_manifest_folder(tmp_path):
+    rows = pd.read_csv(DEMO / "demo_voice.csv", dtype=str, keep_default_na=False)  # paths relative to DEMO
+    (tmp_path / "lists").mkdir()
+    path = _manifest(tmp_path / "lists", rows, "relative.csv")
+    line = _one_error(tmp_path, f"bias_test.manifest={path}", *FAST)
+    assert "40 audio file(s) not found, e.g. audio/demo_voice/female_00.flac" in line
+    assert f"relative paths are resolved against the manifest's folder {tmp_path / 'lists'} " in line
+
+
+def test_repeated_audio_is_refused_naming_the_rows_unless_allowed(tmp_path):
+    rows = _demo_rows()
+    copy = tmp_path / "copy.flac"
+    shutil.copy(rows.loc[0, "path"], copy)  # the same audio under another name, in role X
+    extra = rows.iloc[[0, 1]].copy()
+    extra["clip_id"] = ["again_0", "again_1"]
+    extra["path"] = [str(copy), rows.loc[1, "path"]]  # and a row listing a file a second time
+    path = _manifest(tmp_path, pd.concat([rows, extra]), "repeats.csv")
+    cache = f"paths.cache_dir={tmp_path / 'cache'}"
+    line = _one_error(tmp_path, f"bias_test.manifest={path}", cache, *FAST)
+    assert "2 row(s) repeat audio listed in another row" in line
+    assert f"row(s) 2, 42 (X: {rows.loc[0, 'path']} and other files with the same audio)" in line
+    assert f"row(s) 3, 43 (X: {rows.loc[1, 'path']})" in line
+    assert "not independent" in line and "allow_duplicate_audio=true" in line
+    rc, lines = _run(tmp_path, f"bias_test.manifest={path}", cache, "allow_duplicate_audio=true", *FAST)
+    assert rc == 0 and sum("repeat audio" in ln and "run anyway" in ln for ln in lines) == 1, lines
+
+
+def test_a_bad_check_audio_value_is_one_line(tmp_path):
+    line = _one_error(tmp_path, "check_audio=sometimes", *FAST)
+    assert "check_audio=sometimes: must be one of changed, full" in line

@@ -16,18 +16,16 @@ can rewrite its checksum), so it need not be cryptographic: xxh3-128 reads ~10x 
 sha256 here and misses a random corruption with probability 2**-128
 (``benchmarks/cache_bench.py`` measures both).
 
-A second index maps an audio file's (absolute path, size, mtime, ctime) to the sha256 and length
-of its decoded samples, so a warm run neither decodes nor runs the upstream. Each record carries
-its own checksum and the file identity it was made for; a record that fails either is a miss
-(the file is decoded again, which gives the right sha256 whatever the record said).
+The audio index (:mod:`speechbias.fileio.audio_index`, under the same root) maps an audio file's
+(resolved path, size, mtime, ctime) to the sha256 and length of its decoded samples, so a warm run
+neither decodes nor runs the upstream; :meth:`FeatureCache.lookup_audio` and
+:meth:`FeatureCache.remember_audio` read and write it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,13 +35,13 @@ from safetensors import safe_open
 from safetensors.numpy import save_file
 
 from speechbias.fileio.atomic_file import atomic_write
+from speechbias.fileio.audio_index import AudioFacts, AudioIndex
 
 log = logging.getLogger(__name__)
 
 # the per-layer temporal statistics an entry holds, each (L, D) float32 (plus the scalar n_frames)
 STAT_NAMES = ("mean", "min", "max")
 CHECKSUM_PREFIX = "xxh3_128:"
-_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -57,7 +55,7 @@ class ClipStatistics:
 
 
 class InvalidEntry(Exception):
-    """A cache entry or index record that must not be used; ``outdated`` when it merely predates
+    """A cache entry that must not be used; ``outdated`` when it merely predates
     checksums. Internal to this module: callers of the cache see a miss."""
 
     def __init__(self, reason: str, outdated: bool = False):
@@ -76,10 +74,6 @@ def tensor_checksum(tensors: dict[str, np.ndarray]) -> str:
     return CHECKSUM_PREFIX + h.hexdigest()
 
 
-def _text_checksum(text: str) -> str:
-    return CHECKSUM_PREFIX + xxhash.xxh3_128_hexdigest(text.encode())
-
-
 class FeatureCache:
     """Directory-backed cache; safe for concurrent writers (atomic entries, identical content).
 
@@ -90,8 +84,9 @@ class FeatureCache:
     def __init__(self, root: str | Path, *, verify_checksums: bool = True):
         self.root = Path(root)
         self.verify_checksums = verify_checksums
-        self._reported: set[Path] = set()  # invalid entries / records already warned about
+        self._reported: set[Path] = set()  # invalid entries already warned about
         self._reported_outdated = False
+        self.audio_index = AudioIndex(self.root)
 
     # -- statistics entries -------------------------------------------------------------
     def entry_path(self, fingerprint: str, audio_sha: str) -> Path:
@@ -228,58 +223,12 @@ class FeatureCache:
             exc,
         )
 
-    # -- audio hash index --------------------------------------------------------------
-    @staticmethod
-    def _file_identity(path: str | Path) -> dict:
-        """What must be unchanged for a file's decoded audio to be unchanged: absolute path, size,
-        mtime and ctime in ns (ctime changes on every write and cannot be set back, unlike mtime)."""
-        p = Path(path).resolve()
-        st = p.stat()
-        return {"path": str(p), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns}
-
-    def _index_path(self, identity: dict) -> Path:
-        key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
-        return self.root / "audio_index" / key[:2] / f"{key}.json"
-
+    # -- audio index (speechbias.fileio.audio_index) ----------------------------------
     def lookup_audio(self, path: str | Path) -> tuple[str, int] | None:
-        """(sha256 of decoded audio, n_samples) for an unchanged file seen before, else None.
-
-        A record whose checksum or file identity does not match is reported once and ignored."""
-        try:
-            identity = self._file_identity(path)
-        except OSError:
-            return None
-        ip = self._index_path(identity)
-        try:
-            text = ip.read_text()
-        except OSError:
-            return None
-        try:
-            rec = json.loads(text)
-            if not isinstance(rec, dict) or "checksum" not in rec:
-                raise InvalidEntry("no checksum", outdated=True)
-            body = {k: v for k, v in rec.items() if k != "checksum"}
-            if _text_checksum(json.dumps(body, sort_keys=True)) != rec["checksum"]:
-                raise InvalidEntry("checksum mismatch")
-            if rec.get("file") != identity:
-                raise InvalidEntry(f"made for {rec.get('file')}, not {identity}")
-            sha, n_samples = rec["sha256"], rec["n_samples"]
-            if not (isinstance(sha, str) and _SHA256_HEX.fullmatch(sha)) or not isinstance(n_samples, int):
-                raise InvalidEntry(f"malformed sha256/n_samples {sha!r}/{n_samples!r}")
-        except (ValueError, KeyError, InvalidEntry) as exc:  # json.JSONDecodeError is a ValueError
-            if ip not in self._reported and not getattr(exc, "outdated", False):
-                self._reported.add(ip)
-                log.warning(
-                    "audio index record %s for %s is corrupt (%s); the file will be decoded again", ip, path, exc
-                )
-            return None
-        return sha, n_samples
+        """(sha256 of decoded audio, n_samples) for an unchanged file seen before, else None (a corrupt
+        index record is reported once and ignored)."""
+        return self.audio_index.lookup(path)
 
     def remember_audio(self, path: str | Path, audio_sha: str, n_samples: int) -> None:
         """Record (atomically) that the file at ``path``, as it is now, decodes to ``audio_sha``."""
-        identity = self._file_identity(path)
-        ip = self._index_path(identity)
-        body = {"file": identity, "sha256": audio_sha, "n_samples": int(n_samples)}
-        rec = {**body, "checksum": _text_checksum(json.dumps(body, sort_keys=True))}
-        atomic_write(ip, lambda tmp: tmp.write_text(json.dumps(rec)))
-        self._reported.discard(ip)
+        self.audio_index.remember(path, AudioFacts(audio_sha, int(n_samples)))

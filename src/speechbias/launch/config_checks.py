@@ -5,9 +5,10 @@ value and the fix) for values a run cannot use: a required value not given (``??
 that is not a number > 0, a task's missing arguments, folders and files that must exist (the report's
 sweep folders, a corpus-built test's corpus folders under ``paths.data_root``, Spoken StereoSet's
 ``task.data_dir``, a valence ratings file), a bias test's manifest (every clip it lists exists and
-decodes, at least :data:`MIN_CLIPS_PER_ROLE` clips per role) and a writable cache folder.
+decodes, at least :data:`MIN_CLIPS_PER_ROLE` clips per role, no audio repeated; speechbias.stimuli.manifest) and a
+writable cache folder.
 :func:`check_command_line` names unknown config group options (``upstream=...``) before Hydra composes.
-Standard library, OmegaConf and Hydra at import; soundfile/numpy only to decode a manifest's clips and the
+Standard library, OmegaConf and Hydra at import; numpy/soundfile only to decode a manifest's new clips and the
 stimulus registry only for a corpus-built test whose manifest is not built yet; never torch.
 """
 
@@ -33,12 +34,9 @@ REQUIRED_EXAMPLES = {
     "sweep_dir": "python evaluate.py task=report sweep_dir=multirun/<date>/<time>",
     "corpus.load.manifest": "python evaluate.py task=wer_disparity corpus=asr_manifest corpus.load.manifest=<csv>",
 }
-MAX_LISTED = 3
 # SpEAT's effect size needs a standard deviation within each role (targets X, Y; attributes A, B)
 MIN_CLIPS_PER_ROLE = 2
 CORPUS_LAYOUT = "experiments/speat_2023/README.md"
-# folder of the cache that records manifests whose clips all decoded (check_manifest_clips)
-CLIP_CHECKS = "clip_checks"
 # command-line flags after which the config comes from elsewhere (the option check leaves those to Hydra)
 OTHER_CONFIG_FLAGS = ("--config-dir", "-cd", "--config-path", "-cp", "--config-name", "-cn")
 
@@ -53,8 +51,9 @@ def check_config(cfg: DictConfig) -> None:
         check_report_arguments(cfg)
         return
     check_writable_folder(OmegaConf.select(cfg, "paths.cache_dir", default=None), "paths.cache_dir")
+    check_audio_settings(cfg)
     if task == "speat" and OmegaConf.select(cfg, "bias_test", default=None) is not None:
-        check_bias_test(cfg.bias_test, "bias_test", OmegaConf.select(cfg, "paths.cache_dir", default=None))
+        check_bias_test(cfg.bias_test, "bias_test", OmegaConf.select(cfg, "paths.cache_dir", default=None), cfg)
     elif task == "wer_disparity":
         for group in ("asr", "corpus"):
             if OmegaConf.select(cfg, group, default=None) is None:
@@ -189,9 +188,26 @@ def check_report_arguments(cfg: DictConfig) -> None:
         )
 
 
-def check_bias_test(node: DictConfig, key: str, cache_dir=None) -> None:
+def check_audio_settings(cfg: DictConfig) -> None:
+    """``check_audio``: changed | full; ``allow_duplicate_audio``: true | false."""
+    from speechbias.fileio.audio_index import CHECK_AUDIO_MODES
+
+    mode = OmegaConf.select(cfg, "check_audio", default="changed")
+    if mode not in CHECK_AUDIO_MODES:
+        raise ConfigError(
+            f"check_audio={mode}: must be one of {', '.join(CHECK_AUDIO_MODES)} (changed: decode only clips "
+            "the audio index does not know unchanged; full: decode every clip and repair the index)"
+        )
+    if not isinstance(OmegaConf.select(cfg, "allow_duplicate_audio", default=False), bool):
+        raise ConfigError(
+            f"allow_duplicate_audio={OmegaConf.select(cfg, 'allow_duplicate_audio')}: must be true or false"
+        )
+
+
+def check_bias_test(node: DictConfig, key: str, cache_dir=None, cfg: DictConfig | None = None) -> None:
     """The bias test's manifest exists and every clip it lists exists and decodes, with at least
-    :data:`MIN_CLIPS_PER_ROLE` clips per role; or a builder will write it from corpus folders that exist."""
+    :data:`MIN_CLIPS_PER_ROLE` clips per role and no audio repeated (``cfg``'s ``check_audio`` and
+    ``allow_duplicate_audio`` apply); or a builder will write it from corpus folders that exist."""
     manifest = OmegaConf.select(node, "manifest", default=None)
     has_builder = OmegaConf.select(node, "builder", default=None) is not None
     if manifest is None:
@@ -207,9 +223,17 @@ def check_bias_test(node: DictConfig, key: str, cache_dir=None) -> None:
         )
     root = OmegaConf.select(node, "root", default=None)
     root = Path(str(root)) if root else path.parent
-    check_manifest_files(path, root, f"{key}.manifest")
-    check_role_sizes(path, f"{key}.manifest")
-    check_manifest_clips(path, root, f"{key}.manifest", Path(str(cache_dir)) / CLIP_CHECKS if cache_dir else None)
+    from speechbias.stimuli.manifest import ManifestError, check_manifest_audio, read_manifest_rows
+
+    try:
+        table = read_manifest_rows(path, root=root, required_roles=())
+        check_role_sizes(path, f"{key}.manifest")
+        settings = cfg if cfg is not None else OmegaConf.create()
+        full = OmegaConf.select(settings, "check_audio", default="changed") == "full"
+        repeats = bool(OmegaConf.select(settings, "allow_duplicate_audio", default=False))
+        check_manifest_audio(table, str(path), cache_dir, full=full, allow_repeats=repeats)
+    except ManifestError as exc:
+        raise ConfigError(f"{key}.manifest={exc}") from exc
 
 
 def _manifest_rows(path: Path, key: str) -> list[dict]:
@@ -236,84 +260,6 @@ def check_role_sizes(path: Path, key: str = "manifest") -> None:
             f"{key}={path}: too few clips per role ({', '.join(small)}); a bias test needs at least "
             f"{MIN_CLIPS_PER_ROLE} clips of each role {'/'.join(ROLES)}; add clips to the manifest"
         )
-
-
-# clips already decoded by this process: (path, size, mtime_ns) -> problem or None (the entry points check
-# a single run's config twice: before its folder is made and when it starts)
-_CLIP_VERDICTS: dict[tuple[str, int, int], str | None] = {}
-
-
-def _clip_problem(path: Path) -> str | None:
-    """Why the clip at ``path`` cannot be used (audio.load_audio's reason), or None."""
-    from speechbias.fileio.audio import AudioError, load_audio
-
-    try:
-        stat = path.stat()
-    except OSError as exc:
-        return f"cannot read it ({exc.strerror})"
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
-    if key not in _CLIP_VERDICTS:
-        try:
-            load_audio(path)
-            _CLIP_VERDICTS[key] = None
-        except AudioError as exc:
-            _CLIP_VERDICTS[key] = exc.problem
-    return _CLIP_VERDICTS[key]
-
-
-def _short(problem: str, limit: int = 110) -> str:
-    """A clip's problem for a list: cut before a parenthesised detail when it is long."""
-    if len(problem) <= limit:
-        return problem
-    cut = problem.rfind(" (", 0, limit)
-    return problem[:cut] if cut > 20 else problem[:limit] + "..."
-
-
-def _clips_checked_marker(clips: list[Path], verdict_dir: Path) -> Path:
-    """The file that records that these clips, with these sizes and mtimes, all passed the check."""
-    import hashlib
-    import json
-
-    stats = []
-    for clip in clips:
-        try:
-            st = clip.stat()
-            stats.append([str(clip), st.st_size, st.st_mtime_ns])
-        except OSError:
-            stats.append([str(clip), None, None])
-    return verdict_dir / (hashlib.sha256(json.dumps(stats).encode()).hexdigest() + ".ok")
-
-
-def check_manifest_clips(path: Path, root: Path, key: str = "manifest", verdict_dir: Path | None = None) -> None:
-    """Every clip of the manifest decodes as a stimulus (readable, not truncated, not empty, silent or
-    NaN; :func:`speechbias.fileio.audio.load_audio`'s checks), so bad files are found before any model loads,
-    all in one error: their count and the first few with their reasons.
-
-    ``verdict_dir`` (the cache's ``clip_checks/``): a manifest whose clips all passed with the same sizes
-    and mtimes is not decoded again, so the jobs of a sweep over one test decode its clips once.
-    """
-    from concurrent.futures import ThreadPoolExecutor
-
-    clips = [root / (row.get("path") or "").strip() for row in _manifest_rows(path, key)]
-    marker = _clips_checked_marker(clips, verdict_dir) if verdict_dir is not None else None
-    if marker is not None and marker.is_file():
-        return
-    with ThreadPoolExecutor(max_workers=4) as pool:  # decoding releases the GIL
-        problems = [(clip, problem) for clip, problem in zip(clips, pool.map(_clip_problem, clips)) if problem]
-    if problems:
-        shown = "; ".join(f"{clip}: {_short(problem)}" for clip, problem in problems[:MAX_LISTED])
-        more = f"; ... ({len(problems) - MAX_LISTED} more)" if len(problems) > MAX_LISTED else ""
-        raise ConfigError(
-            f"{key}={path}: {len(problems)} of {len(clips)} clips cannot be used: {shown}{more}; "
-            "fix or replace those files, or drop their rows"
-        )
-    if marker is not None:
-        from speechbias.fileio.atomic_file import atomic_write
-
-        try:
-            atomic_write(marker, lambda tmp: tmp.write_text(str(path)))
-        except OSError:  # only a shortcut for the next run
-            pass
 
 
 def check_corpus_folders(node: DictConfig, key: str) -> None:
@@ -402,31 +348,6 @@ def check_spoken_stereoset_data(cfg: DictConfig) -> None:
         )
 
 
-def check_manifest_files(path: Path, root: Path, key: str = "manifest") -> None:
-    """Every row's ``path`` (relative ones against ``root``) is an existing file; names the rows."""
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            if "path" not in (reader.fieldnames or []):
-                raise ConfigError(
-                    f"{key}={path}: no 'path' column (has {reader.fieldnames}); a manifest needs "
-                    "columns clip_id, path, role"
-                )
-            missing = [
-                (i, row["path"])
-                for i, row in enumerate(reader, start=2)
-                if not (root / (row["path"] or "").strip()).is_file()
-            ]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise ConfigError(f"{key}={path}: not a readable CSV ({exc})") from exc
-    if missing:
-        rows = ", ".join(str(i) for i, _ in missing[:MAX_LISTED]) + (" ..." if len(missing) > MAX_LISTED else "")
-        raise ConfigError(
-            f"{key}={path}: {len(missing)} audio file(s) not found, e.g. {missing[0][1]} "
-            f"(row(s) {rows}); fix the path column or the files"
-        )
-
-
 def check_valence_source(cfg: DictConfig) -> None:
     """A valence set read from a corpus folder (``ser_data.source.root``, e.g. MESS under ``paths.data_root``):
     that folder exists; one read from one ratings CSV: that file exists."""
@@ -465,7 +386,7 @@ def check_propagation_tests(cfg: DictConfig) -> None:
             raise ConfigError(str(exc)) from exc
         scoped = OmegaConf.merge({"paths": cfg.paths, "seed": cfg.get("seed", 0)}, {"bias_test": node})
         check_bias_test(
-            scoped.bias_test, f"bias_tests[{entry}]", OmegaConf.select(cfg, "paths.cache_dir", default=None)
+            scoped.bias_test, f"bias_tests[{entry}]", OmegaConf.select(cfg, "paths.cache_dir", default=None), cfg
         )
 
 

@@ -39,6 +39,8 @@ PRESENTATION_KEYS = (
     "hydra",
     "logger",
     "force",
+    "check_audio",  # how the clips are checked before the run, not what it computes
+    "allow_duplicate_audio",  # a manifest's repeats are refused or warned about; the run is the same
     "sweep",
     "task.run_dir",
     "task.progress",

@@ -9,7 +9,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
-from speechbias.launch.bias_test_configs import bias_test_config
+from speechbias.config_composition import bias_test_config
 from tests.conftest import CONF_DIR
 
 

@@ -8,7 +8,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from speechbias.launch.config_checks import check_config, check_manifest_files, check_report_arguments, learning_rates
-from speechbias.launch.user_errors import ConfigError
+from speechbias.errors import ConfigError
 
 
 @pytest.mark.parametrize(
@@ -93,7 +93,7 @@ def test_the_speat_task_checks_its_bias_test_manifest(tmp_path):
 
 
 def test_a_relative_sweep_dir_is_found_in_the_cwd_first_then_in_the_project(tmp_path, monkeypatch):
-    from speechbias.launch.project_paths import user_path
+    from speechbias.project_paths import user_path
 
     project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
     (project / "multirun" / "s").mkdir(parents=True)
@@ -222,12 +222,12 @@ def test_clips_that_passed_are_not_decoded_again_until_they_change(tmp_path, mon
 
 
 def test_an_error_re_raised_by_a_dataloader_worker_keeps_its_own_line():
-    from speechbias.launch.user_errors import StorageError, error_message
+    from speechbias.errors import StorageError, error_message
 
     exc = StorageError(
         "Caught StorageError in DataLoader worker process 0.\nOriginal Traceback (most recent call "
         'last):\n  File "x.py", line 1, in f\n'
-        "speechbias.launch.user_errors.StorageError: /c/x: cannot write it"
+        "speechbias.errors.StorageError: /c/x: cannot write it"
     )
     assert error_message(exc) == "/c/x: cannot write it"
 

@@ -7,7 +7,7 @@ import logging
 
 from omegaconf import OmegaConf
 
-from speechbias.launch.run_markers import (
+from speechbias.tasks.run_markers import (
     RUN_DIGEST_FILE,
     config_values,
     finished_marker,

@@ -35,7 +35,7 @@ class SpeatCallback(pl.Callback):
 
     ``manifest``: the bias test's clips (rows in the order of the cached statistics); ``fingerprint``:
     the upstream's (cache key); ``run_info``: the run's identity columns
-    (:func:`speechbias.launch.run_context.upstream_info`); ``layer_convention``: the upstream's, for the
+    (:func:`speechbias.run_context.upstream_info`); ``layer_convention``: the upstream's, for the
     layer axis of the layer profile; ``runs_per_process``: as :class:`SpeatResults`'s. After the loop,
     :attr:`summary` is the result row (None on ranks other than global zero, and in the parent process of
     a ``ddp_spawn`` run).

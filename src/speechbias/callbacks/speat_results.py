@@ -41,7 +41,7 @@ class SpeatResults:
     """Computes SpEAT for one bias test and aggregation and writes the results through ``writer``.
 
     ``manifest``: the bias test's clips (rows in the order of the statistics given to :meth:`compute`);
-    ``run_info``: the run's identity columns (:func:`speechbias.launch.run_context.upstream_info`, plus
+    ``run_info``: the run's identity columns (:func:`speechbias.run_context.upstream_info`, plus
     ``n_upstream_forwards``); ``layer_convention``: the upstream's, for the layer axis of the layer profile;
     ``runs_per_process``: how many such runs this process makes (a multirun's share of jobs,
     :func:`speechbias.launch.sweep_workload.jobs_per_process`): :meth:`compute` declares their statistics'

@@ -1,6 +1,6 @@
 """Check a run's config before anything heavy is imported or any model is touched.
 
-:func:`check_config` raises :class:`~speechbias.launch.user_errors.ConfigError` (one line naming the key, the
+:func:`check_config` raises :class:`~speechbias.errors.ConfigError` (one line naming the key, the
 value and the fix) for values a run cannot use: a required value not given (``???``), a learning rate
 that is not a number > 0, a task's missing arguments, folders and files that must exist (the report's
 sweep folders, a corpus-built test's corpus folders under ``paths.data_root``, Spoken StereoSet's
@@ -23,10 +23,10 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from speechbias.launch.bias_test_configs import bias_test_config
-from speechbias.launch.project_paths import user_path
-from speechbias.launch.run_context import primary_config_dir
-from speechbias.launch.user_errors import ConfigError, error_line, full_error_requested
+from speechbias.config_composition import bias_test_config
+from speechbias.project_paths import user_path
+from speechbias.run_context import primary_config_dir
+from speechbias.errors import ConfigError, error_line, full_error_requested
 
 # a command line that sets a required key, shown in the error line
 REQUIRED_EXAMPLES = {

@@ -27,13 +27,13 @@ from omegaconf import DictConfig, OmegaConf
 from speechbias.launch.aggregation_configs import register_aggregation_configs
 from speechbias.launch.config_checks import check_config_unless_checked
 from speechbias.launch.parent_watch import job_done, watch_sweep_parent
-from speechbias.launch.project_paths import user_path
-from speechbias.launch.run_context import register_choice_resolver
-from speechbias.launch.run_markers import finished_results, record_run_digest
-from speechbias.launch.seeding import seed_run
+from speechbias.project_paths import user_path
+from speechbias.run_context import register_choice_resolver
+from speechbias.tasks.run_markers import finished_results, record_run_digest
+from speechbias.seeding import seed_run
 from speechbias.launch.slurm.job_environment import SlurmTasks, process_rank, slurm_tasks
 from speechbias.launch.sweep_status import JobStatus, current_sweep_id, job_error, read_status, reused_status
-from speechbias.launch.user_errors import (
+from speechbias.errors import (
     FULL_ERROR_HINT,
     ConfigError,
     error_line,

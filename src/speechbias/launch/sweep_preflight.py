@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from speechbias.launch.user_errors import find_user_error, message_line
+from speechbias.errors import find_user_error, message_line
 
 # sweep keys that name no input (no model, corpus or manifest): points differing only in them are composed once
 NO_INPUT_KEYS = ("aggregation", "seed", "speat", "lr", "force", "logger", "trainer", "extraction", "torch_threads")

@@ -35,7 +35,7 @@ import pytorch_lightning as pl
 import torch
 from torch import nn
 
-from speechbias.launch.lightning_trainer import quiet_third_party_console
+from speechbias.console_quieting import quiet_third_party_console
 from speechbias.ser.datamodule import batch_features
 from speechbias.ser.fused_adam import ReusedListsAdam
 from speechbias.ser.head import ValenceHead, predict_with_heads

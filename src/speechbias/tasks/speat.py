@@ -31,10 +31,10 @@ from speechbias.features.extraction_settings import ExtractionSettings
 from speechbias.report.caveat import DEMO_CAVEAT, is_demo_test
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
-from speechbias.launch.run_context import upstream_info
-from speechbias.launch.run_markers import finished_marker
+from speechbias.run_context import upstream_info
+from speechbias.tasks.run_markers import finished_marker
 from speechbias.launch.sweep_workload import jobs_per_process
-from speechbias.launch.seeding import seed_torch
+from speechbias.seeding import seed_torch
 from speechbias.stimuli.bias_test import BiasTest
 from speechbias.upstream.deferred import DeferredUpstream, built_upstream
 

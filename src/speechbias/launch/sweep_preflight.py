@@ -21,9 +21,10 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from speechbias.errors import find_user_error, message_line
+from speechbias.result_neutral_keys import no_input_keys
 
 # sweep keys that name no input (no model, corpus or manifest): points differing only in them are composed once
-NO_INPUT_KEYS = ("aggregation", "seed", "speat", "lr", "force", "logger", "trainer", "extraction", "torch_threads")
+NO_INPUT_KEYS = no_input_keys()
 # config nodes that may name a pretrained model (model_id, revision, cache_dir)
 MODEL_NODES = ("upstream", "asr", "sllm")
 GO_ON = "hydra.callbacks.preflight.enabled=false"

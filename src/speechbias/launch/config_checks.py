@@ -98,14 +98,15 @@ def _missing_keys(node, prefix: str = "") -> list[str]:
     else:
         return found
     for name, key in items:
-        child = node._get_node(key)
         full = f"{prefix}.{name}" if prefix and not name.startswith("[") else f"{prefix}{name}"
-        if child is None or child._is_interpolation():
+        if OmegaConf.is_interpolation(node, key):
             continue
-        if child._is_missing():
+        if OmegaConf.is_missing(node, key):
             found.append(full)
-        elif isinstance(child, (DictConfig, ListConfig)):
-            found.extend(_missing_keys(child, full))
+        else:
+            child = node[key]
+            if isinstance(child, (DictConfig, ListConfig)):
+                found.extend(_missing_keys(child, full))
     return found
 
 
@@ -182,7 +183,8 @@ def check_group_options(overrides: Sequence[str], config_dir: str | Path) -> Non
     with initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base="1.3"):
         loader = GlobalHydra.instance().config_loader()
         for group, names in wanted:
-            if not loader.repository.group_exists(group):
+            parent, _, name = group.rpartition("/")
+            if name not in loader.list_groups(parent):
                 continue  # a plain value such as lr=1e-4
             options = loader.get_group_options(group)
             for name in names:

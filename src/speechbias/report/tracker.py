@@ -53,12 +53,6 @@ class Tracker:
     def __repr__(self) -> str:
         return f"Tracker(kind={self.kind!r})"
 
-    def prepare(self) -> None:
-        """Get the tracker ready early in the job (W&B: imported and its service started, see
-        :func:`speechbias.report.wandb_run.prepare`); :meth:`publish` works without it."""
-        if self.kind == "wandb":
-            wandb_run.prepare(self.mode)
-
     def lightning_logger(self, output_dir: str | Path) -> dict:
         """Keyword arguments for a Lightning Trainer: ``{"logger": CSVLogger}`` for ``kind: csv``
         (every logged metric in ``<run>/metrics.csv``), else ``{}``."""

@@ -70,8 +70,7 @@ def config_values(cfg: DictConfig) -> dict[str, str]:
             try:
                 child = node[key]
             except Exception:  # noqa: BLE001 - any resolution error: keep the value as written
-                raw = node._get_node(key)
-                flat[full] = json.dumps(str(raw._value() if raw is not None else None))
+                flat[full] = json.dumps(str(OmegaConf.to_container(node, resolve=False)[key]))
                 continue
             if isinstance(child, (DictConfig, ListConfig)):
                 walk(child, full)

@@ -1,4 +1,4 @@
-"""bias_test_configs: a bias test by name is the node Hydra composes for bias_test=<name>."""
+"""config_composition: a bias test by name is the node Hydra composes for bias_test=<name>."""
 
 from __future__ import annotations
 

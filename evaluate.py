@@ -13,10 +13,12 @@ from omegaconf import DictConfig
 
 from speechbias.launch.config_checks import check_command_line
 from speechbias.launch.entry import register_project_root, run_entry
+from speechbias.launch.help_text import register_help_resolver
 
 # paths.root_dir defaults to this folder, whatever the working directory (PROJECT_ROOT or
 # paths.root_dir=... override it)
 register_project_root(Path(__file__).resolve().parent)
+register_help_resolver(Path(__file__).resolve().parent / "conf")  # --help
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")

@@ -42,7 +42,7 @@ ARCHITECTURES = {
 
 def load() -> str:
     """The load average (other processes slow every figure down)."""
-    return "load average %.2f %.2f %.2f" % os.getloadavg()
+    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 def make_clips(folder: Path, n: int, seconds: float, seed: int = 0) -> list[str]:

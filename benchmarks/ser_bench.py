@@ -97,7 +97,7 @@ def part_a(args) -> None:
     for i, s in enumerate(states):
         full[i, :, : s.shape[1]] = s
     frame_lengths = torch.tensor(lengths)
-    means = temporal_statistics([full[:, l] for l in range(n_layers)], frame_lengths)["mean"]
+    means = temporal_statistics([full[:, layer] for layer in range(n_layers)], frame_lengths)["mean"]
     target = torch.from_numpy(rng.uniform(0, 1, len(states)).astype(np.float32))
     torch.manual_seed(0)
     head_means = ValenceHead(n_layers, dim)

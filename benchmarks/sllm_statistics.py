@@ -101,7 +101,7 @@ def main() -> None:
         root = Path(tmp) / "spoken_stereoset"
         distinct = write_fixture(root, args.voices)
         print(
-            "load average %.2f %.2f %.2f; " % os.getloadavg()
+            f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}; "
             + f"fixture: rows {RELEASED_ROWS}, {args.voices} voices per context, distinct texts {distinct}"
         )
         times: dict[str, float] = {}

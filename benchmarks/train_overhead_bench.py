@@ -48,7 +48,7 @@ LOG_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
 
 
 def load() -> str:
-    return "load average %.2f %.2f %.2f" % os.getloadavg()
+    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 def run(root: Path, overrides: list[str], run_dir: Path) -> tuple[float, float, dict[str, float]]:

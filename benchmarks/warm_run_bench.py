@@ -36,7 +36,7 @@ FLOOR_IMPORTS = {
 
 
 def load() -> str:
-    return "load average %.2f %.2f %.2f" % os.getloadavg()
+    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 def checkout_root(path: Path) -> Path:
@@ -104,7 +104,7 @@ def main() -> None:
             commands = {args.only: commands[args.only]}
         for key, (title, overrides) in commands.items():
 
-            def command(root: Path, run_dir: Path) -> list[str]:
+            def command(root: Path, run_dir: Path, overrides: list[str] = overrides) -> list[str]:
                 return [sys.executable, str(root / "evaluate.py"), *overrides, *common, f"hydra.run.dir={run_dir}"]
 
             run(command(ours, tmp / key / "fill"), ours, tmp)  # fill the cache (both checkouts share it)

@@ -1,7 +1,9 @@
 """Where the seconds of one warm ``python evaluate.py`` go: imports, composing, checks, the cache, the
-statistics, the files, the tracker. Runs evaluate.py in this process (``runpy``) with timers around the
-steps of the checkout whose package is imported (this one, or a reference: ``PYTHONPATH=<ref>/src``),
-after one run that fills the cache.
+statistics, the files, the tracker. After one run that fills the cache, runs evaluate.py in a child
+process (``runpy``) with timers around the steps of the checkout whose package is imported (this one,
+or a reference: ``PYTHONPATH=<ref>/src``). The child prints its timers after every timed step, so the
+table comes whatever way the run ends (``os._exit`` included); the whole child's wall and CPU time
+(``resource.getrusage`` of the children) are measured from outside.
 
 Usage: PYTHONPATH=src python benchmarks/warm_run_breakdown.py [--root <checkout whose evaluate.py runs>]
        [overrides...]  (default: the offline default run, W&B offline)
@@ -11,10 +13,12 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import importlib
 import importlib.abc
 import importlib.util
 import os
+import resource
 import runpy
 import subprocess
 import sys
@@ -23,6 +27,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+TIMERS_LINE = "WARM_RUN_TIMERS "  # the child's line of timers (JSON), printed after every timed step
+HEAVY = ("torch", "pytorch_lightning", "transformers", "matplotlib", "wandb", "numba")
 # (label, module, attribute path): timed where they exist in the imported checkout
 STEPS = (
     ("hydra: compose the config (each time)", "hydra._internal.hydra", "Hydra.compose_config"),
@@ -47,8 +53,17 @@ def timed(label: str, totals: dict, fn):
             return fn(*args, **kwargs)
         finally:
             totals[label] = totals.get(label, 0.0) + time.perf_counter() - start
+            report(totals)
 
     return wrapper
+
+
+def report(totals: dict) -> None:
+    """The child's timers so far, the package it imported and the heavy modules loaded, as one line."""
+    import speechbias
+
+    state = {"totals": totals, "package": speechbias.__file__, "heavy": [m for m in HEAVY if m in sys.modules]}
+    print(TIMERS_LINE + json.dumps(state), flush=True)
 
 
 def patch(module, totals: dict) -> None:
@@ -95,10 +110,28 @@ def install_timers(totals: dict) -> None:
     sys.meta_path.insert(0, TimerFinder(totals))
 
 
+def child(root: Path, argv: list[str]) -> None:
+    """The timed warm run: evaluate.py of ``root`` in this process, its timers printed as it goes."""
+    totals: dict[str, float] = {}
+    import speechbias  # noqa: F401  (whichever checkout PYTHONPATH names)
+
+    install_timers(totals)
+    sys.argv = [str(root / "evaluate.py"), *argv]
+    try:
+        runpy.run_path(str(root / "evaluate.py"), run_name="__main__")
+    except SystemExit:
+        pass
+    report(totals)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", type=Path, default=REPO, help="the checkout whose evaluate.py and conf/ run")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args, overrides = ap.parse_known_args()
+    if args.child:
+        child(args.root, overrides)
+        return
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("WANDB_MODE", "offline")
     with tempfile.TemporaryDirectory() as tmp:
@@ -109,31 +142,30 @@ def main() -> None:
             capture_output=True,
             env=dict(os.environ),
         )
-        totals: dict[str, float] = {}
         print(f"load average before: {os.getloadavg()[0]:.2f}")
-        import speechbias  # noqa: F401  (whichever checkout PYTHONPATH names)
-
-        install_timers(totals)
-        sys.argv = [str(args.root / "evaluate.py"), *common, f"hydra.run.dir={tmp}/warm"]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        try:
-            runpy.run_path(str(args.root / "evaluate.py"), run_name="__main__")
-        except SystemExit:
-            pass
-        wall = time.perf_counter() - start
-    print(f"package: {speechbias.__file__}")
-    print(
-        f"warm run in-process: {wall:.2f} s (the interpreter's start not included); load average after: "
-        f"{os.getloadavg()[0]:.2f}"
-    )
-    print(
-        "  heavy modules imported: "
-        + ", ".join(
-            m for m in ("torch", "pytorch_lightning", "transformers", "matplotlib", "wandb") if m in sys.modules
+        proc = subprocess.run(
+            [sys.executable, __file__, "--child", "--root", str(args.root), *common, f"hydra.run.dir={tmp}/warm"],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ),
         )
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(TIMERS_LINE)]
+    if proc.returncode != 0 or not lines:
+        sys.exit(f"the warm run failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    state = json.loads(lines[-1][len(TIMERS_LINE) :])
+    print(f"package: {state['package']}")
+    print(
+        f"warm run, the whole process (interpreter start included): {wall:.2f} s wall, {cpu:.2f} CPU-s; "
+        f"load average after: {os.getloadavg()[0]:.2f}"
     )
-    for label, seconds in totals.items():
-        print(f"  {label:42s} {seconds:6.2f} s")
+    print("  heavy modules imported: " + (", ".join(state["heavy"]) or "none"))
+    for label, seconds in state["totals"].items():
+        print(f"  {label:42s} {seconds:6.2f} s wall")
     print("  (nested: instantiate includes the collaborators' imports; the tracker includes importing wandb)")
 
 

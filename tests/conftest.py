@@ -37,7 +37,8 @@ def conf_dir() -> Path:
 @pytest.fixture
 def wandb_recorder(monkeypatch):
     """W&B replaced by a recorder: ``(started, logged)``, the keyword arguments of each started run and,
-    in order, ``("metrics", values, step)``, ``("table", key, rows)``, ``("images", keys)``, ``("finish",)``."""
+    in order, ``("metrics", values, step)``, ``("table", key, rows)``, ``("images", keys)``, ``("describe",
+    name/tags/config)`` (a run started before its job knew them: train.py's live run), ``("finish",)``."""
     from speechbias.report import wandb_run
 
     started, logged = [], []
@@ -46,4 +47,5 @@ def wandb_recorder(monkeypatch):
     monkeypatch.setattr(wandb_run, "log_table", lambda run, key, df: logged.append(("table", key, len(df))))
     monkeypatch.setattr(wandb_run, "log_images", lambda run, images: logged.append(("images", sorted(images))))
     monkeypatch.setattr(wandb_run, "finish", lambda run: logged.append(("finish",)))
+    monkeypatch.setattr(wandb_run, "describe", lambda run, **kw: logged.append(("describe", kw)))
     return started, logged

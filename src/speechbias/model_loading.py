@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import socket
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,11 +78,22 @@ def local_dir(model_id: str) -> Path | None:
     return None
 
 
-def missing_weights_message(model_id: str, what: str, cause: BaseException, revision: str | None = None) -> str:
-    """One line naming the model id and the three ways to make its files available."""
+def missing_weights_message(
+    model_id: str, what: str, cause: BaseException, revision: str | None = None, files: Sequence[str] = ()
+) -> str:
+    """One line naming the model id and the three ways to make its files available. ``files``: when only
+    those files of the repository are needed (a random control needs the config, not the weights), the
+    download names them and the line says the weights are not needed."""
     where = "offline (HF_HUB_OFFLINE=1)" if hub_offline() else "from the hub or the local cache"
     at = f" at revision '{revision}'" if revision else ""
     reason = str(cause).strip().splitlines()[0][:200] if str(cause).strip() else type(cause).__name__
+    if files:
+        return (
+            f"cannot load the {what} of model '{model_id}'{at} {where}: only {' and '.join(files)} are needed "
+            f"(not the weights): download them once while online (`hf download {model_id} {' '.join(files)}`), "
+            f"or point HF_HOME at a Hugging Face cache that holds them, or pass a local directory with "
+            f"{files[0]} as model_id. [{reason}]"
+        )
     return (
         f"cannot load the {what} of model '{model_id}'{at} {where}: download it once while online "
         f"(`hf download {model_id}`), or point HF_HOME at a Hugging Face cache that holds it, "
@@ -126,11 +137,19 @@ def _cache_first(loader: Callable, model_id: str, **kwargs):
     return loader(model_id, local_files_only=False, **kwargs)
 
 
-def load_pretrained(loader: Callable, model_id: str, revision: str | None = None, what: str = "model", **kwargs):
+def load_pretrained(
+    loader: Callable,
+    model_id: str,
+    revision: str | None = None,
+    what: str = "model",
+    only_files: Sequence[str] = (),
+    **kwargs,
+):
     """``loader(model_id, revision=revision, local_files_only=..., **kwargs)`` (any ``from_pretrained``),
     cache first, then the hub if reachable and not offline.
 
-    ``what`` names the part in the error ("config", "weights", "processor", "tokenizer", ...). A
+    ``what`` names the part in the error ("config", "weights", "processor", "tokenizer", ...);
+    ``only_files``, where the caller needs no weights, the files the error tells the user to download. A
     missing local directory, files in neither place, or a directory transformers cannot read
     (OSError / ValueError) raise :class:`MissingWeightsError`.
     """
@@ -138,7 +157,7 @@ def load_pretrained(loader: Callable, model_id: str, revision: str | None = None
     try:
         return _cache_first(loader, model_id, revision=revision, **kwargs)
     except (OSError, ValueError) as err:
-        raise MissingWeightsError(missing_weights_message(model_id, what, err, revision)) from err
+        raise MissingWeightsError(missing_weights_message(model_id, what, err, revision, only_files)) from err
 
 
 #: the files transformers' ``from_pretrained`` reads the weights from (one of them, or an index)

@@ -24,7 +24,7 @@ IMPORT_PROBE = (
     "try:\n"
     "    runpy.run_path(script, run_name='__main__')\n"
     "finally:\n"
-    "    open(out, 'w').write(','.join(m for m in %r if m in sys.modules))\n" % (HEAVY,)
+    f"    open(out, 'w').write(','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
 )
 
 

@@ -180,3 +180,20 @@ def test_launching_process_reads_the_rank_as_lightning_does(monkeypatch, env, la
     from lightning_fabric.utilities.rank_zero import _get_rank  # Lightning's own reading of the same variables
 
     assert ((_get_rank() or 0) == 0) is launching
+
+
+@pytest.mark.parametrize("name", ["../escape.csv", "sub/inner.csv", "/abs/path.png", "..", ".", "", "a\\b.csv"])
+def test_no_file_name_leaves_the_run_folder(tmp_path, name):
+    """A test named e.g. '../../x' must never make a figure or table land outside the run folder."""
+    writer = RunWriter(tmp_path / "run")
+    with pytest.raises(ValueError, match="not a plain file name"):
+        writer.text(name, "x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"] or not (tmp_path / "run").exists()
+    assert not (tmp_path / "escape.csv").exists()
+
+
+def test_figure_of_a_test_with_a_path_in_its_name_is_refused(tmp_path):
+    writer = RunWriter(tmp_path / "run")
+    with pytest.raises(ValueError, match="not a plain file name"):
+        writer.figure("propagation_x/../../../evil", plt.figure())
+    assert not list(tmp_path.rglob("evil*"))

@@ -78,7 +78,7 @@ def test_layer_indices_follow_the_convention(num_layers):
 def test_reductions_match_numpy():
     x = np.random.default_rng(1).standard_normal((4, 6, 3))
     for name in ("sum", "mean", "min", "max"):
-        ref = np.array([[getattr(np, name)([x[n, l, d] for l in range(6)]) for d in range(3)] for n in range(4)])
+        ref = np.array([[getattr(np, name)([x[n, k, d] for k in range(6)]) for d in range(3)] for n in range(4)])
         np.testing.assert_allclose(aggregate_layers(x, name), ref)
     np.testing.assert_array_equal(Aggregation("max", "q3")(x), x[:, 4, :])
 
@@ -109,7 +109,7 @@ def test_every_strategy_returns_float64():
 def test_all_33_strategies_have_configs():
     # config group aggregation: ConfigStore nodes (speechbias.launch.aggregation_configs, registered by tests/conftest.py)
     names = {n.removesuffix(".yaml") for n in ConfigStore.instance().list("aggregation")}
-    assert names == {f"{t}_{l}" for t in ("mean", "min", "max") for l in LAYER_CHOICES}
+    assert names == {f"{t}_{layer}" for t in ("mean", "min", "max") for layer in LAYER_CHOICES}
 
 
 def test_bad_strategy_names():

@@ -187,24 +187,22 @@ def test_a_warm_ddp_run_keeps_the_loop_and_writes_the_same_files(tmp_path):
             assert (tmp_path / "ddp" / name).read_bytes() == (tmp_path / "warm" / name).read_bytes(), name
 
 
-def test_a_job_of_a_many_job_process_runs_the_compiled_kernels_and_writes_the_same_files(tmp_path, monkeypatch):
-    """The SpEAT task declares its statistics times its process's share of the sweep's jobs: one run stays
-    on the numpy kernels, a job of a process that runs many (the sweep's environment) runs compiled from
-    its first test; the files are the same."""
-    from speechbias.launch.sweep_workload import JOBS_PER_PROCESS_ENV
-    from speechbias.stats import kernel_choice, permutation
+def test_a_run_writes_the_same_files_whichever_kernels_serve_its_statistics(tmp_path, monkeypatch):
+    """One run (extracting) decides its kernels by itself: under auto its SE curve stays on the numpy kernels;
+    forced onto the compiled ones (SPEECHBIAS_STATS_KERNELS=compiled) it writes the same files."""
+    from speechbias.stats import bootstrap, kernel_choice
 
     monkeypatch.delenv(kernel_choice.ENVIRONMENT_VARIABLE, raising=False)
-    monkeypatch.delenv(JOBS_PER_PROCESS_ENV, raising=False)
-    real_choice, choices = permutation.use_compiled_kernels, []
-    monkeypatch.setattr(permutation, "use_compiled_kernels", lambda n: choices.append(real_choice(n)) or choices[-1])
-    monkeypatch.setattr(kernel_choice, "_numpy_draws", 0)
-    run_task(_compose(tmp_path))  # one run (extracts): numpy
+    monkeypatch.setattr(kernel_choice, "_forgone", 0.0)
+    real_choice, choices = bootstrap.use_compiled_kernels, []
+    monkeypatch.setattr(
+        bootstrap, "use_compiled_kernels", lambda *args: choices.append(real_choice(*args)) or choices[-1]
+    )
+    run_task(_compose(tmp_path, "speat.se_curve=true", "speat.n_resamples=500"))  # one run (extracts): numpy
     single = _result_files(tmp_path / "out")
     assert choices and not any(choices)
     choices.clear()
-    monkeypatch.setattr(kernel_choice, "_numpy_draws", 0)
-    monkeypatch.setenv(JOBS_PER_PROCESS_ENV, "100000")  # e.g. the basic launcher's share of a large sweep
-    run_task(_compose(tmp_path, "force=true"))
+    monkeypatch.setenv(kernel_choice.ENVIRONMENT_VARIABLE, "compiled")
+    run_task(_compose(tmp_path, "speat.se_curve=true", "speat.n_resamples=500", "force=true"))
     assert choices and all(choices)
     assert _result_files(tmp_path / "out") == single

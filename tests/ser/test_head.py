@@ -27,7 +27,7 @@ def reference_prediction(head: ValenceHead, states: list[torch.Tensor], lengths:
     for b in range(states[0].shape[0]):
         frames = []
         for t in range(int(lengths[b])):
-            x_t = sum(w[l] * states[l][b, t].double() for l in range(len(states)))  # layer-weighted sum
+            x_t = sum(w[layer] * states[layer][b, t].double() for layer in range(len(states)))  # layer-weighted sum
             frames.append(W1 @ x_t + b1)  # Linear(D, 256)
         pooled = torch.stack(frames).mean(dim=0)  # mean over frames
         out.append((W2 @ pooled + b2)[0])  # Linear(256, 1)

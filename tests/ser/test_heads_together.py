@@ -64,7 +64,7 @@ def test_learning_rate_lists_are_checked_and_labelled():
     assert metric_key("ser/val/r2", 1e-3, 3) == "ser/val/r2/lr=1e-3"
     module = ValenceRegressor(3, 4, lr=LRS)
     with pytest.raises(ValueError, match="3 heads"):
-        module.head
+        _ = module.head
     assert [g["lr"] for g in module.configure_optimizers().param_groups] == LRS
     for h in module.heads[1:]:  # same initial weights, as separate runs with one seed
         torch.testing.assert_close(h.project.weight, module.heads[0].project.weight, rtol=0, atol=0)

@@ -46,7 +46,7 @@ def test_per_head_and_pooled_d_match_the_formula(tmp_path):
         df.to_csv(paths[-1], index=False)
     out = pooled_propagation(paths)
     assert list(out["lr"]) == ["1e-05", "0.0001", "0.001", "pooled"]
-    for (df, x, y), lr in zip(heads, (1e-3, 1e-4, 1e-5)):
+    for (_df, x, y), lr in zip(heads, (1e-3, 1e-4, 1e-5)):
         row = out[out["lr"] == str(lr)].iloc[0]
         assert row["n_heads"] == 1 and row["n_x"] == 6
         assert row["cohens_d"] == pytest.approx(pooled_sd_d(x, y), rel=1e-10)

@@ -145,14 +145,21 @@ def test_three_learning_rates_in_one_run_with_the_pooled_figure(tmp_path):
 
 
 def test_tracker_gets_the_dev_curve_summary_tables_and_figures_once(tmp_path, wandb_recorder):
-    """logger=wandb: one W&B run, logged from the writer's record: each validation's dev metrics
+    """logger=wandb: one W&B run, started with the Trainer (the losses logged live, each with the trainer's
+    global step), then described and logged from the writer's record: each validation's dev metrics
     (``trainer/step`` first), the summary with each test's SpEAT d, the tables and the figures."""
     started, logged = wandb_recorder
     summary = run_task(_cfg(tmp_path, "logger=wandb", "lr=[1e-3,1e-4]", "max_steps=16"))
-    assert len(started) == 1 and started[0]["name"] == "fbank/valence/lr=1e-3,1e-4"
-    assert started[0]["job_type"] == "train_ser" and started[0]["tags"] == ["fbank", "classical", "ser", "demo"]
-    assert started[0]["config"]["lr"] == [1e-3, 1e-4]
     out = tmp_path / "run"
+    assert len(started) == 1 and started[0]["run_id"] == (out / "wandb_run_id").read_text().strip()
+    assert started[0]["job_type"] == "train_ser"
+    [(_, described)] = [e for e in logged if e[0] == "describe"]
+    assert described["name"] == "fbank/valence/lr=1e-3,1e-4"
+    assert described["tags"] == ["fbank", "classical", "ser", "demo"] and described["config"]["lr"] == [1e-3, 1e-4]
+    live = [e for e in logged if e[0] == "metrics" and "trainer/global_step" in e[1]]
+    assert live and logged.index(live[-1]) < logged.index(("describe", described))  # while training
+    assert any("ser/val/r2/lr=1e-3" in m for _, m, _ in live)
+    logged[:] = logged[logged.index(("describe", described)) + 1 :]  # what the writer recorded, below
     curve = pd.read_csv(out / "dev_curve.csv")
     expected = []
     for step, g in curve.groupby("step"):

@@ -40,7 +40,7 @@ def test_continuations_are_distinct_by_text_when_every_voice_has_its_own_id():
     # the released CSVs give each voice its own id: 2 contexts x 3 voices = 6 ids, 6 distinct texts
     texts = {"c1": ("She cooks.", "He cooks.", "Rain falls."), "c2": ("He fixes cars.", "She fixes cars.", "Sky.")}
     rows = []
-    for n, (ctx, (st, anti, irr)) in enumerate(texts.items()):
+    for n, (_ctx, (st, anti, irr)) in enumerate(texts.items()):
         for v in range(3):
             rows.append(
                 {

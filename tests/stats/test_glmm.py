@@ -37,10 +37,10 @@ def _exact_loglik(df, mu: dict, sigma: float, gamma=0.0) -> float:
     for _, d in df.groupby("speaker"):
         y, w = d.errors.to_numpy(float), d.words.to_numpy(float)
         eta = np.array([mu[g] for g in d.group]) + gamma * d.x.to_numpy()
-        mode = optimize.minimize_scalar(lambda b: -_speaker_integrand_log(b, y, w, eta, sigma)).x
+        mode = optimize.minimize_scalar(lambda b, y=y, w=w, eta=eta: -_speaker_integrand_log(b, y, w, eta, sigma)).x
         peak = _speaker_integrand_log(mode, y, w, eta, sigma)
         val, _ = integrate.quad(
-            lambda b: math.exp(_speaker_integrand_log(b, y, w, eta, sigma) - peak),
+            lambda b, y=y, w=w, eta=eta, peak=peak: math.exp(_speaker_integrand_log(b, y, w, eta, sigma) - peak),
             mode - 12 * sigma,
             mode + 12 * sigma,
             epsabs=0,
@@ -58,7 +58,7 @@ def _laplace_loglik(df, mu: dict, sigma: float) -> float:
         y, w = d.errors.to_numpy(float), d.words.to_numpy(float)
         eta = np.array([mu[g] for g in d.group])
         mode = optimize.minimize_scalar(
-            lambda b: -_speaker_integrand_log(b, y, w, eta, sigma), bracket=(-1, 1), tol=1e-12
+            lambda b, y=y, w=w, eta=eta: -_speaker_integrand_log(b, y, w, eta, sigma), bracket=(-1, 1), tol=1e-12
         ).x
         curv = float(np.sum(w * np.exp(eta + mode))) + 1.0 / sigma**2
         total += _speaker_integrand_log(mode, y, w, eta, sigma) + 0.5 * math.log(2 * math.pi / curv)
@@ -84,7 +84,7 @@ def test_laplace_loglik_matches_independent_laplace(small_data):
     assert fit.loglik == pytest.approx(_laplace_loglik(small_data, mu, fit.sigma), rel=1e-9, abs=1e-7)
     # the ML estimate: no nearby point has a higher (independently computed) Laplace likelihood
     base = _laplace_loglik(small_data, mu, fit.sigma)
-    for k, g in enumerate(fit.groups):
+    for g in fit.groups:
         for step in (-1e-3, 1e-3):
             mu2 = dict(mu)
             mu2[g] += step

@@ -222,7 +222,7 @@ def write_buckeye_recording(root: Path, stem: str, lengths) -> list[tuple[float,
     write_tone(root / stem / f"{stem}.wav", total, sr=1000, freq=100)
     lines = ["signal s0101a", "type 0", "color 121", "comment", "font", "separator ;", "nfields 1", "#"]
     lines.append(f"    {plan[0][0]:.6f}  122 <SIL>; <SIL>; <SIL>; S")
-    for k, (start, end) in enumerate(plan):
+    for start, end in plan:
         mid = (start + end) / 2
         lines.append(f"    {mid:.6f}  122 hello; hh ah l ow; hh ah l ow; UH")
         lines.append(f"    {end:.6f}  122 world; w er l d; w er l d; NN")

@@ -147,7 +147,7 @@ def test_european_african_american_cuts_segments_and_tests_lengths(tmp_path):
     root = tmp_path / "data"
     cells = [("f", "y", "f"), ("f", "o", "m"), ("m", "y", "f"), ("m", "o", "m")]
     lengths = [[6.0, 8.0, 11.0], [7.0, 9.5], [6.5, 12.0], [8.0, 10.0]]
-    for k, ((g, a, i), ls) in enumerate(zip(cells, lengths)):
+    for k, (_cell, ls) in enumerate(zip(cells, lengths)):
         trees.write_buckeye_recording(root / "buckeye", f"s{k + 1:02d}01a", ls)
     pd.DataFrame(
         {

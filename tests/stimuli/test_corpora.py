@@ -192,15 +192,10 @@ def test_buckeye_segments_between_interviewer_turns(tmp_path):
 
 def test_coraal_segments_and_speaker_filters(tmp_path):
     root = tmp_path / "CORAAL"
-    spk = lambda f, s, g, a, i, **kw: {
-        "file": f,
-        "spkr": s,
-        "gender": g,
-        "age": a,
-        "interviewer": i,  # noqa: E731
-        "lengths": [7.0, 4.0, 9.0],
-        **kw,
-    }
+
+    def spk(f, s, g, a, i, **kw):
+        return {"file": f, "spkr": s, "gender": g, "age": a, "interviewer": i, "lengths": [7.0, 4.0, 9.0], **kw}
+
     trees.write_coraal_component(
         root,
         "ATL",

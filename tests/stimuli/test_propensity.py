@@ -36,9 +36,9 @@ SCORE = {"f20": 2 / 3, "f40": 1 / 2, "m20": 1 / 3, "m40": 1 / 5}
 
 def toy_table() -> pd.DataFrame:
     rows = []
-    for cell, male, age, n_t, n_c in CELLS:
+    for cell, male, age, n_t, _n_c in CELLS:
         rows += [{"cell": cell, "male": male, "age": age, "treated": True, "name": f"t_{cell}{k}"} for k in range(n_t)]
-    for cell, male, age, n_t, n_c in CELLS:
+    for cell, male, age, _n_t, n_c in CELLS:
         rows += [{"cell": cell, "male": male, "age": age, "treated": False, "name": f"c_{cell}{k}"} for k in range(n_c)]
     return pd.DataFrame(rows).set_index("name")
 
@@ -301,3 +301,28 @@ def test_authors_folds_reproduce_the_papers_59_pairs():
             )
         )
         assert ours == published
+
+
+@pytest.mark.parametrize(("n_small", "n_large"), [(25, 60), (30, 45)])
+def test_authors_folds_come_in_psmpys_row_order_when_its_last_fold_is_topped_up(n_small, n_large):
+    """psmpy (logistic_ps, balance=True) concatenates its folds and puts the rows scored in several folds
+    first (in the order they first occur), then the rows scored once. A last fold of <= 20 leftover rows
+    is topped up with rows already folded (RandomState(42) picks them) against 20 drawn rows of the
+    smaller group, so those rows lead their group; knn_matched visits and breaks ties in that order."""
+    rng = np.random.default_rng(3)
+    cov = pd.DataFrame(
+        {"age": rng.uniform(18, 70, n_small + n_large).round(), "male": rng.integers(0, 2, n_small + n_large) * 1.0}
+    )
+    treated = pd.Series(np.r_[np.ones(n_small, bool), np.zeros(n_large, bool)])
+    small, large = list(range(n_small)), list(range(n_small, n_small + n_large))
+    k, rest = n_large // n_small, n_large % n_small
+    assert 0 < rest <= 20
+    top_up = {large[i] for i in np.random.RandomState(42).choice(k * n_small, size=20 - rest, replace=False)}
+    drawn = {small[i] for i in np.random.RandomState(42).choice(n_small, size=20, replace=False)}
+    # the smaller group is scored in every whole fold: with two or more it is all repeated, in table order
+    small_first = small if k >= 2 else sorted(drawn) + [s for s in small if s not in drawn]
+    large_first = sorted(top_up) + [r for r in large if r not in top_up]
+    order = authors_fold_scores(treated, cov).index.tolist()
+    assert [r for r in order if r < n_small] == small_first
+    assert [r for r in order if r >= n_small] == large_first
+    assert sorted(order) == list(range(n_small + n_large))

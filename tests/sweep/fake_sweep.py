@@ -138,7 +138,7 @@ def write_propagation_sweep(
 ) -> pd.DataFrame:
     """SER runs: per (model, lr) one folder with results.csv (one row per test) and predictions.csv."""
     all_preds = []
-    for i, (name, family, model_id, _) in enumerate(models):
+    for i, (name, family, _model_id, _) in enumerate(models):
         for lr in lrs:
             run = sweep / f"lr={lr},upstream={name}"
             (run / ".hydra").mkdir(parents=True, exist_ok=True)

@@ -80,7 +80,7 @@ def _holm_loop(p: list[float]) -> list[float]:
 
 def test_significance_is_corrected_within_each_aggregation(sweep):
     table = sweep_analysis.add_significance(collect(sweep).speat, alpha=0.05)
-    for agg, g in table.groupby("aggregation"):
+    for _agg, g in table.groupby("aggregation"):
         p = g["p"].tolist()
         assert np.allclose(g["p_bonferroni"], [min(1.0, len(p) * v) for v in p])
         assert np.allclose(g["p_holm"], _holm_loop(p))

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
+from safetensors import SafetensorError
 
 from speechbias.upstream.hf import HFUpstream
 from upstream.tiny_models import build_tiny
@@ -110,8 +111,8 @@ def test_a_warm_run_reads_no_weights(tmp_path, saved_tiny):
     stat = weights.stat()
     weights.write_bytes(b"\0" * stat.st_size)
     os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    with pytest.raises(Exception):  # the garbage is unreadable: loading it would fail
-        HFUpstream(model_id=str(model_dir)).model
+    with pytest.raises(SafetensorError):  # the garbage is unreadable: loading it would fail
+        _ = HFUpstream(model_id=str(model_dir)).model
 
     again = _evaluate(tmp_path, model_dir, "force=true")
     assert again.returncode == 0, again.stderr[-3000:]

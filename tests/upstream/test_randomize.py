@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -9,6 +10,7 @@ import pytest
 import torch
 from torch import nn
 
+from speechbias.library_internals.transformers import init_module_weights
 from speechbias.upstream.randomize import bake_parametrized_weights, init_parametrized_weights, reinitialize
 from upstream.s3prl_support import perturb, save_tiny_hf_checkpoint
 from upstream.tiny_models import tiny_config
@@ -57,7 +59,32 @@ def test_reinitialize_leaves_no_loaded_tensor():
 def test_a_frozen_parametrized_weight_stays_a_parameter():
     model = Loaded().requires_grad_(False)
     bake_parametrized_weights(model)
-    assert "new_style.weight" in dict(model.named_parameters()) and "weight" not in model.new_style._buffers
+    assert "new_style.weight" in dict(model.named_parameters()) and "weight" not in dict(
+        model.new_style.named_buffers()
+    )
+    assert not model.new_style.weight.requires_grad
+
+
+def test_baking_keeps_the_values_and_leaves_plain_g_v_pairs_alone():
+    """Baked weights equal what the parametrization computed; a module whose own parameters happen to be
+    called ``scale_g`` / ``scale_v`` has no weight norm and stays as it is."""
+
+    class Pair(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale_g, self.scale_v = nn.Parameter(torch.ones(2)), nn.Parameter(torch.zeros(2))
+
+    model = Loaded()
+    model.pair = Pair()
+    effective = {"new_style": model.new_style.weight.detach().clone()}
+    g, v = model.old_style.weight_g.detach(), model.old_style.weight_v.detach()
+    effective["old_style"] = g * v / v.norm(dim=1, keepdim=True)  # weight_norm(dim=0) of a Linear, by hand
+    baked = bake_parametrized_weights(model)
+    assert baked == [model.new_style, model.old_style]
+    torch.testing.assert_close(model.new_style.weight, effective["new_style"], rtol=0, atol=0)
+    torch.testing.assert_close(model.old_style.weight, effective["old_style"])
+    assert {n for n, _ in model.old_style.named_parameters()} == {"weight", "bias"}
+    assert {n for n, _ in model.pair.named_parameters()} == {"scale_g", "scale_v"}
 
 
 def test_transformers_init_reaches_the_weight_normed_positional_conv():
@@ -73,7 +100,7 @@ def test_transformers_init_reaches_the_weight_normed_positional_conv():
     assert plain.encoder.pos_conv_embed.conv.weight.std().item() == pytest.approx(1 / math.sqrt(3 * fan_in), rel=0.05)
     torch.manual_seed(0)
     model = Wav2Vec2Model(config)
-    assert init_parametrized_weights(model, model._init_weights) == 1
+    assert init_parametrized_weights(model, functools.partial(init_module_weights, model)) == 1
     conv = model.encoder.pos_conv_embed.conv
     assert isinstance(conv.weight, nn.Parameter)
     assert conv.weight.std().item() == pytest.approx(2 / math.sqrt(kernel * channels), rel=0.05)

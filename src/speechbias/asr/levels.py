@@ -64,7 +64,7 @@ def normalise_levels(raw: pd.Series, undisclosed_values=DEFAULT_UNDISCLOSED_VALU
     undisclosed = keys.isin(non_answers)
     spelling_counts = collapsed[~undisclosed].groupby(keys[~undisclosed]).value_counts()
     canonical = {}
-    for (key, spelling), n in sorted(spelling_counts.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1])):
+    for (key, spelling), _n in sorted(spelling_counts.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1])):
         canonical.setdefault(key, spelling)
     return keys.map(canonical).where(~undisclosed, UNDISCLOSED).astype(object)
 

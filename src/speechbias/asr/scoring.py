@@ -59,7 +59,7 @@ def error_counts(references: Sequence[str], hypotheses: Sequence[str]) -> pd.Dat
                 n = (ch.hyp_end_idx - ch.hyp_start_idx) if ch.type == "insert" else (ch.ref_end_idx - ch.ref_start_idx)
                 c[ch.type] += n
             result[i] = c
-    for i, (ref, hyp) in enumerate(zip(references, hypotheses)):
+    for i, (_ref, hyp) in enumerate(zip(references, hypotheses)):
         hyp_words = len(hyp.split())
         if i in result:
             c = result[i]

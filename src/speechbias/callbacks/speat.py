@@ -36,7 +36,7 @@ class SpeatCallback(pl.Callback):
     ``manifest``: the bias test's clips (rows in the order of the cached statistics); ``fingerprint``:
     the upstream's (cache key); ``run_info``: the run's identity columns
     (:func:`speechbias.run_context.upstream_info`); ``layer_convention``: the upstream's, for the
-    layer axis of the layer profile; ``runs_per_process``: as :class:`SpeatResults`'s. After the loop,
+    layer axis of the layer profile. After the loop,
     :attr:`summary` is the result row (None on ranks other than global zero, and in the parent process of
     a ``ddp_spawn`` run).
     """
@@ -53,13 +53,12 @@ class SpeatCallback(pl.Callback):
         settings: SpeatSettings | None = None,
         seed: int = 0,
         layer_convention: str | None = None,
-        runs_per_process: int = 1,
     ):
         self.manifest = manifest
         self.cache = cache
         self.fingerprint = fingerprint
         self.results = SpeatResults(
-            bias_test, manifest, aggregation, writer, run_info, settings, seed, layer_convention, runs_per_process
+            bias_test, manifest, aggregation, writer, run_info, settings, seed, layer_convention
         )
         self.summary: dict | None = None
 

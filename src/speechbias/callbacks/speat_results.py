@@ -21,7 +21,6 @@ from speechbias.features.cached_statistics import StackedStatistics
 from speechbias.report import speat_report
 from speechbias.report.run_writer import RunWriter
 from speechbias.roles import split_roles
-from speechbias.stats.kernel_choice import plan_draws
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +41,7 @@ class SpeatResults:
 
     ``manifest``: the bias test's clips (rows in the order of the statistics given to :meth:`compute`);
     ``run_info``: the run's identity columns (:func:`speechbias.run_context.upstream_info`, plus
-    ``n_upstream_forwards``); ``layer_convention``: the upstream's, for the layer axis of the layer profile;
-    ``runs_per_process``: how many such runs this process makes (a multirun's share of jobs,
-    :func:`speechbias.launch.sweep_workload.jobs_per_process`): :meth:`compute` declares their statistics'
-    work (:func:`~speechbias.stats.kernel_choice.plan_draws`), so a process of many tests runs the compiled
-    kernels from its first test and one test stays on numpy. It changes no number.
+    ``n_upstream_forwards``); ``layer_convention``: the upstream's, for the layer axis of the layer profile.
     """
 
     def __init__(
@@ -59,7 +54,6 @@ class SpeatResults:
         settings: SpeatSettings | None = None,
         seed: int = 0,
         layer_convention: str | None = None,
-        runs_per_process: int = 1,
     ):
         self.bias_test = bias_test
         self.manifest = manifest
@@ -69,18 +63,12 @@ class SpeatResults:
         self.settings = settings or SpeatSettings()
         self.seed = int(seed)
         self.layer_convention = layer_convention
-        self.runs_per_process = max(1, int(runs_per_process))
 
     def compute(self, statistics: StackedStatistics) -> dict:
         roles = self.manifest["role"].to_numpy()
         per_layer = statistics.stat(self.aggregation.temporal)
         emb = self.aggregation(per_layer)
         parts = split_roles(emb, roles)
-        design = self.bias_test.resampling if self.settings.se_curve else "iid"
-        plan_draws(
-            self.runs_per_process
-            * self.settings.planned_draws(len(parts["X"]), len(parts["Y"]), per_layer.shape[1], design)
-        )
         res = stats.speat(
             parts["X"], parts["Y"], parts["A"], parts["B"], n_permutations=self.settings.n_permutations, seed=self.seed
         )

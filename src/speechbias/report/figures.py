@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 # one colour per model family, used by every figure so families read the same everywhere
@@ -144,6 +145,25 @@ def layer_axis(ax, layer_numbers, layer_convention: str | None = None) -> bool:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(LAYER_AXIS_LABELS.get(str(layer_convention), GENERIC_LAYER_AXIS_LABEL))
     return False
+
+
+def sampled_p_floor_note(layers: pd.DataFrame, run_p: float) -> str:
+    """Why a sampled per-layer p can exceed the run's p at the same d: a p from n random permutations
+    counts the observed split as one of them, (1 + #{T >= T_obs}) / (1 + n), so it is never below
+    1 / (1 + n). Empty unless some layer's sampled p sits at that floor above ``run_p``."""
+    if not {"n_permutations", "exact", "p"} <= set(layers.columns):
+        return ""
+    sampled = layers[~layers["exact"].astype(bool)]
+    floors = 1.0 / (1.0 + sampled["n_permutations"].astype(float))
+    at_floor = sampled[np.isclose(sampled["p"].astype(float), floors, rtol=1e-9, atol=0.0)]
+    if at_floor.empty or not run_p < float(floors.loc[at_floor.index].min()):
+        return ""
+    n = int(at_floor["n_permutations"].max())
+    return (
+        f"A p from {n:,} random permutations is never below 1 / ({n:,} + 1) = {1 / (n + 1):.2g} (the observed "
+        "split counts as one of them): a layer p at that floor means no permutation reached its d, and "
+        f"the run's p ({run_p:.3g}) is the finer figure"
+    )
 
 
 def permutation_note(layers: pd.DataFrame) -> str:

@@ -101,7 +101,13 @@ class RunWriter:
         return f"RunWriter({str(self.output_dir)!r})"
 
     def path(self, name: str) -> Path:
-        """``<output_dir>/<name>``."""
+        """``<output_dir>/<name>``; ``name`` must be a plain file name (no folder part, not ``.`` or ``..``),
+        so that no file of a run lands outside its folder, whatever a test or file name holds."""
+        if not name or name in (".", "..") or Path(name).name != name or "\\" in name:
+            raise ValueError(
+                f"{name!r} is not a plain file name: a run writes only inside its folder {self.output_dir} "
+                "(a bias test or file name with '/' or '..'?)"
+            )
         return self.output_dir / name
 
     # -- files --------------------------------------------------------------------------------

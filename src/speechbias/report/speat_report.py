@@ -42,18 +42,40 @@ def report_sections(
     bootstrap SE curve, the last two when computed."""
     results = pd.DataFrame([row])
     table = results[[c for c in REPORT_COLUMNS if c in results.columns]]
+    human_known = "human_iat_d" in table.columns and pd.notna(table["human_iat_d"].iloc[0])
+    if "human_iat_d" in table.columns and not human_known:
+        table = table.assign(human_iat_d="unknown")
     sections = [("Result", markdown_table(table))]
     interp = (
         f"d > 0: {bias_test.x_label} ({'X'}) is more associated with {bias_test.a_label} than "
         f"{bias_test.y_label} (Y) is; p is one-sided (H1: d > 0), "
         f"{'exact' if row['exact'] else 'sampled'} over {row['n_permutations']:,} partitions."
     )
+    if "human_iat_d" in table.columns and not human_known:
+        interp += (
+            f"\n\nhuman_iat_d is unknown: no human IAT effect size is recorded for {row['test']} (the SpEAT "
+            "paper's Table 1 gives one for its US tests; a bias test's `human_iat_d` sets it), so this run "
+            "cannot say whether the model's d agrees with people's."
+        )
+    if se is None:
+        interp += (
+            "\n\nBootstrap standard error of d: not computed in this run (`speat.se_curve=true` adds the SE "
+            "of d against the number of stimuli)."
+        )
+    single_layer = layers is not None and figures.is_single_layer(layers["layer"], layer_convention)
+    if single_layer and "_" in str(row.get("aggregation", "")):
+        temporal, layer_rule = str(row["aggregation"]).split("_", 1)
+        interp += (
+            f"\n\nThe layer aggregation `{layer_rule}` has no effect here: {row.get('upstream') or 'this upstream'} "
+            f"has one layer, so every `{temporal}_<layer>` aggregation gives this d."
+        )
     sections.append(("How to read it", interp))
     if layers is not None:
         note = figures.permutation_note(layers)
+        floor = figures.sampled_p_floor_note(layers, float(row["p"]))
         image = (
             figures.single_layer_note(str(row.get("upstream", "")))
-            if figures.is_single_layer(layers["layer"], layer_convention)
+            if single_layer
             else "![layer profile](layer_profile.png)"
         )
         sections.append(
@@ -63,7 +85,9 @@ def report_sections(
                 + "\n\n"
                 + (
                     f"{note[0].upper()}{note[1:]} (the run's p above: {row['n_permutations']:,}"
-                    f"{' partitions, exact' if row['exact'] else ' permutations'}).\n\n"
+                    f"{' partitions, exact' if row['exact'] else ' permutations'})."
+                    + (f" {floor}." if floor else "")
+                    + "\n\n"
                     if note
                     else ""
                 )

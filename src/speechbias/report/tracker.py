@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from speechbias.report import wandb_run
-from speechbias.report.run_writer import RunWriter
+from speechbias.report.run_writer import RunWriter, launching_process
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +30,8 @@ class Tracker:
         kind: ``wandb`` | ``csv`` | ``none``.
         project / entity / mode / group / tags: the W&B run's (``mode``: auto | online | offline |
             disabled; ``group`` defaults to the name of the run folder's parent, i.e. the sweep).
+        files_dir: W&B's cache and data folders (its service log, artifact staging), instead of
+            ~/.cache/wandb and ~/.local/share/wandb, unless WANDB_CACHE_DIR / WANDB_DATA_DIR are set.
     """
 
     def __init__(
@@ -40,6 +42,7 @@ class Tracker:
         mode: str = "auto",
         group: str | None = None,
         tags: Sequence[str] = (),
+        files_dir: str | Path | None = None,
     ):
         if kind not in KINDS:
             raise ValueError(f"logger.kind must be one of {KINDS}, got {kind!r}")
@@ -49,18 +52,45 @@ class Tracker:
         self.mode = mode
         self.group = group
         self.tags = list(tags or [])
+        self.files_dir = files_dir
+        self._live = None  # the W&B run a Lightning Trainer logs to (lightning_logger), until publish
 
     def __repr__(self) -> str:
         return f"Tracker(kind={self.kind!r})"
 
-    def lightning_logger(self, output_dir: str | Path) -> dict:
-        """Keyword arguments for a Lightning Trainer: ``{"logger": CSVLogger}`` for ``kind: csv``
-        (every logged metric in ``<run>/metrics.csv``), else ``{}``."""
-        if self.kind != "csv":
-            return {}
-        from pytorch_lightning.loggers import CSVLogger
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_live": None}  # a live W&B run stays in the process that started it
 
-        return {"logger": CSVLogger(save_dir=str(output_dir), name="", version="")}
+    def lightning_logger(self, output_dir: str | Path, job_type: str | None = None) -> dict:
+        """Keyword arguments for a Lightning Trainer: ``{"logger": CSVLogger}`` for ``kind: csv``
+        (every logged metric in ``<run>/metrics.csv``); for ``kind: wandb``, in the launching process,
+        ``{"logger": LiveRunLogger}`` on a W&B run started now, so that the losses reach W&B while the
+        model trains (:mod:`~speechbias.report.live_logger`); :meth:`publish` then logs the run's files into the same run. The run's id is kept
+        in the job folder (:func:`~speechbias.report.wandb_run.job_run_id`): a resumed or requeued job
+        continues it. Else, or when W&B cannot start, ``{}``."""
+        if self.kind == "csv":
+            from pytorch_lightning.loggers import CSVLogger
+
+            return {"logger": CSVLogger(save_dir=str(output_dir), name="", version="")}
+        if self.kind != "wandb" or not launching_process() or wandb_run.resolve_mode(self.mode) == "disabled":
+            return {}
+        run = wandb_run.start_run(
+            project=self.project,
+            entity=self.entity,
+            group=self.group or Path(output_dir).parent.name,
+            tags=self.tags,
+            mode=self.mode,
+            save_dir=output_dir,
+            files_dir=self.files_dir,
+            run_id=wandb_run.job_run_id(output_dir),
+            job_type=job_type,
+        )
+        if run is None:
+            return {}
+        from speechbias.report.live_logger import LiveRunLogger
+
+        self._live = run
+        return {"logger": LiveRunLogger(run)}
 
     def publish(
         self,
@@ -81,6 +111,18 @@ class Tracker:
         """
         if self.kind != "wandb":
             return
+        if self._live is not None:  # the run the Trainer logged its losses to
+            run, self._live = self._live, None
+            try:
+                wandb_run.describe(run, name=name, tags=[*tags, *self.tags], config=config)
+                log_recorded(run, writer)
+                if on_run is not None:
+                    on_run(run)
+            except Exception as exc:  # never fail the job for W&B
+                log.warning("W&B logging failed (%s: %s); the run folder has every result", type(exc).__name__, exc)
+            finally:
+                wandb_run.finish(run)
+            return
         run = wandb_run.start_run(
             project=self.project,
             entity=self.entity,
@@ -91,6 +133,7 @@ class Tracker:
             job_type=job_type,
             mode=self.mode,
             save_dir=writer.output_dir,
+            files_dir=self.files_dir,
         )
         if run is None:
             return

@@ -10,9 +10,12 @@ from __future__ import annotations
 import logging
 import netrc
 import os
+import secrets
 from pathlib import Path
 
 import pandas as pd
+
+from speechbias.fileio.atomic_file import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +43,23 @@ def resolve_mode(mode: str = "auto") -> str:
     return mode
 
 
+#: W&B's folders outside a run's own (its service log and cache; artifact staging), kept in ``files_dir``
+#: unless the user set the variable: W&B would otherwise write ~/.cache/wandb and ~/.local/share/wandb
+FILES_VARIABLES = {"WANDB_CACHE_DIR": "cache", "WANDB_DATA_DIR": "data"}
+_set_here: dict[str, str] = {}  # the variables this module set, and to what
+
+
+def keep_files_in(files_dir: str | Path | None) -> None:
+    """Point W&B's cache and data folders into ``files_dir`` (``<files_dir>/cache``, ``<files_dir>/data``),
+    leaving any the user set in the environment as they are. Nothing for None."""
+    if files_dir is None:
+        return
+    for variable, sub in FILES_VARIABLES.items():
+        if variable in os.environ and os.environ[variable] != _set_here.get(variable):
+            continue  # the user's
+        os.environ[variable] = _set_here[variable] = str(Path(files_dir) / sub)
+
+
 def start_run(
     project: str = "speechbias",
     name: str | None = None,
@@ -50,12 +70,17 @@ def start_run(
     mode: str = "auto",
     save_dir: str | Path | None = None,
     entity: str | None = None,
+    files_dir: str | Path | None = None,
+    run_id: str | None = None,
 ):
-    """Start a W&B run; returns the run, or ``None`` if W&B is disabled or could not start."""
+    """Start a W&B run; returns the run, or ``None`` if W&B is disabled or could not start.
+    ``files_dir``: where W&B's cache and data folders go (:func:`keep_files_in`); ``run_id``: continue
+    the W&B run of that id where it exists (a resumed or requeued job, :func:`job_run_id`)."""
     resolved = resolve_mode(mode)
     if resolved == "disabled":
         return None
     try:
+        keep_files_in(files_dir)
         import wandb
 
         settings = wandb.Settings(init_timeout=60, silent=True, x_disable_stats=True)
@@ -71,11 +96,43 @@ def start_run(
             dir=str(save_dir) if save_dir else None,
             settings=settings,
             reinit="finish_previous",
+            id=run_id,
+            resume="allow" if run_id else None,
         )
         return run
     except Exception as exc:  # never fail the job for W&B
         log.warning("W&B could not start (%s: %s); continuing without W&B", type(exc).__name__, exc)
         return None
+
+
+RUN_ID_FILE = "wandb_run_id"  # in a job's folder: the id of its W&B run, kept across resumes and requeues
+
+
+def job_run_id(output_dir: str | Path) -> str:
+    """The W&B run id of the job whose folder is ``output_dir``: the one its ``wandb_run_id`` file holds,
+    else a new random one, written there (atomically) for the job's next attempt."""
+    path = Path(output_dir) / RUN_ID_FILE
+    try:
+        kept = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        kept = ""
+    if kept.isalnum() and kept.islower():
+        return kept
+    run_id = secrets.token_hex(8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda tmp: tmp.write_text(run_id + "\n", encoding="utf-8"))
+    return run_id
+
+
+def describe(run, name: str, tags: list[str], config: dict | None) -> None:
+    """Give a run started before its job knew them (train.py's live run) its name, more tags and the
+    job's config; a failure is a warning, the job goes on."""
+    try:
+        run.name = name
+        run.tags = tuple(dict.fromkeys([*run.tags, *(t for t in tags if t)]))[:64]
+        run.config.update(config or {}, allow_val_change=True)
+    except Exception as exc:
+        log.warning("W&B run not described (%s: %s)", type(exc).__name__, exc)
 
 
 def log_metrics(run, metrics: dict, step: int | None = None) -> None:

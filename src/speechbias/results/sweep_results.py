@@ -14,6 +14,7 @@ under them. Hydra job folders (``.hydra/``) without results are listed as incomp
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 from collections.abc import Iterable, Sequence
@@ -150,6 +151,19 @@ def _sorted(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     return out.sort_values(by, kind="stable").drop(columns="_model").reset_index(drop=True)
 
 
+def missing_sweep_folder_hint(*candidates: Path) -> str:
+    """The folders beside the ``candidates`` (where a missing sweep folder was looked for) whose names are
+    close to theirs (difflib), as a hint, or what a sweep folder looks like when there are none."""
+    close: list[str] = []
+    for missing in dict.fromkeys(Path(c) for c in candidates):
+        parent = missing.parent
+        siblings = sorted(p.name for p in parent.iterdir() if p.is_dir()) if parent.is_dir() else []
+        close += [str(parent / n) for n in difflib.get_close_matches(missing.name, siblings, n=3, cutoff=0.6)]
+    if close:
+        return "did you mean " + " or ".join(close) + "?"
+    return "give the multirun folder of a sweep, e.g. multirun/2024-05-01/12-00-00 or multirun/paper_speat"
+
+
 def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str | Path] = ()) -> SweepResults:
     """Read every finished run below ``sweep_dirs`` (folders ``exclude`` and report folders skipped).
 
@@ -162,10 +176,7 @@ def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str
     dirs = [Path(d) for d in sweep_dirs]
     for d in dirs:
         if not d.is_dir():
-            raise ConfigError(
-                f"sweep_dir {d}: no such folder (give the multirun folder of a sweep, e.g. "
-                f"multirun/2024-05-01/12-00-00)"
-            )
+            raise ConfigError(f"sweep_dir {d}: no such folder ({missing_sweep_folder_hint(d)})")
     speat, layers, se, prop, preds, incomplete, reasons, finished = [], [], [], [], [], [], {}, []
     for sweep in dirs:
         for run_dir, done in _walk_runs(sweep, [Path(p) for p in exclude]):

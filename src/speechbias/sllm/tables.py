@@ -75,7 +75,7 @@ def baseline_group_table(summary: pd.DataFrame, digits: int = 1) -> pd.DataFrame
     when the baseline has the same values in each (the usual case: a baseline does not listen)."""
     table = group_table(summary, digits)
     rows = []
-    for (model, domain), part in table.groupby(["model", "domain"], sort=False):
+    for _model_domain, part in table.groupby(["model", "domain"], sort=False):
         if _same_in_every_group(part):
             rows.append(part.iloc[[0]].assign(group="every group", speakers=part["speakers"].max()))
         else:

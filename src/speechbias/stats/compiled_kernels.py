@@ -1,19 +1,27 @@
-"""numba-compiled inner loops of the permutation test and the bootstrap SE curve.
+"""numba-compiled inner loops of the permutation test's selection sampling and the bootstrap SE curve.
 
 Each kernel computes exactly what its numpy counterpart computes, from the same random words in the
 same order, with the float64 additions in the same order: the results are bit-identical (tested
 against the numpy kernels in tests/stats/test_stats_compiled_kernels.py, and under another CPU
-target in CI's rounding pass). They are faster because the random words are made in registers
-(:mod:`speechbias.stats.compiled_pcg64`) instead of in memory blocks, and because a rejected
-candidate or a drawn pair costs a few instructions instead of a pass over a temporary array:
-benchmarks/stats_bench.py measures both paths side by side.
+target in CI's rounding pass). They are faster because a rejected draw, a drawn pair or a selection
+step costs a few instructions instead of a pass over a temporary array: selection sampling 4x
+(1000 + 1000 targets: 16 vs 4 CPU-s per 10^6 permutations), the SE curve 2.2x (60 + 60, 10^4
+resamples per size: 0.12 vs 0.055 CPU-s), measured side by side in benchmarks/stats_bench.py. The
+permutation test's rejection kernel (balanced groups up to 1000 targets) has no compiled twin: with
+numpy's own random words it gained 1.2x (0.15 vs 0.126 CPU-s per 10^6 permutations of 60 + 60),
+short of the 1.5x a second implementation needs.
+
+Random numbers: the kernels take the caller's ``np.random.Generator`` itself (numba's own Generator
+support) and draw raw 64-bit words with ``integers(0, 2**64 - 1, endpoint=True, dtype=np.uint64)``,
+which numba, like numpy, serves straight from the bit generator's next 64-bit output: the words of
+``bit_generator.random_raw`` (tested), the stream the numpy kernels use. (A hand-written PCG64
+stepped in registers drew them 1.4x faster, short of 1.5x: gone.)
 
 numba (a well-kept LLVM JIT for numpy code, BSD licence, wheels for Linux, macOS and Windows) was
 chosen over a C extension: no compiler at install time, and the kernels read as the numpy code they
 mirror. Compiled code is cached on disk (``cache=True``): the first call on a machine compiles
-(a few seconds), later processes load it (~0.3-0.6 s). Importing this module imports numba
-(~0.3 s), so a process turns to it only when its declared workload, or the work it has done,
-repays that (:mod:`speechbias.stats.kernel_choice`).
+(seconds), later processes load it. Importing this module imports numba, so a process turns to it
+only when the call's work, or the work done so far, repays that (:mod:`speechbias.stats.kernel_choice`).
 """
 
 from __future__ import annotations
@@ -21,9 +29,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from speechbias.stats.compiled_pcg64 import next_two_words, next_word, popcount64, read_state, write_state
-
-_BYTE = np.uint64(255)
 _MAGIC_SHIFT = np.uint64(48)
 
 
@@ -39,127 +44,117 @@ def division_magic(divisor: int) -> np.uint64:
 
 
 @njit(cache=True)
-def _count_at_least(kept_words, n_kept, tables, at_least):
-    """How many of the first ``n_kept`` kept masks (rows of ``kept_words``) have a byte-table sum >=
-    ``at_least``; each sum adds ``tables[b, byte b]`` for b = 0, 1, ... in that order. Summing a
-    batch of kept masks together, not each as it is kept, lets the CPU overlap the rows' independent
-    chains of additions."""
-    n_bytes = tables.shape[0]
+def raw_words(rng, n):
+    """``n`` raw 64-bit words of ``rng``: ``rng.bit_generator.random_raw(n)``, drawn through numba's
+    Generator (the full 64-bit range is the bit generator's output as it is, in numpy and numba alike)."""
+    return rng.integers(0, 0xFFFFFFFFFFFFFFFF, size=n, dtype=np.uint64, endpoint=True)
+
+
+@njit(cache=True)
+def _raw_uint16(rng, n):
+    """``n`` 16-bit values from ``(n + 3) // 4`` raw words: ``random_integers._raw_uint16``."""
+    return raw_words(rng, (n + 3) // 4).view(np.uint16)[:n]
+
+
+@njit(cache=True)
+def _selection_steps(rng, n, size):
+    """(n, size) uint16: ``UniformIntegers.draw(rng, items_left, (n, size))`` with ``items_left[i] = n - i``
+    (n <= ``MAX_HIGH_16BIT``): Lemire's multiply-shift of 16-bit values, the rejected ones redrawn
+    afterwards in position order, round after round."""
+    total = n * size
+    values = _raw_uint16(rng, total)
+    steps = np.empty((n, size), dtype=np.uint16)
+    flat = steps.reshape(total)
+    todo = np.empty(total, dtype=np.int64)
+    n_todo = 0
+    for i in range(n):
+        high = np.uint32(n - i)
+        reject_below = (np.uint32(65536) - high) % high
+        for at in range(i * size, (i + 1) * size):
+            value = np.uint32(values[at]) * high
+            flat[at] = np.uint16(value >> np.uint32(16))
+            if (value & np.uint32(0xFFFF)) < reject_below:
+                todo[n_todo] = at
+                n_todo += 1
+    while n_todo > 0:
+        redraw = _raw_uint16(rng, n_todo)
+        still = 0
+        for j in range(n_todo):
+            at = todo[j]
+            high = np.uint32(n - at // size)
+            value = np.uint32(redraw[j]) * high
+            if (value & np.uint32(0xFFFF)) >= (np.uint32(65536) - high) % high:
+                flat[at] = np.uint16(value >> np.uint32(16))
+            else:
+                todo[still] = at
+                still += 1
+        n_todo = still
+    return steps
+
+
+@njit(cache=True)
+def _count_by_selection(rng, centred, k, at_least, n_permutations, chunk):
+    """The loop of ``permutation._count_by_selection_sampling``: chunks of ``chunk`` partitions, each
+    item i taken when its draw is below the items still needed; a partition's sum adds the taken
+    items in item order from 0.0 (einsum's order: the sums are equal to the bit, tested)."""
+    n = centred.size
     count = 0
-    for row in range(n_kept):
-        words = kept_words[row]
-        total = tables[0, words[0] & _BYTE]
-        for b in range(1, n_bytes):
-            total += tables[b, (words[b >> 3] >> np.uint64(8 * (b & 7))) & _BYTE]
-        if total >= at_least:
-            count += 1
+    done = 0
+    sums = np.empty(chunk)
+    need = np.empty(chunk, dtype=np.int64)
+    while done < n_permutations:
+        size = min(chunk, n_permutations - done)
+        steps = _selection_steps(rng, n, size)
+        for j in range(size):
+            need[j] = k
+            sums[j] = 0.0
+        for i in range(n):
+            row = steps[i]
+            value = centred[i]
+            for j in range(size):
+                if row[j] < need[j]:
+                    need[j] -= 1
+                    sums[j] += value
+        for j in range(size):
+            if sums[j] >= at_least:
+                count += 1
+        done += size
     return count
 
 
-@njit(cache=True)
-def _count_by_rejection(state, n, k, tables, at_least, n_permutations):
-    """Kept candidates with byte-table sum >= ``at_least``; the loop of ``permutation._count_by_rejection``.
-
-    A candidate is ``ceil(n / 64)`` words (the last one masked to its ``n % 64`` low bits); it is
-    kept when exactly ``k`` bits are set. Stops after ``n_permutations`` kept candidates.
-    """
-    n_words = (n + 63) // 64
-    tail_bits = n - 64 * (n_words - 1)
-    tail_mask = np.uint64(0xFFFFFFFFFFFFFFFF)
-    if tail_bits < 64:
-        tail_mask = (np.uint64(1) << np.uint64(tail_bits)) - np.uint64(1)
-    batch = 256
-    kept_words = np.empty((batch, n_words), dtype=np.uint64)
-    n_kept = 0
-    kept = 0
-    count = 0
-    while kept < n_permutations:
-        words = kept_words[n_kept]
-        if n_words == 2:  # 65 to 128 items (the paper's 60 + 60): two words from one double step
-            first, second = next_two_words(state)
-            second &= tail_mask
-            words[0] = first
-            words[1] = second
-            size = popcount64(first) + popcount64(second)
-        else:
-            size = np.uint64(0)
-            for w in range(n_words):
-                word = next_word(state)
-                if w == n_words - 1:
-                    word &= tail_mask
-                words[w] = word
-                size += popcount64(word)
-        if size != k:
-            continue
-        kept += 1
-        n_kept += 1
-        if n_kept == batch:
-            count += _count_at_least(kept_words, n_kept, tables, at_least)
-            n_kept = 0
-    return count + _count_at_least(kept_words, n_kept, tables, at_least)
-
-
-def count_by_rejection(
-    centred: np.ndarray, k: int, tables: np.ndarray, at_least: float, n_permutations: int, rng: np.random.Generator
+def count_by_selection(
+    centred: np.ndarray, k: int, at_least: float, n_permutations: int, chunk: int, rng: np.random.Generator
 ) -> int:
-    """How many of ``n_permutations`` random k-subsets (rejection of bit masks) have a sum >= ``at_least``.
-
-    ``tables``: :func:`speechbias.stats.permutation.byte_sum_tables` of ``centred``. Consumes ``rng``'s
-    words as the numpy kernel does (its state afterwards is not the numpy kernel's: that one draws
-    whole blocks). Bit-identical count.
-    """
-    state = read_state(rng)
-    count = _count_by_rejection(state, centred.size, k, tables, float(at_least), int(n_permutations))
-    write_state(rng, state)
-    return int(count)
+    """How many of ``n_permutations`` selection-sampled k-subsets of ``centred`` have a sum >= ``at_least``:
+    ``permutation._count_by_selection_sampling``'s count, bit-identical (``centred.size <= MAX_HIGH_16BIT``)."""
+    return int(_count_by_selection(rng, centred, int(k), float(at_least), int(n_permutations), int(chunk)))
 
 
 @njit(cache=True)
-def _table_draws(state, n, limit):
+def _table_draws(rng, n, limit):
     """The raw 16-bit values behind ``TableIntegers.draw`` of ``n`` values (map them with its table):
-    16-bit lanes of the words, low lane first; values at or above ``limit`` are redrawn afterwards in
-    position order, round after round, from fresh words."""
-    raw = np.empty(n, dtype=np.uint16)
+    values at or above ``limit`` are redrawn afterwards in position order, round after round."""
+    raw = _raw_uint16(rng, n)
     todo = np.empty(n, dtype=np.int64)
     n_todo = 0
-    for start in range(0, n - 3, 4):
-        word = next_word(state)
-        for lane in range(4):
-            value = np.uint16((word >> np.uint64(16 * lane)) & np.uint64(0xFFFF))
-            raw[start + lane] = value
-            if value >= limit:
-                todo[n_todo] = start + lane
-                n_todo += 1
-    tail = n & 3
-    if tail:
-        word = next_word(state)
-        for lane in range(tail):
-            value = np.uint16((word >> np.uint64(16 * lane)) & np.uint64(0xFFFF))
-            raw[n - tail + lane] = value
-            if value >= limit:
-                todo[n_todo] = n - tail + lane
-                n_todo += 1
-    if n_todo:
-        word = np.uint64(0)
-        while n_todo > 0:
-            still = 0
-            for j in range(n_todo):
-                lane = j & 3
-                if lane == 0:
-                    word = next_word(state)
-                value = (word >> np.uint64(16 * lane)) & np.uint64(0xFFFF)
-                raw[todo[j]] = value
-                if value >= limit:
-                    todo[still] = todo[j]
-                    still += 1
-            n_todo = still
+    for at in range(n):
+        if raw[at] >= limit:
+            todo[n_todo] = at
+            n_todo += 1
+    while n_todo > 0:
+        redraw = _raw_uint16(rng, n_todo)
+        still = 0
+        for j in range(n_todo):
+            raw[todo[j]] = redraw[j]
+            if redraw[j] >= limit:
+                todo[still] = todo[j]
+                still += 1
+        n_todo = still
     return raw
 
 
 @njit(cache=True)
-def _group_moments(
-    state, r, n_pairs, n_single, pair_limit, pair_magic, pair_table, single_limit, single_magic, columns
-):
+def _group_moments(rng, r, n_pairs, n_single, pair_limit, pair_magic, pair_table, single_limit, single_magic, columns):
     """Per resample, each column's total and the sum of squares over all columns: the loop of
     ``bootstrap._GroupDraws.moments``. Returns (r, C + 1) float64: columns' totals, then squares.
 
@@ -174,7 +169,7 @@ def _group_moments(
     # independent of each other (a per-resample chain of dependent additions ran 3x slower).
     sums = np.zeros((n_values, r))
     if n_pairs > 0:
-        raw = _table_draws(state, n_pairs * r, pair_limit)
+        raw = _table_draws(rng, n_pairs * r, pair_limit)
         by_value = np.ascontiguousarray(pair_table.T)  # (C + 1, m * m)
         for c in range(n_values):
             table = by_value[c]
@@ -186,7 +181,7 @@ def _group_moments(
                 for j in range(r):
                     out[j] += table[(np.uint64(drawn[j]) * pair_magic) >> _MAGIC_SHIFT]
     if n_single > 0:
-        raw = _table_draws(state, n_single * r, single_limit)
+        raw = _table_draws(rng, n_single * r, single_limit)
         total = np.empty(r)
         squares = np.empty(r)
         for c in range(n_values - 1):
@@ -227,7 +222,7 @@ def _effect_sizes(x_total, x_count, y_total, y_count, squares):
 
 @njit(cache=True)
 def _resampled_effect_sizes(
-    state,
+    rng,
     grid,
     full_x,
     full_y,
@@ -267,14 +262,14 @@ def _resampled_effect_sizes(
             r = min(block, n_resamples - start)
             x_pairs, x_single = (nx // 2, nx % 2) if x_pairs_possible else (0, nx)
             x_sums = _group_moments(
-                state, r, x_pairs, x_single, x_limits[0], x_magics[0], x_pair_table, x_limits[1], x_magics[1], x_columns
+                rng, r, x_pairs, x_single, x_limits[0], x_magics[0], x_pair_table, x_limits[1], x_magics[1], x_columns
             )
             if paired:
                 d = _effect_sizes(x_sums[:, 0], nx, x_sums[:, 1], nx, x_sums[:, 2])
             else:
                 y_pairs, y_single = (ny // 2, ny % 2) if y_pairs_possible else (0, ny)
                 y_sums = _group_moments(
-                    state,
+                    rng,
                     r,
                     y_pairs,
                     y_single,
@@ -320,9 +315,8 @@ def resampled_effect_sizes(
     x_args = _group_arguments(x_group)
     y_args = x_args if paired else _group_arguments(y_group)
     full_x, full_y = (x_group.m, x_group.m) if paired else full_sizes
-    state = read_state(rng)
-    d = _resampled_effect_sizes(
-        state,
+    return _resampled_effect_sizes(
+        rng,
         np.asarray(grid, dtype=np.int64),
         int(full_x),
         int(full_y),
@@ -332,5 +326,3 @@ def resampled_effect_sizes(
         *x_args,
         *y_args,
     )
-    write_state(rng, state)
-    return d

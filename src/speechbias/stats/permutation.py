@@ -14,11 +14,12 @@ Alternative: X is more associated with A than Y is (large T).
 In both cases p is in (0, 1]. Sums that differ from T_obs only by floating-point rounding (e.g. a
 partition that swaps two targets with equal s) count as ties, i.e. as >= T_obs.
 
-Cost of the sampled test (benchmarks/stats_bench.py, one core): balanced groups (60 + 60) use
-rejection of random bit masks, ~0.15 s per 1,000,000 permutations in numpy and 2-2.6x less in the
-numba-compiled kernel that a process with many tests turns to (:mod:`speechbias.stats.kernel_choice`;
-same random words, same count); unbalanced groups use selection sampling, O(n_permutations * (n_x + n_y)),
-~0.45 s per 1,000,000 permutations of 120 targets.
+Cost of the sampled test (benchmarks/stats_bench.py, one core): balanced groups up to 652 targets
+(60 + 60) use rejection of random bit masks, ~0.15 s per 1,000,000 permutations; other groups use
+selection sampling, O(n_permutations * (n_x + n_y)), ~8 ns per target and permutation in numpy and
+2-4.6x less in its numba-compiled twin (1000 + 1000 targets: 16 vs 4 CPU-s per 10^6 permutations), which
+serves when the call's saving repays numba's set-up (:mod:`speechbias.stats.kernel_choice`; same
+random words, same count).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from speechbias.stats.kernel_choice import use_compiled_kernels
-from speechbias.stats.random_integers import UniformIntegers
+from speechbias.stats.random_integers import MAX_HIGH_16BIT, UniformIntegers
 from speechbias.stats.validation import as_sample, check_count, resolve_seed
 
 # Target working-set size of one chunk of sampled partitions (elements of the (n, chunk) arrays):
@@ -39,6 +40,11 @@ _MAX_CHUNK = 8192
 _MIN_CHUNK = 64
 # Random words drawn per block by the rejection kernel (1 MiB): the block's temporaries stay in cache.
 _RAW_WORDS_PER_BLOCK = 1 << 17
+# Selection sampling: numpy CPU-s per target and permutation (2-core development machine: 4 ns at 20 + 100
+# targets, 8-9 ns at 1000 + 1000), and how much faster the compiled twin is at least (1.9x at 20 + 100,
+# 4-4.6x at 1000 + 1000: benchmarks/stats_bench.py section 2).
+_SELECTION_NUMPY_SECONDS = 8e-9
+_SELECTION_SPEED_UP = 2.0
 
 
 @dataclass(frozen=True)
@@ -89,8 +95,13 @@ def exact_null_sums(s: np.ndarray, k: int) -> np.ndarray:
     return by_size[k]
 
 
+def _selection_chunk(n: int) -> int:
+    """Partitions per chunk of selection sampling for ``n`` targets (its (n, chunk) arrays stay in cache)."""
+    return int(min(_MAX_CHUNK, max(_MIN_CHUNK, _CHUNK_ELEMENTS // n)))
+
+
 def _count_by_selection_sampling(
-    centred: np.ndarray, k: int, t_obs: float, n_permutations: int, rng: np.random.Generator
+    centred: np.ndarray, k: int, t_obs: float, n_permutations: int, rng: np.random.Generator, chunk: int | None = None
 ) -> int:
     """How many of ``n_permutations`` uniformly random k-subsets have sum >= ``t_obs`` (ties included).
 
@@ -103,7 +114,7 @@ def _count_by_selection_sampling(
     benchmarks/stats_bench.py.
     """
     n = centred.size
-    chunk = int(min(_MAX_CHUNK, max(_MIN_CHUNK, _CHUNK_ELEMENTS // n)))
+    chunk = chunk or _selection_chunk(n)
     items_left = np.arange(n, 0, -1)[:, None]  # items still to visit at step i: n - i
     at_least = t_obs - _tie_tolerance(centred)
     need_dtype = np.uint16 if k < (1 << 16) else np.int64
@@ -146,19 +157,12 @@ def byte_sum_tables(values: np.ndarray) -> np.ndarray:
 
 
 def rejection_words_per_subset(n: int, k: int) -> float:
-    """Expected 64-bit random words that :func:`_count_by_rejection` spends per accepted k-subset of n."""
-    return ((n + 63) // 64) * 2.0**n / math.comb(n, k) if n <= 1000 else math.inf
-
-
-def permutation_draws(n_x: int, n_y: int, n_permutations: int) -> int:
-    """The random draws :func:`permutation_test` of ``n_x`` + ``n_y`` targets counts towards the kernel
-    choice (:mod:`speechbias.stats.kernel_choice`): the rejection kernel's expected words; 0 for an exact
-    test and for selection sampling (numpy only). What a caller that plans its work adds up."""
-    n, n_permutations = n_x + n_y, int(n_permutations)
-    if math.comb(n, n_x) <= n_permutations:
-        return 0
-    words_per_subset = rejection_words_per_subset(n, n_x)
-    return int(words_per_subset * n_permutations) if words_per_subset <= n / 2 else 0
+    """Expected 64-bit random words that :func:`_count_by_rejection` spends per accepted k-subset of n
+    (exact integer arithmetic, correctly rounded; inf past the float range)."""
+    try:
+        return ((n + 63) // 64) * (1 << n) / math.comb(n, k)
+    except OverflowError:
+        return math.inf
 
 
 def _count_by_rejection(
@@ -214,18 +218,19 @@ def _count_sampled_at_least(
     random bit masks when it spends fewer random words per subset than n / 2 (balanced groups,
     e.g. 60 + 60: 27.5 words), else selection sampling (O(n) per subset). Both draw exactly
     uniform subsets; their random streams differ, so their p differ by Monte Carlo error only.
+    Selection sampling runs compiled when :func:`~speechbias.stats.kernel_choice.use_compiled_kernels`
+    says so (groups up to ``MAX_HIGH_16BIT`` targets): the same count, bit for bit.
     """
-    words_per_subset = rejection_words_per_subset(centred.size, k)
-    if words_per_subset <= centred.size / 2:
-        if use_compiled_kernels(int(words_per_subset * n_permutations)):
-            from speechbias.stats import compiled_kernels
-
-            at_least = t_obs - _tie_tolerance(centred)
-            return compiled_kernels.count_by_rejection(
-                centred, k, byte_sum_tables(centred), at_least, n_permutations, rng
-            )
+    n = centred.size
+    if rejection_words_per_subset(n, k) <= n / 2:
         return _count_by_rejection(centred, k, t_obs, n_permutations, rng)
-    return _count_by_selection_sampling(centred, k, t_obs, n_permutations, rng)
+    chunk = _selection_chunk(n)
+    if n <= MAX_HIGH_16BIT and use_compiled_kernels(_SELECTION_NUMPY_SECONDS * n * n_permutations, _SELECTION_SPEED_UP):
+        from speechbias.stats import compiled_kernels
+
+        at_least = t_obs - _tie_tolerance(centred)
+        return compiled_kernels.count_by_selection(centred, k, at_least, n_permutations, chunk, rng)
+    return _count_by_selection_sampling(centred, k, t_obs, n_permutations, rng, chunk)
 
 
 def permutation_test(s_x, s_y, n_permutations: int = 1_000_000, seed: int | None = 0) -> PermutationTestResult:

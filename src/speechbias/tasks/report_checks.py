@@ -18,9 +18,10 @@ def check_config(cfg: DictConfig) -> None:
 def _folder(key: str, value, project_root) -> Path:
     path = user_path(value, project_root)
     if not path.is_dir():
-        raise ConfigError(
-            f"{key}={value}: no such folder; give the multirun folder of a sweep, e.g. sweep_dir=multirun/<date>/<time>"
-        )
+        from speechbias.results.sweep_results import missing_sweep_folder_hint  # pandas: only on this error
+
+        hint = missing_sweep_folder_hint(Path.cwd() / Path(str(value)).expanduser(), path)
+        raise ConfigError(f"{key}={value}: no such folder; {hint}")
     return path
 
 

@@ -33,7 +33,6 @@ from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
 from speechbias.run_context import upstream_info
 from speechbias.tasks.run_markers import finished_marker
-from speechbias.launch.sweep_workload import jobs_per_process
 from speechbias.seeding import seed_torch
 from speechbias.stimuli.bias_test import BiasTest
 from speechbias.upstream.deferred import DeferredUpstream, built_upstream
@@ -127,7 +126,6 @@ class SpeatTask:
                 self.speat,
                 self.seed,
                 self.upstream.fingerprint_fields().get("layer_convention"),
-                jobs_per_process(),
             )
             summary, global_zero = results.compute(statistics), True
         else:
@@ -173,7 +171,6 @@ class SpeatTask:
             settings=self.speat,
             seed=self.seed,
             layer_convention=upstream.fingerprint_fields().get("layer_convention"),
-            runs_per_process=jobs_per_process(),
         )
         trainer = self.trainer(callbacks=[callback])
         extract_statistics(

@@ -168,7 +168,7 @@ class TrainSerTask:
             val_every_n_epochs=self.val_every_n_epochs,
             checkpoint_every_n_epochs=self.checkpoint_every_n_epochs,
             callbacks=[callback],
-            **self.tracker.lightning_logger(output_dir),
+            **self.tracker.lightning_logger(output_dir, job_type=TASK_NAME),
         )
         train_paths = list(self.valence.table["path"])
         seen = set(train_paths)

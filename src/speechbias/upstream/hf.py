@@ -19,6 +19,7 @@ small 13, medium 25, large 33).
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 
 from collections.abc import Mapping
@@ -27,6 +28,8 @@ import torch
 import transformers
 from transformers import PretrainedConfig
 
+from speechbias.library_internals.torch import drop_weight_norm_compat_hooks
+from speechbias.library_internals.transformers import init_module_weights
 from speechbias.model_loading import (
     check_weights_available,
     load_pretrained,
@@ -39,9 +42,12 @@ from speechbias.upstream.base import Upstream
 from speechbias.upstream.batching import forward_batch_invariant, zero_padding
 from speechbias.upstream.block_states import LAYER_CONVENTION, BlockStateRecorder
 from speechbias.upstream.families import FAMILIES
-from speechbias.upstream.randomize import HF_RANDOM_INIT, init_parametrized_weights
+from speechbias.upstream.randomize import HF_RANDOM_INIT, bake_parametrized_weights, init_parametrized_weights
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+#: what a random control (``randomize``) reads of a hub model: its architecture and its input
+#: normalisation, never the weights
+RANDOM_CONTROL_FILES = ("config.json", "preprocessor_config.json")
 
 
 def _plain(value):
@@ -68,20 +74,12 @@ def _family_of(config: PretrainedConfig, requested: str | None, source: str) -> 
 def _bake_parametrizations(model: torch.nn.Module) -> None:
     """Replace parametrized weights (wav2vec2's weight-normed positional conv) by their values.
 
-    The upstream is frozen, so the computation is unchanged; without parametrizations the module
-    pickles, which ``ddp_spawn`` (the strategy for DDP inside Hydra multiruns) needs.
+    The upstream is frozen, so the computation is unchanged; without parametrizations (and the
+    key-renaming hook weight norm leaves behind) the module pickles, which ``ddp_spawn`` (the strategy
+    for DDP inside Hydra multiruns) needs.
     """
-    from torch.nn.utils import parametrize
-
-    for module in model.modules():
-        if parametrize.is_parametrized(module):
-            for name in list(module.parametrizations.keys()):
-                parametrize.remove_parametrizations(module, name, leave_parametrized=True)
-        # weight_norm also leaves a local-function load_state_dict hook behind; it has nothing to convert
-        # now. torch has no public way to remove a hook it registered itself, hence the private dict.
-        hooks = module._load_state_dict_pre_hooks
-        for key in [k for k, h in hooks.items() if "_weight_norm_compat_hook" in getattr(h, "__qualname__", repr(h))]:
-            del hooks[key]
+    bake_parametrized_weights(model)
+    drop_weight_norm_compat_hooks(model)
 
 
 def half_precision_cpu_guard(dtype: torch.dtype, device: torch.device):
@@ -173,7 +171,13 @@ class HFUpstream(Upstream):
             hf_config = FAMILIES[model_type].model_classes[model_type][0](**config_dict)
             self.config_sha256 = sha256_json({"model_type": model_type, "config": config_dict})
         else:
-            hf_config = load_pretrained(transformers.AutoConfig.from_pretrained, model_id, what="config", **load_kwargs)
+            hf_config = load_pretrained(
+                transformers.AutoConfig.from_pretrained,
+                model_id,
+                what="config",
+                only_files=RANDOM_CONTROL_FILES if self.randomize else (),
+                **load_kwargs,
+            )
             self.config_sha256 = sha256_json(hf_config.to_dict())
         self.family = _family_of(hf_config, family, source)
         self.resolved_commit = loaded_commit(hf_config)
@@ -203,14 +207,14 @@ class HFUpstream(Upstream):
     @property
     def is_built(self) -> bool:
         """Whether the model has been built (weights loaded); False until the first forward."""
-        return "model" in self._modules
+        return "model" in dict(self.named_children())
 
     @property
     def model(self) -> torch.nn.Module:
         """The encoder, built (weights loaded, or seeded random init) on first access."""
-        if "model" not in self._modules:
+        if not self.is_built:
             self._build()
-        return self._modules["model"]
+        return dict(self.named_children())["model"]
 
     def _build(self) -> None:
         adapter_cls = FAMILIES[self.family]
@@ -219,7 +223,8 @@ class HFUpstream(Upstream):
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(self.seed)
                 model = model_cls(self.config)
-                init_parametrized_weights(model, model._init_weights)  # transformers' init misses weight-normed ones
+                # transformers' init misses weight-normed weights: drawn again once baked
+                init_parametrized_weights(model, functools.partial(init_module_weights, model))
             model = model.to(self.torch_dtype)
         else:
             model = load_pretrained(
@@ -235,8 +240,9 @@ class HFUpstream(Upstream):
             raise RuntimeError(
                 f"{self.name}: the built encoder has {recorder.num_blocks} blocks, its config {self.num_layers - 1}"
             )
-        # registered as add_module would (its name check reads the ``model`` property, which builds)
-        self._modules["model"] = encoder.to(self._device_probe.device)
+        # nn.Module.__setattr__ registers a module value as the child "model" without reading the class's
+        # ``model`` property (add_module's name check would read it, which builds)
+        self.model = encoder.to(self._device_probe.device)
         self._recorder = recorder
 
     @classmethod

@@ -4,9 +4,11 @@
 convolution is weight-normed (``torch.nn.utils.parametrizations.weight_norm`` keeps ``original0`` /
 ``original1`` and computes ``weight`` on access, so ``Conv1d.reset_parameters`` fills a temporary;
 the older ``torch.nn.utils.weight_norm`` recomputes ``weight`` from ``weight_g`` / ``weight_v``
-before every forward). transformers' own ``_init_weights`` misses it the same way. Both functions
+before every forward). transformers' own initializer misses it the same way. Both functions
 here first bake such weights into plain parameters (the models are frozen, so the computation is
-unchanged) and then draw them.
+unchanged) and then draw them. Public torch APIs only: a frozen multi-tensor parametrization that torch
+leaves as a buffer is found with ``named_buffers``, an old-style weight norm by the ``<name>_g`` /
+``<name>_v`` parameter pair it registers (``remove_weight_norm`` then removes its hook).
 
 * :func:`reinitialize` (a loaded model, e.g. an s3prl upstream): bake, then under ``seed`` call every
   module's ``reset_parameters`` and draw each parameter still equal to its loaded value (raw
@@ -36,23 +38,31 @@ def bake_parametrized_weights(model: nn.Module) -> list[nn.Module]:
     """Replace parametrized weights (``torch.nn.utils.parametrize``) and old-style weight norm
     (``torch.nn.utils.weight_norm``) by plain parameters holding their current values; return the
     modules that had them."""
-    from torch.nn.utils.weight_norm import WeightNorm
-
     baked = []
     for module in model.modules():
         if parametrize.is_parametrized(module):
             for name in list(module.parametrizations.keys()):
                 requires_grad = any(p.requires_grad for p in module.parametrizations[name].parameters())
                 parametrize.remove_parametrizations(module, name, leave_parametrized=True)
-                if name in module._buffers:  # torch keeps a frozen multi-tensor parametrization as a buffer
-                    value = module._buffers.pop(name)
+                if name in dict(module.named_buffers(recurse=False)):  # a frozen multi-tensor one is left a buffer
+                    value = module.get_buffer(name)
+                    delattr(module, name)
                     module.register_parameter(name, nn.Parameter(value, requires_grad=requires_grad))
             baked.append(module)
-        for key, hook in list(module._forward_pre_hooks.items()):
-            if isinstance(hook, WeightNorm):
-                torch.nn.utils.remove_weight_norm(module, hook.name)
-                baked.append(module)
+        for name in _weight_norm_pair_names(module):
+            try:
+                torch.nn.utils.remove_weight_norm(module, name)
+            except ValueError:  # a <name>_g / <name>_v pair of plain parameters, no weight norm
+                continue
+            baked.append(module)
     return baked
+
+
+def _weight_norm_pair_names(module: nn.Module) -> list[str]:
+    """``<name>`` of each ``<name>_g`` / ``<name>_v`` parameter pair of ``module`` (the pair that
+    ``torch.nn.utils.weight_norm`` registers), in the order they were registered."""
+    params = [n for n, _ in module.named_parameters(recurse=False)]
+    return [n.removesuffix("_g") for n in params if n.endswith("_g") and f"{n.removesuffix('_g')}_v" in params]
 
 
 def _draw_like_s3prl(param: torch.Tensor) -> None:
@@ -84,9 +94,9 @@ def reinitialize(model: nn.Module, seed: int) -> list[str]:
 
 
 def init_parametrized_weights(model: nn.Module, init_module: Callable[[nn.Module], None]) -> int:
-    """Bake ``model``'s parametrized weights and apply ``init_module`` (e.g. a transformers model's
-    ``_init_weights``) to each module that had them and to its parent (transformers initialises the
-    weight-normed convolution from its parent module). Draws from the current RNG state; call it inside
+    """Bake ``model``'s parametrized weights and apply ``init_module`` (for a transformers model,
+    :func:`speechbias.library_internals.transformers.init_module_weights`) to each module that had them
+    and to its parent (transformers initialises the weight-normed convolution from its parent module). Draws from the current RNG state; call it inside
     the seeded block that built the model. Returns the number of modules baked."""
     baked = bake_parametrized_weights(model)
     if not baked:

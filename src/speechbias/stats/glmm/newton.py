@@ -58,7 +58,7 @@ def maximise_loglik(units: Units, weights, z, log_wz, x0, hessian=None, tol: flo
     message = f"no convergence in {maxiter} iterations"
     converged = False
     it = 0
-    for it in range(1, maxiter + 1):
+    for it in range(1, maxiter + 1):  # noqa: B007 - its last value is the iteration count returned below
         d, _ = newton_direction(H, g)
         decrement = float(g @ d)
         if decrement < tol:

@@ -14,7 +14,14 @@ libraries decide which US speaker a Korean speaker gets, and are replayed here:
   sex have the same score, hence the same distance. ``sklearn.neighbors.NearestNeighbors`` (brute force,
   all neighbours) ranks them with its ``ArgKmin`` reduction: squared distances pushed into a max-heap per
   query, 256 candidates per chunk, chunks spread over the threads and the threads' heaps merged in
-  order, then a median-of-three quicksort. Which tied speaker comes first follows from that order.
+  order, then a median-of-three quicksort. Which tied speaker comes first follows from that order,
+  and from the order psmpy hands the rows over in (:func:`~speechbias.stimuli.selection.propensity.
+  psmpy_row_order`: rows its topped-up last fold scores again move to the front).
+
+Checked against psmpy 0.3.13 itself on scikit-learn 1.2.2, the version of the authors' time
+(tests/stimuli/test_psmpy_reference.py): the same pairs on the paper's set and on candidate sets that
+reach psmpy's top-up branch. scikit-learn 1.9 orders exact-distance ties otherwise (37 of the paper's
+59 pairs).
 
 scikit-learn is not a dependency of this project, so both are written here (numpy, ~60 lines) instead of
 called; with them the authors' list comes back pair by pair (59 of 59 partners, the same speakers; the
@@ -206,7 +213,8 @@ def neighbour_order(
 
 def knn_caliper_pairs(score: pd.Series, treated: pd.Series, caliper: float) -> pd.DataFrame:
     """psmpy's ``knn_matched(matcher="propensity_score", replacement=False, caliper=caliper)``: each row
-    of the smaller group, in ``score``'s order, takes the first unused row of the other group in
+    of the smaller group, in ``score``'s order (psmpy's row order, as :func:`~speechbias.stimuli.selection.
+    propensity.authors_fold_scores` returns it), takes the first unused row of the other group in
     :func:`neighbour_order` whose distance is within ``caliper``. Columns ``treated``, ``control``."""
     is_t = treated.reindex(score.index).astype(bool)
     small, large = (score[is_t], score[~is_t]) if is_t.sum() < (~is_t).sum() else (score[~is_t], score[is_t])

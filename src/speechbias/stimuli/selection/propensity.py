@@ -84,6 +84,9 @@ def authors_fold_scores(treated: pd.Series, covariates: pd.DataFrame) -> pd.Seri
     already folded, against 20 drawn rows of the smaller group. A row scored in several folds gets
     the mean of its scores. Rows of the larger group are thus scored by different models: their
     scores are not on one scale, which is why the authors' pairs are far apart in age and sex.
+
+    The scores come in psmpy's row order (:func:`psmpy_row_order`), the order its ``knn_matched``
+    visits the smaller group and breaks ties in the larger one; ``.sort_index()`` gives table order.
     """
     is_t = treated.reindex(covariates.index).astype(bool)
     small, large = (
@@ -113,7 +116,24 @@ def authors_fold_scores(treated: pd.Series, covariates: pd.DataFrame) -> pd.Seri
         y = np.r_[np.full(len(big_rows), not small_is_t), np.full(len(small_rows), small_is_t)].astype(float)
         scored.append(pd.Series(liblinear_logit_scores(y, rows.to_numpy(dtype=float)), index=rows.index))
     mean = pd.concat(scored).groupby(level=0).mean()
-    return mean.reindex(covariates.index).rename("propensity")
+    order = psmpy_row_order([rows.index for rows in scored])
+    return mean.reindex(order).rename("propensity")
+
+
+def psmpy_row_order(fold_labels: list[pd.Index]) -> pd.Index:
+    """The order of psmpy's ``predicted_data`` after ``logistic_ps(balance=True)``, from each fold's row
+    labels (larger group's rows first, then the smaller group's, as the folds were concatenated).
+
+    psmpy concatenates the folds, takes the labels that occur more than once (rows scored in several
+    folds) in the order they first occur, puts one averaged row of each in front, then the rows scored
+    once in the order they occur. So where its last fold is topped up with rows already folded, those
+    rows move to the front of the larger group; where a fold draws part of the smaller group, the drawn
+    rows move to the front of the smaller group. With two or more whole folds and a last fold of more
+    than 20 rows (the paper's US/Korean set) both groups keep their table order.
+    """
+    labels = fold_labels[0].append(list(fold_labels[1:]))
+    repeated = labels.duplicated(keep=False)
+    return labels[repeated].unique().append(labels[~repeated])
 
 
 def propensity_pairs(score: pd.Series, treated: pd.Series, caliper: float, rng: np.random.Generator) -> pd.DataFrame:
@@ -148,7 +168,7 @@ def standardized_mean_differences(
         t, c = treated[col].astype(float), control[col].astype(float)
         pooled = float(np.sqrt((t.var(ddof=1) + c.var(ddof=1)) / 2))
 
-        def smd(a: pd.Series, b: pd.Series) -> float | None:
+        def smd(a: pd.Series, b: pd.Series, pooled: float = pooled) -> float | None:
             if not len(a) or not len(b) or not pooled > 0:
                 return None
             return float((a.mean() - b.mean()) / pooled)

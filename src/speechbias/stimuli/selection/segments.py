@@ -50,7 +50,7 @@ def cut_segments(clips: pd.DataFrame, out_dir: str | Path) -> pd.DataFrame:
                 raise
             except Exception as exc:
                 raise AudioError(src, f"cannot read segment {start:.3f}-{end:.3f} s ({exc})") from exc
-            atomic_write(target, lambda tmp: sf.write(str(tmp), data, sr, subtype="PCM_16"))
+            atomic_write(target, lambda tmp, data=data, sr=sr: sf.write(str(tmp), data, sr, subtype="PCM_16"))
         out.at[i, "source_path"] = str(src)
         out.at[i, "path"] = str(target)
     return out

@@ -53,12 +53,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("hydra_plugins", ("hydra_plugins",)),
 )
 
-# (importer, imported) pairs that climb and are known; each says who removes it. Nothing else may climb.
-KNOWN_CLIMBS = {
-    # the stats workload plumbing, deleted with launch/sweep_workload.py (issue 32, item 2)
-    ("speechbias.tasks.speat", "speechbias.launch.sweep_workload"),
-}
-
 
 def layer_of(module: str) -> int | None:
     """Index of ``module``'s layer in :data:`LAYERS` (None: not a project module)."""
@@ -117,7 +111,7 @@ def test_every_module_has_a_layer():
 
 
 def test_no_module_imports_a_higher_layer():
-    climbs = [c for c in climbing_imports() if c not in KNOWN_CLIMBS]
+    climbs = climbing_imports()
     names = [LAYERS[i][0] for i in range(len(LAYERS))]
     shown = [f"{a} ({names[layer_of(a)]}) imports {b} ({names[layer_of(b)]})" for a, b in climbs]
     assert shown == [], "imports that climb a layer:\n" + "\n".join(shown)

@@ -18,8 +18,8 @@ import pytorch_lightning as pl
 import torch
 
 from speechbias.aggregation import Aggregation
-from speechbias.callbacks.speat_results import SpeatResults, speat_by_layer
-from speechbias.callbacks.speat_settings import PER_LAYER_PERMUTATIONS, SpeatSettings
+from speechbias.speat.results import SpeatResults, speat_by_layer
+from speechbias.speat.settings import PER_LAYER_PERMUTATIONS, SpeatSettings
 from speechbias.features.cache import FeatureCache
 from speechbias.features.cached_statistics import StackedStatistics
 from speechbias.features.extraction import collected_statistics

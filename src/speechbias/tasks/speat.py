@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from speechbias.aggregation import Aggregation
-from speechbias.callbacks.speat_results import SpeatResults
-from speechbias.callbacks.speat_settings import SpeatSettings
+from speechbias.speat.results import SpeatResults
+from speechbias.speat.settings import SpeatSettings
 from speechbias.features.cache import FeatureCache
 from speechbias.features.cached_statistics import fully_cached_statistics
 from speechbias.features.extraction_settings import ExtractionSettings

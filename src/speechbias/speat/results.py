@@ -16,7 +16,7 @@ import pandas as pd
 
 from speechbias import stats
 from speechbias.aggregation import Aggregation
-from speechbias.callbacks.speat_settings import PER_LAYER_PERMUTATIONS, SpeatSettings
+from speechbias.speat.settings import PER_LAYER_PERMUTATIONS, SpeatSettings
 from speechbias.features.cached_statistics import StackedStatistics
 from speechbias.report import speat_report
 from speechbias.report.run_writer import RunWriter

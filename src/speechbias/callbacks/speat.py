@@ -3,7 +3,7 @@
 Runs in ``on_predict_end`` of the extraction loop (on global rank 0, after every rank has written
 its cache entries), so the same code path serves a cold run and a DDP run: the statistics are those
 the loop met (read once) plus, under DDP, the other ranks' clips from the shared cache. What it computes
-and writes is :class:`speechbias.callbacks.speat_results.SpeatResults` (also used, without a loop, by a
+and writes is :class:`speechbias.speat.results.SpeatResults` (also used, without a loop, by a
 run whose clips are all cached). It writes through the run's :class:`~speechbias.report.run_writer.RunWriter`
 (which pickles into spawned DDP workers as its folder); the task logs what the writer recorded to the
 tracker afterwards.

@@ -5,7 +5,7 @@ extraction predict loop (cached) with the SpEAT callback, which writes results.c
 figures through the run's writer; the task then logs the writer's record to the tracker.
 
 A warm run (every clip's statistics in the cache) of one process runs no loop: it reads the statistics
-from the cache and computes them with the same :class:`~speechbias.callbacks.speat_results.SpeatResults`
+from the cache and computes them with the same :class:`~speechbias.speat.results.SpeatResults`
 the callback uses, so its files are those the loop would write; it builds no upstream (the config's is a
 :class:`~speechbias.upstream.deferred.DeferredUpstream`) and no Trainer, and imports neither Lightning
 nor (for a weight-free upstream) torch. A run of several processes (DDP, a SLURM job of N tasks) always

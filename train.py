@@ -14,7 +14,7 @@ import hydra
 from omegaconf import DictConfig
 
 from speechbias.launch.config_checks import check_command_line
-from speechbias.launch.entry import exit_without_teardown, register_project_root, run_entry
+from speechbias.launch.entry import register_project_root, run_entry
 from speechbias.launch.help_text import register_help_resolver
 
 # paths.root_dir defaults to this folder, whatever the working directory (PROJECT_ROOT or
@@ -32,4 +32,3 @@ if __name__ == "__main__":
     # an unknown option (upstream=..., bias_test=..., aggregation=...): one line naming the close matches
     check_command_line(Path(__file__).resolve().parent / "conf")
     main()
-    exit_without_teardown()  # everything is written: skip the interpreter's ~2 s of module teardown

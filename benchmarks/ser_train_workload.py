@@ -83,7 +83,7 @@ def compose_run_parts(overrides: list[str]):
     from omegaconf import open_dict
 
     import speechbias.launch.entry  # noqa: F401  (registers the project's config resolvers)
-    from speechbias.launch.run_context import register_choice_resolver
+    from speechbias.run_context import register_choice_resolver
 
     register_choice_resolver()
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):

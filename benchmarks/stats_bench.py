@@ -130,7 +130,7 @@ def declare_work(n_permutations: int, n_resamples: int) -> None:
     """For a reference checkout (--reference-src) whose SpEAT jobs declared their work (f54227d:
     ``plan_draws`` of its process's share of the sweep's jobs, :data:`REFERENCE_JOBS_PER_PROCESS_ENV`),
     declare it as its jobs did; this checkout decides per call and declares nothing."""
-    try:
+    try:  # the reference's names (f54227d: callbacks/speat_settings.py, launch/sweep_workload.py)
         from speechbias.callbacks.speat_settings import SpeatSettings
         from speechbias.launch.sweep_workload import jobs_per_process
         from speechbias.stats.kernel_choice import plan_draws
@@ -334,7 +334,11 @@ def start_worker(src: str | None) -> None:
         sys.path.insert(0, src)
         for name in [m for m in sys.modules if m == "speechbias" or m.startswith("speechbias.")]:
             del sys.modules[name]
-    for name in ("speechbias.launch.sweep_workload", "speechbias.callbacks.speat_settings"):
+    for name in (
+        "speechbias.launch.sweep_workload",
+        "speechbias.callbacks.speat_settings",
+        "speechbias.speat.settings",
+    ):
         try:
             importlib.import_module(name)
         except ImportError:  # not in this checkout

@@ -41,7 +41,7 @@ STEPS = (
     ("statistics: SpEAT d, p (run and per layer)", "speechbias.stats", "speat"),
     ("report files (tables, report.md)", "speechbias.report.speat_report", "write_speat_outputs"),
     ("tracker (W&B offline run)", "speechbias.report.tracker", "Tracker.publish"),
-    ("run digest", "speechbias.launch.run_markers", "record_run_digest"),
+    ("run digest", "speechbias.tasks.run_markers", "record_run_digest"),
 )
 
 

@@ -1,4 +1,4 @@
-"""bias_test_configs: a bias test by name is the node Hydra composes for bias_test=<name>."""
+"""config_composition: a bias test by name is the node Hydra composes for bias_test=<name>."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
-from speechbias.launch.bias_test_configs import bias_test_config
+from speechbias.config_composition import bias_test_config
 from tests.conftest import CONF_DIR
 
 
@@ -50,3 +50,15 @@ def test_a_composed_node_is_reused_while_its_files_are_unchanged_and_each_caller
     path = conf / "bias_test" / "demo_voice.yaml"
     path.write_text(path.read_text() + "\nextra_key: 1\n")
     assert bias_test_config("demo_voice", conf).extra_key == 1  # the file changed: composed again
+
+
+def test_the_hydra_internal_is_used_only_within_its_checked_versions(monkeypatch):
+    import hydra
+    import pytest
+
+    from speechbias.library_internals import hydra as internals
+
+    internals.check_version()  # the installed hydra-core is inside the bound
+    monkeypatch.setattr(hydra, "__version__", "1.4.0")
+    with pytest.raises(RuntimeError, match=r"hydra-core 1.4.0 is outside >=1.3,<1.4"):
+        internals.check_version()

@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from speechbias.launch.config_checks import check_config, check_report_arguments, learning_rates
-from speechbias.launch.user_errors import ConfigError
+from speechbias.launch.config_checks import check_config
+from speechbias.tasks.report_checks import check_report_arguments
+from speechbias.tasks.train_ser_checks import learning_rates
+from speechbias.errors import ConfigError
 
 
 @pytest.mark.parametrize(
@@ -83,7 +85,7 @@ def test_the_speat_task_checks_its_bias_test_manifest(tmp_path):
 
 
 def test_a_relative_sweep_dir_is_found_in_the_cwd_first_then_in_the_project(tmp_path, monkeypatch):
-    from speechbias.launch.project_paths import user_path
+    from speechbias.project_paths import user_path
 
     project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
     (project / "multirun" / "s").mkdir(parents=True)
@@ -150,7 +152,7 @@ def _roles_manifest(tmp_path, counts):
 
 
 def test_each_role_needs_two_clips(tmp_path):
-    from speechbias.launch.config_checks import check_role_sizes
+    from speechbias.tasks.input_checks import check_role_sizes
 
     check_role_sizes(_roles_manifest(tmp_path, {"X": 2, "Y": 2, "A": 3, "B": 2}))
     with pytest.raises(ConfigError, match=r"roles.csv: too few clips per role \(Y: 1, B: 0\)"):
@@ -158,7 +160,7 @@ def test_each_role_needs_two_clips(tmp_path):
 
 
 def test_spoken_stereoset_needs_the_metadata_of_each_domain(tmp_path):
-    from speechbias.launch.config_checks import check_spoken_stereoset_data
+    from speechbias.tasks.spoken_stereoset_checks import check_spoken_stereoset_data
 
     (tmp_path / "metadata").mkdir()
     (tmp_path / "metadata" / "gender_v1.0.csv").write_text("x\n")
@@ -170,7 +172,7 @@ def test_spoken_stereoset_needs_the_metadata_of_each_domain(tmp_path):
 
 
 def test_corpus_folders_honour_corpus_dirs_overrides(tmp_path):
-    from speechbias.launch.config_checks import check_corpus_folders
+    from speechbias.tasks.input_checks import check_corpus_folders
 
     (tmp_path / "saa").mkdir()
     node = OmegaConf.create(
@@ -190,12 +192,12 @@ def test_corpus_folders_honour_corpus_dirs_overrides(tmp_path):
 
 
 def test_an_error_re_raised_by_a_dataloader_worker_keeps_its_own_line():
-    from speechbias.launch.user_errors import StorageError, error_message
+    from speechbias.errors import StorageError, error_message
 
     exc = StorageError(
         "Caught StorageError in DataLoader worker process 0.\nOriginal Traceback (most recent call "
         'last):\n  File "x.py", line 1, in f\n'
-        "speechbias.launch.user_errors.StorageError: /c/x: cannot write it"
+        "speechbias.errors.StorageError: /c/x: cannot write it"
     )
     assert error_message(exc) == "/c/x: cannot write it"
 
@@ -217,3 +219,14 @@ def test_a_config_the_hydra_callback_checked_is_not_checked_again_by_its_job_onl
     config_checks.ConfigCheckCallback().on_run_start(OmegaConf.merge(job, {"hydra": {"run": {"dir": "x"}}}))
     config_checks.check_config_unless_checked(OmegaConf.create({"seed": 2, "lr": 0.1}))
     assert calls == [1, 1, 1, 2]
+
+
+def test_every_task_brings_its_own_checks(conf_dir):
+    """Each task of conf/task/ (and train.py's train_ser) has ``speechbias.tasks.<task>_checks.check_config``."""
+    from speechbias.launch.config_checks import task_checks
+
+    tasks = [p.stem for p in sorted((conf_dir / "task").glob("*.yaml"))] + ["train_ser"]
+    assert len(tasks) >= 5
+    for task in tasks:
+        assert callable(task_checks(task)), task
+    assert task_checks("no_such_task") is None and task_checks("../x") is None

@@ -7,7 +7,7 @@ import logging
 
 from omegaconf import OmegaConf
 
-from speechbias.launch.run_markers import (
+from speechbias.tasks.run_markers import (
     RUN_DIGEST_FILE,
     config_values,
     finished_marker,
@@ -144,3 +144,32 @@ def test_a_new_hub_commit_of_the_model_changes_the_digest(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="speechbias"):
         assert finished_results(cfg, run) is None
     assert f"upstream.commit: {'a' * 40} -> {'b' * 40}" in caplog.text
+
+
+def _job(overrides):
+    """evaluate.py's config for ``overrides`` with its hydra node (as a sweep's job gets it)."""
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+
+    conf = Path(__file__).resolve().parents[2] / "conf"
+    with initialize_config_dir(config_dir=str(conf), version_base=None):
+        return compose("evaluate", overrides=overrides, return_hydra_config=True)
+
+
+def test_one_list_decides_folder_names_and_the_digest(tmp_path):
+    """A result-neutral override changes neither the job's folder name nor its digest; a result key both."""
+    from speechbias.result_neutral_keys import RESULT_NEUTRAL_KEYS
+    from speechbias.tasks.run_markers import identity_digest, run_identity
+
+    def folder_and_digest(overrides):
+        cfg = _job(overrides)
+        job = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+        return cfg.hydra.job.override_dirname, identity_digest(run_identity(job))
+
+    base = folder_and_digest(["seed=1"])
+    for neutral in ("force=true", "extraction.batch_size=3", "extraction.num_workers=1", "logger.mode=disabled"):
+        assert neutral.split("=")[0].split(".")[0] in {k.split(".")[0] for k in RESULT_NEUTRAL_KEYS}
+        assert folder_and_digest(["seed=1", neutral]) == base, neutral
+    name, digest = folder_and_digest(["seed=2"])
+    assert name == "seed=2" and base[0] == "seed=1" and digest != base[1]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from speechbias.launch.seeding import seed_run, seed_torch
+from speechbias.seeding import seed_run, seed_torch
 
 
 def _state():

@@ -109,7 +109,7 @@ def test_parallel_jobs_build_one_corpus_tests_manifest_once(tmp_path):
 def test_a_full_disk_is_one_user_error_naming_the_file(tmp_path):
     import errno
 
-    from speechbias.launch.user_errors import error_line
+    from speechbias.errors import error_line
 
     def full(tmp):
         Path(tmp).write_text("part")

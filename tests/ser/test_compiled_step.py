@@ -170,6 +170,6 @@ def test_lightning_run_takes_the_compiled_step_reading_rows_in_place(tmp_path):
 
 
 def test_the_config_check_knows_the_same_step_kernels():
-    from speechbias.launch.config_checks import STEP_KERNELS as CHECKED
+    from speechbias.tasks.train_ser_checks import STEP_KERNELS as CHECKED
 
     assert CHECKED == heads_adam.STEP_KERNELS

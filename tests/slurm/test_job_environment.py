@@ -7,7 +7,7 @@ from omegaconf import OmegaConf
 
 from speechbias.launch.entry import SLURM_ENVIRONMENT_NO_REQUEUE, job_trainer_config
 from speechbias.launch.slurm.job_environment import SlurmTasks, process_rank, slurm_tasks
-from speechbias.launch.user_errors import ConfigError
+from speechbias.errors import ConfigError
 
 DDP_SIM = {
     "_target_": "speechbias.launch.lightning_trainer.build_trainer",

@@ -12,7 +12,7 @@ import pytest
 import soundfile as sf
 from omegaconf import OmegaConf
 
-from speechbias.launch.bias_test_configs import bias_test_config
+from speechbias.config_composition import bias_test_config
 
 from speechbias.stimuli.bias_test import BiasTest
 from speechbias.stimuli.paper_lists import PaperListError

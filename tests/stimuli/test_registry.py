@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from speechbias.launch.bias_test_configs import bias_test_config
+from speechbias.config_composition import bias_test_config
 
 from speechbias.stimuli.bias_test import BiasTest
 from speechbias.stimuli.paper_lists import PaperListError

@@ -16,7 +16,7 @@ from speechbias.report.caveat import DEMO_CAVEAT, markdown_caveat
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
 from speechbias.tasks.report import ReportTask
-from speechbias.launch.user_errors import ConfigError
+from speechbias.errors import ConfigError
 from sweep.fake_sweep import PAPER_MODELS, write_propagation_sweep, write_speat_sweep
 
 FIGURES = [

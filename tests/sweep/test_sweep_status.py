@@ -18,11 +18,11 @@ from speechbias.launch.sweep_status import (
     SweepStatusCallback,
     collect_statuses,
     count_line,
-    incomplete_reason,
     print_status_table,
     reused_status,
     write_status_csv,
 )
+from speechbias.results.job_status import incomplete_reason
 
 
 def _job(sweep, name, status, sweep_id="s1", **kw):
@@ -146,7 +146,7 @@ def test_a_table_that_cannot_be_shown_still_exits_1(sweep, monkeypatch):
 
 def test_a_jobs_error_is_its_type_and_the_last_line_of_its_message():
     from speechbias.launch.sweep_status import job_error
-    from speechbias.launch.user_errors import ConfigError
+    from speechbias.errors import ConfigError
 
     worker = RuntimeError(
         "\n\n-- Process 1 terminated with the following error:\nTraceback (most recent call last):\n"

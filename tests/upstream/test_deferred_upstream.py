@@ -12,7 +12,7 @@ import pytest
 from hydra.errors import InstantiationException
 from omegaconf import OmegaConf
 
-from speechbias.launch.run_context import upstream_info
+from speechbias.run_context import upstream_info
 from speechbias.upstream.deferred import CONFIG_FINGERPRINTS, DeferredUpstream, built_upstream
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,7 +82,7 @@ def test_a_config_without_target_is_one_clear_error():
 def test_a_deferred_weight_free_upstream_imports_no_torch():
     code = (
         "import sys; from omegaconf import OmegaConf; from speechbias.upstream.deferred import DeferredUpstream; "
-        "from speechbias.launch.run_context import upstream_info; "
+        "from speechbias.run_context import upstream_info; "
         "u = DeferredUpstream(OmegaConf.load('conf/upstream/fbank.yaml')); print(upstream_info(u, 'fbank')); "
         "print(sorted(m for m in ('torch', 'transformers', 'pytorch_lightning') if m in sys.modules))"
     )

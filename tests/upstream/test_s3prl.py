@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from speechbias.launch.run_context import upstream_info
+from speechbias.run_context import upstream_info
 from speechbias.upstream.randomize import bake_parametrized_weights
 from speechbias.upstream.s3prl import S3PRLUpstream, S3PRLUpstreamError, s3prl_frame_mismatch
 from speechbias.upstream.s3prl_import import S3PRLUnavailableError, provide_removed_torchaudio_apis
-from speechbias.launch.user_errors import error_line
+from speechbias.errors import error_line
 from upstream.s3prl_support import (
     FAKE_HUB,
     RATE,
@@ -282,7 +282,7 @@ from speechbias.upstream.s3prl import S3PRLUpstream
 try:
     S3PRLUpstream("fbank")
 except Exception as err:
-    from speechbias.launch.user_errors import error_line
+    from speechbias.errors import error_line
     print(error_line(err))
 """
 

@@ -3,7 +3,7 @@
 Runs in ``on_predict_end`` of the extraction loop (on global rank 0, after every rank has written
 its cache entries), so the same code path serves a cold run and a DDP run: the statistics are those
 the loop met (read once) plus, under DDP, the other ranks' clips from the shared cache. What it computes
-and writes is :class:`speechbias.callbacks.speat_results.SpeatResults` (also used, without a loop, by a
+and writes is :class:`speechbias.speat.results.SpeatResults` (also used, without a loop, by a
 run whose clips are all cached). It writes through the run's :class:`~speechbias.report.run_writer.RunWriter`
 (which pickles into spawned DDP workers as its folder); the task logs what the writer recorded to the
 tracker afterwards.
@@ -18,8 +18,8 @@ import pytorch_lightning as pl
 import torch
 
 from speechbias.aggregation import Aggregation
-from speechbias.callbacks.speat_results import SpeatResults, speat_by_layer
-from speechbias.callbacks.speat_settings import PER_LAYER_PERMUTATIONS, SpeatSettings
+from speechbias.speat.results import SpeatResults, speat_by_layer
+from speechbias.speat.settings import PER_LAYER_PERMUTATIONS, SpeatSettings
 from speechbias.features.cache import FeatureCache
 from speechbias.features.cached_statistics import StackedStatistics
 from speechbias.features.extraction import collected_statistics
@@ -35,7 +35,7 @@ class SpeatCallback(pl.Callback):
 
     ``manifest``: the bias test's clips (rows in the order of the cached statistics); ``fingerprint``:
     the upstream's (cache key); ``run_info``: the run's identity columns
-    (:func:`speechbias.launch.run_context.upstream_info`); ``layer_convention``: the upstream's, for the
+    (:func:`speechbias.run_context.upstream_info`); ``layer_convention``: the upstream's, for the
     layer axis of the layer profile. After the loop,
     :attr:`summary` is the result row (None on ranks other than global zero, and in the parent process of
     a ``ddp_spawn`` run).

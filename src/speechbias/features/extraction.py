@@ -47,7 +47,7 @@ from speechbias.features.cached_statistics import (
     read_stacked,
 )
 from speechbias.features.statistics import temporal_statistics
-from speechbias.launch.lightning_trainer import quiet_third_party_console
+from speechbias.console_quieting import quiet_third_party_console
 from speechbias.upstream.base import Upstream
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from speechbias.launch.user_errors import StorageError
+from speechbias.errors import StorageError
 
 # write failures that are the storage's, not the program's: the user frees space or points the run elsewhere
 # below this many free bytes a failed write is taken for a full disk
@@ -76,7 +76,7 @@ def storage_problem(folder: Path) -> str | None:
 
 
 def storage_error(path: Path, exc: BaseException) -> BaseException:
-    """A :class:`~speechbias.launch.user_errors.StorageError` (one line naming ``path`` and the fix) for a write
+    """A :class:`~speechbias.errors.StorageError` (one line naming ``path`` and the fix) for a write
     that failed on full, read-only or missing storage; ``exc`` itself for any other failure. Writers that
     wrap the OS error in their own type (safetensors' SafetensorError) are recognised by the state of the
     file system after the failure."""

@@ -1,86 +1,59 @@
-"""Check a run's config before anything heavy is imported or any model is touched.
+"""A run's config checked before anything heavy is imported or any model is touched: what every task
+shares, then the task's own checks.
 
-:func:`check_config` raises :class:`~speechbias.launch.user_errors.ConfigError` (one line naming the key, the
-value and the fix) for values a run cannot use: a required value not given (``???``), a learning rate
-that is not a number > 0, a task's missing arguments, folders and files that must exist (the report's
-sweep folders, a corpus-built test's corpus folders under ``paths.data_root``, Spoken StereoSet's
-``task.data_dir``, a valence ratings file), a bias test's manifest (every clip it lists exists and
-decodes, at least :data:`MIN_CLIPS_PER_ROLE` clips per role, no audio repeated; speechbias.stimuli.manifest) and a
-writable cache folder.
-:func:`check_command_line` names unknown config group options (``upstream=...``) before Hydra composes.
-Standard library, OmegaConf and Hydra at import; numpy/soundfile only to decode a manifest's new clips and the
-stimulus registry only for a corpus-built test whose manifest is not built yet; never torch.
+:func:`check_config` raises :class:`~speechbias.errors.ConfigError` (one line naming the key, the value and
+the fix): a required value not given (``???``), then the checks of the task named by ``task.name``, which
+live beside the task (``check_config`` of ``speechbias.tasks.<task>_checks``: a new task brings its own
+module, nothing here changes). :class:`ConfigCheckCallback` runs them before Hydra makes a single run's
+folder; :func:`check_command_line` names unknown config group options (``upstream=...``) before Hydra
+composes. Standard library, OmegaConf and Hydra at import; never torch.
 """
 
 from __future__ import annotations
 
-import csv
 import difflib
-import math
+import importlib
+import importlib.util
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from speechbias.launch.bias_test_configs import bias_test_config
-from speechbias.launch.project_paths import user_path
-from speechbias.launch.run_context import primary_config_dir
-from speechbias.launch.user_errors import ConfigError, error_line, full_error_requested
+from speechbias.errors import ConfigError, error_line, full_error_requested
+from speechbias.tasks.input_checks import check_writable_folder
 
 # a command line that sets a required key, shown in the error line
 REQUIRED_EXAMPLES = {
     "sweep_dir": "python evaluate.py task=report sweep_dir=multirun/<date>/<time>",
     "corpus.load.manifest": "python evaluate.py task=wer_disparity corpus=asr_manifest corpus.load.manifest=<csv>",
 }
-# SpEAT's effect size needs a standard deviation within each role (targets X, Y; attributes A, B)
-MIN_CLIPS_PER_ROLE = 2
-CORPUS_LAYOUT = "experiments/speat_2023/README.md"
+
 # command-line flags after which the config comes from elsewhere (the option check leaves those to Hydra)
 OTHER_CONFIG_FLAGS = ("--config-dir", "-cd", "--config-path", "-cp", "--config-name", "-cn")
+
+
+# the package of the tasks' own checks: speechbias.tasks.<task>_checks.check_config
+TASK_CHECKS = "speechbias.tasks.{task}_checks"
+
+
+def task_checks(task: str) -> Callable[[DictConfig], None] | None:
+    """The ``check_config`` of ``speechbias.tasks.<task>_checks``; None when the task has no such module."""
+    if not task.isidentifier():
+        return None
+    name = TASK_CHECKS.format(task=task)
+    if importlib.util.find_spec(name) is None:
+        return None
+    return importlib.import_module(name).check_config
 
 
 def check_config(cfg: DictConfig) -> None:
     """Every check that applies to ``cfg`` (a job config, with or without its ``hydra`` node)."""
     check_required_values(cfg)
-    if "lr" in cfg:
-        check_learning_rates(cfg.lr)
-    task = str(OmegaConf.select(cfg, "task.name", default="") or "")
-    if task == "report":
-        check_report_arguments(cfg)
-        return
-    check_writable_folder(OmegaConf.select(cfg, "paths.cache_dir", default=None), "paths.cache_dir")
-    check_audio_settings(cfg)
-    if task == "speat" and OmegaConf.select(cfg, "bias_test", default=None) is not None:
-        check_bias_test(cfg.bias_test, "bias_test", OmegaConf.select(cfg, "paths.cache_dir", default=None), cfg)
-    elif task == "wer_disparity":
-        for group in ("asr", "corpus"):
-            if OmegaConf.select(cfg, group, default=None) is None:
-                raise ConfigError(
-                    f"{group}: required by task=wer_disparity, e.g. python evaluate.py "
-                    "task=wer_disparity asr=whisper_small corpus=fair_speech"
-                )
-    elif task == "spoken_stereoset":
-        check_spoken_stereoset_data(cfg)
-    elif task == "train_ser":
-        check_step_kernel(OmegaConf.select(cfg, "downstream.step_kernel", default="auto"))
-        check_valence_source(cfg)
-        check_propagation_tests(cfg)
-
-
-# the SER heads' training step (speechbias.ser.heads_adam.STEP_KERNELS; kept here so that the check
-# imports no torch)
-STEP_KERNELS = ("auto", "compiled", "torch")
-
-
-def check_step_kernel(value) -> None:
-    """``downstream.step_kernel``: one of auto, compiled, torch."""
-    if value not in STEP_KERNELS:
-        raise ConfigError(
-            f"downstream.step_kernel={value}: must be one of {', '.join(STEP_KERNELS)} (auto: the "
-            "numba-compiled step where numba can be set up, else torch)"
-        )
+    check = task_checks(str(OmegaConf.select(cfg, "task.name", default="") or ""))
+    if check is not None:
+        check(cfg)
 
 
 # the job config (without its hydra node, as YAML) that ConfigCheckCallback checked in this process and
@@ -125,269 +98,16 @@ def _missing_keys(node, prefix: str = "") -> list[str]:
     else:
         return found
     for name, key in items:
-        child = node._get_node(key)
         full = f"{prefix}.{name}" if prefix and not name.startswith("[") else f"{prefix}{name}"
-        if child is None or child._is_interpolation():
+        if OmegaConf.is_interpolation(node, key):
             continue
-        if child._is_missing():
+        if OmegaConf.is_missing(node, key):
             found.append(full)
-        elif isinstance(child, (DictConfig, ListConfig)):
-            found.extend(_missing_keys(child, full))
+        else:
+            child = node[key]
+            if isinstance(child, (DictConfig, ListConfig)):
+                found.extend(_missing_keys(child, full))
     return found
-
-
-def learning_rates(value) -> list[float]:
-    """``lr`` as a list of floats: a number, a numeric string or a list of them."""
-    items = list(value) if isinstance(value, (list, tuple, ListConfig)) else [value]
-    if not items:
-        raise ConfigError("lr=[]: give at least one learning rate, e.g. lr=1e-4 or 'lr=[1e-3,1e-4,1e-5]'")
-    rates = []
-    for item in items:
-        if isinstance(item, bool):
-            rate = math.nan
-        else:
-            try:
-                rate = float(item)
-            except (TypeError, ValueError):
-                rate = math.nan
-        if not (math.isfinite(rate) and rate > 0):
-            shown = value if not isinstance(value, ListConfig) else OmegaConf.to_container(value)
-            raise ConfigError(
-                f"lr={shown}: {item!r} is not a number > 0; give a learning rate such as lr=1e-4 "
-                "or a list, 'lr=[1e-3,1e-4,1e-5]'"
-            )
-        rates.append(rate)
-    return rates
-
-
-def check_learning_rates(value) -> None:
-    learning_rates(value)
-
-
-def _folder(key: str, value, project_root) -> Path:
-    path = user_path(value, project_root)
-    if not path.is_dir():
-        from speechbias.results.sweep_results import missing_sweep_folder_hint  # pandas: only on this error
-
-        hint = missing_sweep_folder_hint(Path.cwd() / Path(str(value)).expanduser(), path)
-        raise ConfigError(f"{key}={value}: no such folder; {hint}")
-    return path
-
-
-def check_report_arguments(cfg: DictConfig) -> None:
-    """``sweep_dir`` and ``task.extra_sweep_dirs`` are folders; ``paper_results`` (if given) a file."""
-    root = OmegaConf.select(cfg, "paths.root_dir", default=None)
-    _folder("sweep_dir", cfg.sweep_dir, root)
-    for extra in OmegaConf.select(cfg, "task.extra_sweep_dirs", default=None) or []:
-        _folder("task.extra_sweep_dirs", extra, root)
-    paper = OmegaConf.select(cfg, "paper_results", default=None)
-    if paper and not user_path(paper, root).is_file():
-        raise ConfigError(
-            f"paper_results={paper}: no such file; give the paper's all_mean_mean_results.csv "
-            "or leave paper_results out"
-        )
-
-
-def check_audio_settings(cfg: DictConfig) -> None:
-    """``check_audio``: changed | full; ``allow_duplicate_audio``: true | false."""
-    from speechbias.fileio.audio_index import CHECK_AUDIO_MODES
-
-    mode = OmegaConf.select(cfg, "check_audio", default="changed")
-    if mode not in CHECK_AUDIO_MODES:
-        raise ConfigError(
-            f"check_audio={mode}: must be one of {', '.join(CHECK_AUDIO_MODES)} (changed: decode only clips "
-            "the audio index does not know unchanged; full: decode every clip and repair the index)"
-        )
-    if not isinstance(OmegaConf.select(cfg, "allow_duplicate_audio", default=False), bool):
-        raise ConfigError(
-            f"allow_duplicate_audio={OmegaConf.select(cfg, 'allow_duplicate_audio')}: must be true or false"
-        )
-
-
-def check_bias_test(node: DictConfig, key: str, cache_dir=None, cfg: DictConfig | None = None) -> None:
-    """The bias test's manifest exists and every clip it lists exists and decodes, with at least
-    :data:`MIN_CLIPS_PER_ROLE` clips per role and no audio repeated (``cfg``'s ``check_audio`` and
-    ``allow_duplicate_audio`` apply); or a builder will write it from corpus folders that exist."""
-    manifest = OmegaConf.select(node, "manifest", default=None)
-    has_builder = OmegaConf.select(node, "builder", default=None) is not None
-    if manifest is None:
-        return
-    path = Path(str(manifest)).expanduser()
-    if not path.is_file():
-        if has_builder:
-            check_corpus_folders(node, key)
-            return
-        raise ConfigError(
-            f"{key}.manifest={manifest}: no such file and no builder configured; give an existing "
-            "manifest CSV (columns clip_id, path, role)"
-        )
-    root = OmegaConf.select(node, "root", default=None)
-    root = Path(str(root)) if root else path.parent
-    from speechbias.stimuli.manifest import ManifestError, check_manifest_audio, read_manifest_rows
-
-    try:
-        table = read_manifest_rows(path, root=root, required_roles=())
-        check_role_sizes(path, f"{key}.manifest")
-        settings = cfg if cfg is not None else OmegaConf.create()
-        full = OmegaConf.select(settings, "check_audio", default="changed") == "full"
-        repeats = bool(OmegaConf.select(settings, "allow_duplicate_audio", default=False))
-        check_manifest_audio(table, str(path), cache_dir, full=full, allow_repeats=repeats)
-    except ManifestError as exc:
-        raise ConfigError(f"{key}.manifest={exc}") from exc
-
-
-def _manifest_rows(path: Path, key: str) -> list[dict]:
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            return list(csv.DictReader(f))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise ConfigError(f"{key}={path}: not a readable CSV ({exc})") from exc
-
-
-def check_role_sizes(path: Path, key: str = "manifest") -> None:
-    """At least :data:`MIN_CLIPS_PER_ROLE` clips of each role X, Y, A, B (SpEAT's effect size divides by
-    a standard deviation over each role's clips)."""
-    from speechbias.roles import ROLES
-
-    counts = {role: 0 for role in ROLES}
-    for row in _manifest_rows(path, key):
-        role = (row.get("role") or "").strip()
-        if role in counts:
-            counts[role] += 1
-    small = [f"{role}: {n}" for role, n in counts.items() if n < MIN_CLIPS_PER_ROLE]
-    if small:
-        raise ConfigError(
-            f"{key}={path}: too few clips per role ({', '.join(small)}); a bias test needs at least "
-            f"{MIN_CLIPS_PER_ROLE} clips of each role {'/'.join(ROLES)}; add clips to the manifest"
-        )
-
-
-def check_corpus_folders(node: DictConfig, key: str) -> None:
-    """A corpus-built test (manifest not built yet): ``paths.data_root`` and the folders of the corpora its
-    recipe reads exist (and ``paper_lists_dir`` for ``selection=paper``)."""
-    builder = node.builder
-    test = str(OmegaConf.select(builder, "test", default="") or "")
-    data_root = OmegaConf.select(builder, "data_root", default=None)
-    from speechbias.stimuli.registry import RECIPES
-    from speechbias.stimuli.selection.sources import CORPUS_DIRS
-
-    recipe = RECIPES.get(test)
-    if recipe is None:
-        return  # the builder names its own error
-    if OmegaConf.select(builder, "selection", default="ours") == "paper":
-        lists = OmegaConf.select(builder, "paper_lists_dir", default=None)
-        if lists and not Path(str(lists)).expanduser().is_dir():
-            raise ConfigError(
-                f"{key}.builder.paper_lists_dir={lists}: no such folder; give the SpEAT authors' "
-                "data/ folder (selection.paper_lists_dir=...)"
-            )
-    overrides = OmegaConf.to_container(builder.corpus_dirs) if builder.get("corpus_dirs") else {}
-    dirs = {**CORPUS_DIRS, **(overrides or {})}
-    corpora = list(dict.fromkeys([*recipe.corpora, recipe.attributes.corpus]))
-    root = Path(str(data_root)).expanduser() if data_root else None
-    folders = [(c, Path(dirs[c]) if Path(dirs[c]).is_absolute() or root is None else root / dirs[c]) for c in corpora]
-    missing = [f"{folder} ({corpus})" for corpus, folder in folders if not folder.is_dir()]
-    if not missing:
-        return
-    fix = f"set paths.data_root=... (or SPEECHBIAS_DATA) to the folder that holds them; layout: {CORPUS_LAYOUT}"
-    if root is not None and not root.is_dir():
-        raise ConfigError(
-            f"paths.data_root={data_root}: no such folder; {key}={test} builds its stimuli from "
-            f"{', '.join(dirs[c] for c in corpora)} there; {fix}"
-        )
-    raise ConfigError(f"{key}={test}: corpus folder(s) not found: {', '.join(missing)}; {fix}")
-
-
-def check_writable_folder(folder, key: str, create: bool = True, fix: str | None = None) -> None:
-    """``folder`` takes a new file (``create``: made if missing; else its nearest existing parent must
-    take one); else one line naming it and the reason (read-only, disk full, not a folder, ...)."""
-    if not folder:
-        return
-    import tempfile
-
-    path = Path(str(folder)).expanduser()
-    probe = path
-    try:
-        if create:
-            path.mkdir(parents=True, exist_ok=True)
-        else:
-            while not probe.exists() and probe.parent != probe:
-                probe = probe.parent
-        with tempfile.TemporaryFile(dir=probe):
-            pass
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        where = "" if probe == path else f" (in {probe})"
-        raise ConfigError(
-            f"{key}={folder}: cannot write there{where} ({reason}); "
-            f"{fix or f'give a writable folder, e.g. {key}=/tmp/speechbias'}"
-        ) from exc
-
-
-def check_spoken_stereoset_data(cfg: DictConfig) -> None:
-    """``task.data_dir`` holds the metadata CSV of each domain (``metadata/<domain>_<version>.csv``)."""
-    data_dir = OmegaConf.select(cfg, "task.data_dir", default=None)
-    if not data_dir:
-        return
-    folder = Path(str(data_dir)).expanduser()
-    layout = "metadata/<domain>_<version>.csv and speech/<domain>/<id>_<speaker>.wav"
-    if not folder.is_dir():
-        raise ConfigError(
-            f"task.data_dir={data_dir}: no such folder; give the Spoken StereoSet folder ({layout}), "
-            "see experiments/spoken_stereoset_2024/README.md"
-        )
-    version = OmegaConf.select(cfg, "task.version", default="v1.0")
-    domains = OmegaConf.select(cfg, "task.domains", default=None) or []
-    missing = [
-        f"metadata/{d}_{version}.csv" for d in domains if not (folder / "metadata" / f"{d}_{version}.csv").is_file()
-    ]
-    if missing:
-        raise ConfigError(
-            f"task.data_dir={data_dir}: {', '.join(missing)} not found; expected the layout {layout} "
-            "(or choose task.domains=... / task.version=...)"
-        )
-
-
-def check_valence_source(cfg: DictConfig) -> None:
-    """A valence set read from a corpus folder (``ser_data.source.root``, e.g. MESS under ``paths.data_root``):
-    that folder exists; one read from one ratings CSV: that file exists."""
-    root = OmegaConf.select(cfg, "ser_data.source.root", default=None)
-    if root and not Path(str(root)).expanduser().is_dir():
-        raise ConfigError(
-            f"ser_data.source.root={root}: no such folder; set paths.data_root=... (or SPEECHBIAS_DATA) "
-            f"to the folder that holds the {OmegaConf.select(cfg, 'ser_data.name', default='valence')} "
-            f"corpus (layout: {CORPUS_LAYOUT})"
-        )
-    ratings = OmegaConf.select(cfg, "ser_data.source.ratings", default=None)
-    if ratings and not Path(str(ratings)).expanduser().is_file():
-        raise ConfigError(
-            f"ser_data.source.ratings={ratings}: no such file; give the valence ratings CSV "
-            "(clip_id, path, speaker, valence) or choose another ser_data"
-        )
-
-
-def check_propagation_tests(cfg: DictConfig) -> None:
-    """``bias_tests`` of train.py name existing ``conf/bias_test/*.yaml`` files whose manifests check out."""
-    entries = cfg.get("bias_tests") or []
-    if not isinstance(entries, (list, ListConfig)):
-        raise ConfigError(
-            f"bias_tests={entries}: give a list of bias test names, e.g. 'bias_tests=[demo_voice,demo_accent]'"
-        )
-    primary = primary_config_dir(cfg)
-    folder = Path(primary) if primary else None
-    for entry in entries:
-        if not isinstance(entry, str):
-            continue
-        if folder is None:
-            return
-        try:
-            node = bias_test_config(entry, folder)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from exc
-        scoped = OmegaConf.merge({"paths": cfg.paths, "seed": cfg.get("seed", 0)}, {"bias_test": node})
-        check_bias_test(
-            scoped.bias_test, f"bias_tests[{entry}]", OmegaConf.select(cfg, "paths.cache_dir", default=None), cfg
-        )
 
 
 class ConfigCheckCallback(Callback):
@@ -463,7 +183,8 @@ def check_group_options(overrides: Sequence[str], config_dir: str | Path) -> Non
     with initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base="1.3"):
         loader = GlobalHydra.instance().config_loader()
         for group, names in wanted:
-            if not loader.repository.group_exists(group):
+            parent, _, name = group.rpartition("/")
+            if name not in loader.list_groups(parent):
                 continue  # a plain value such as lr=1e-4
             options = loader.get_group_options(group)
             for name in names:

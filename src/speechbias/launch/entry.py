@@ -10,15 +10,11 @@ saying where the results are (and the ``wandb sync`` command of an offline W&B r
 
 from __future__ import annotations
 
-import atexit
-import gc
 import logging
 import os
 import sys
-import threading
 import time
 import traceback
-from contextlib import contextmanager
 from pathlib import Path
 
 import hydra
@@ -27,13 +23,13 @@ from omegaconf import DictConfig, OmegaConf
 from speechbias.launch.aggregation_configs import register_aggregation_configs
 from speechbias.launch.config_checks import check_config_unless_checked
 from speechbias.launch.parent_watch import job_done, watch_sweep_parent
-from speechbias.launch.project_paths import user_path
-from speechbias.launch.run_context import register_choice_resolver
-from speechbias.launch.run_markers import finished_results, record_run_digest
-from speechbias.launch.seeding import seed_run
+from speechbias.project_paths import user_path
+from speechbias.run_context import register_choice_resolver
+from speechbias.tasks.run_markers import finished_results, record_run_digest
+from speechbias.seeding import seed_run
 from speechbias.launch.slurm.job_environment import SlurmTasks, process_rank, slurm_tasks
 from speechbias.launch.sweep_status import JobStatus, current_sweep_id, job_error, read_status, reused_status
-from speechbias.launch.user_errors import (
+from speechbias.errors import (
     FULL_ERROR_HINT,
     ConfigError,
     error_line,
@@ -45,7 +41,6 @@ from speechbias.launch.user_errors import (
 log = logging.getLogger("speechbias")
 
 PROJECT_ROOT_RESOLVER = "speechbias.project_root"
-TRACKER_TARGET = "speechbias.report.tracker.Tracker"
 
 
 def register_project_root(root: str | Path | None = None) -> None:
@@ -241,89 +236,25 @@ def run_entry(cfg: DictConfig) -> dict | None:
     return summary
 
 
-def exit_without_teardown() -> None:
-    """End a command that finished normally without the interpreter's teardown: run every ``atexit``
-    handler (W&B's service, logging, multiprocessing, ...), flush the console, then ``os._exit(0)``.
-
-    Everything a run writes is written (atomically) before this point; what is skipped is only the
-    finalization of the ~6,000 modules torch and Lightning import, which alone takes ~2 s of a warm
-    ``train.py`` run. The entry scripts call it after ``main()`` returns; a command that fails
-    (an exception, ``sys.exit(1)`` of a failed sweep) never gets here and exits as before, and so
-    does a process under a profiler or tracer (``python -m cProfile -o``, a debugger, coverage),
-    which writes its output after the script returns, and one with a non-daemon thread still running
-    (a parallel sweep's loky executor: the interpreter's own shutdown stops it before joining it)."""
-    if sys.getprofile() is not None or sys.gettrace() is not None:
-        return
-    current = threading.current_thread()
-    if any(t is not current and not t.daemon and t.is_alive() for t in threading.enumerate()):
-        return
-    atexit._run_exitfuncs()  # noqa: SLF001 - the handlers the interpreter would run, in its order
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed or broken console has nothing left to show
-            pass
-    os._exit(0)
-
-
 def run_task(cfg: DictConfig) -> dict:
     """Build the task of ``cfg.task.run`` (its ``_target_`` receives the built collaborators its
     config names: upstream, bias tests, cache, writer, tracker, trainer factory) and run it with the
     resolved config (the tracker's record of the run); returns the task's summary metrics."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    try:
-        with imports_without_collection():
-            prepare_tracker(cfg)  # before the task's imports (torch, Lightning): W&B's own import is cheaper then
-            # Lightning's seed_everything(seed, workers=True); torch's generator later for a task that says it
-            # seeds it where it first needs torch (a warm SpEAT run imports no torch)
-            seed_run(cfg.get("seed", 0), torch=not getattr(task_class_of(cfg), "seeds_torch_when_needed", False))
-        output_dir = Path(cfg.paths.output_dir)
-        output_dir.mkdir(parents=True, exist_ok=True)
-        OmegaConf.save(cfg, output_dir / "config.yaml", resolve=False)
-        if "trainer" in cfg:
-            cfg.trainer = job_trainer_config(cfg.trainer)
-        task = hydra.utils.instantiate(cfg.task.run)
-        if not callable(getattr(task, "run", None)):
-            raise TypeError(f"task.run._target_ must build a task object with a run(config) method, got {task!r}")
-        summary = task.run(config=resolved_config(cfg)) or {}
-        record_run_digest(cfg, output_dir)  # the folder now holds this config's results
-    finally:
-        gc.unfreeze()  # everything collectable again once the task is done
+    # Lightning's seed_everything(seed, workers=True); torch's generator later for a task that says it
+    # seeds it where it first needs torch (a warm SpEAT run imports no torch)
+    seed_run(cfg.get("seed", 0), torch=not getattr(task_class_of(cfg), "seeds_torch_when_needed", False))
+    output_dir = Path(cfg.paths.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(cfg, output_dir / "config.yaml", resolve=False)
+    if "trainer" in cfg:
+        cfg.trainer = job_trainer_config(cfg.trainer)
+    task = hydra.utils.instantiate(cfg.task.run)
+    if not callable(getattr(task, "run", None)):
+        raise TypeError(f"task.run._target_ must build a task object with a run(config) method, got {task!r}")
+    summary = task.run(config=resolved_config(cfg)) or {}
+    record_run_digest(cfg, output_dir)  # the folder now holds this config's results
     return summary
-
-
-@contextmanager
-def imports_without_collection():
-    """Run the block (the task's imports: torch, Lightning, ...) with Python's cyclic garbage collector
-    paused, then freeze what exists (``gc.freeze``: later collections skip those objects) until
-    :func:`run_task` ends (``gc.unfreeze``).
-
-    Importing torch and Lightning creates ~450,000 long-lived objects and, on the way, ten full
-    collections that traverse all of them again and again (~1.3 s of a warm train.py run); every full
-    collection during the run then traverses them once more (~0.3 s each). Imports make almost no
-    cyclic garbage, and what there is becomes collectable again when the task is done."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
-
-
-def prepare_tracker(cfg: DictConfig) -> None:
-    """Let the run's tracker (``logger``, a :class:`~speechbias.report.tracker.Tracker`) get ready
-    before the task is imported (:meth:`Tracker.prepare`: W&B imported, its service started). A
-    tracker config that does not build is left for the task's own instantiation to report."""
-    node = OmegaConf.select(cfg, "logger", default=None)
-    if node is None or OmegaConf.select(node, "_target_", default=None) != TRACKER_TARGET:
-        return
-    try:
-        tracker = hydra.utils.instantiate(node)
-    except Exception:
-        return
-    tracker.prepare()
 
 
 def task_class_of(cfg: DictConfig):

@@ -13,6 +13,7 @@ distinct cause prints one line (``error: ...``); then the command exits 1 and no
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 from collections.abc import Iterable
@@ -20,10 +21,11 @@ from collections.abc import Iterable
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from speechbias.launch.user_errors import find_user_error, message_line
+from speechbias.errors import find_user_error, message_line
+from speechbias.result_neutral_keys import no_input_keys
 
 # sweep keys that name no input (no model, corpus or manifest): points differing only in them are composed once
-NO_INPUT_KEYS = ("aggregation", "seed", "speat", "lr", "force", "logger", "trainer", "extraction", "torch_threads")
+NO_INPUT_KEYS = no_input_keys()
 # config nodes that may name a pretrained model (model_id, revision, cache_dir)
 MODEL_NODES = ("upstream", "asr", "sllm")
 GO_ON = "hydra.callbacks.preflight.enabled=false"
@@ -45,17 +47,28 @@ def sweep_points(config: DictConfig) -> list[list[str]]:
 
 
 def sweep_jobs(config: DictConfig) -> list[list[str]]:
-    """Every job of the sweep (its overrides), as Hydra's basic sweeper expands it."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    """Every job of the sweep (its overrides), as Hydra's basic sweeper expands it: the product of each
+    override's values (a sweep's through the public ``Override.sweep_string_iterator``), a key given twice
+    taking its last value."""
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
 
     loader = GlobalHydra.instance().config_loader() if GlobalHydra.instance().is_initialized() else None
     arguments = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False) or [])
     params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
     arguments = [f"{k}={v}" for k, v in params.items()] + arguments
     parsed = OverridesParser.create(config_loader=loader).parse_overrides(arguments)
-    return [point for batch in BasicSweeper.split_arguments(parsed, None) for point in batch]
+    values: dict[str, list[str]] = {}
+    for override in parsed:
+        key = override.get_key_element()
+        if override.is_sweep_override() and not override.is_discrete_sweep():
+            raise HydraException(f"{override.input_line}: the basic sweeper takes discrete sweeps only")
+        if override.is_sweep_override():
+            values[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
+        else:
+            values[key] = [f"{key}={override.get_value_element_as_str()}"]
+    return [list(point) for point in itertools.product(*values.values())]
 
 
 def _models(job: DictConfig) -> Iterable[tuple[str, str | None, str | None]]:

@@ -19,13 +19,12 @@ Error text is shown verbatim in the table (``[/x]`` in a path is text, never ric
 from __future__ import annotations
 
 import csv
-import json
 import os
 import sys
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from hydra.errors import InstantiationException
@@ -34,44 +33,13 @@ from omegaconf import DictConfig
 
 from speechbias.fileio.atomic_file import atomic_write
 from speechbias.launch.parent_watch import SWEEP_PID_ENV
-from speechbias.launch.user_errors import find_user_error, message_line
+from speechbias.results.job_status import NO_END, STATUS_FILE, JobStatus, read_status
+from speechbias.errors import find_user_error, message_line
 
-STATUS_FILE = "job_status.json"
 STATUS_CSV = "sweep_status.csv"
 SWEEP_ID_ENV = "SPEECHBIAS_SWEEP_ID"
 STATUSES = ("ok", "skipped", "failed", "running")
 CSV_COLUMNS = ("job", "overrides", "status", "seconds", "error", "reused")
-NO_END = "no end recorded (the job was killed, ran out of memory or time, or is still running)"
-
-
-@dataclass
-class JobStatus:
-    """One job's record. ``status``: ok | skipped | failed | running; ``seconds``: wall time of the job;
-    ``error``: the one-line reason of a failure; ``sweep_id``: the multirun that started the job;
-    ``reused``: the job found the results of an earlier run (status and seconds are that run's)."""
-
-    status: str
-    overrides: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    error: str = ""
-    traceback: str = ""
-    sweep_id: str = ""
-    started: float = 0.0
-    reused: bool = False
-
-    def write(self, job_dir: str | Path) -> Path:
-        text = json.dumps(asdict(self), indent=1)
-        return atomic_write(Path(job_dir) / STATUS_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-
-
-def read_status(job_dir: str | Path) -> JobStatus | None:
-    """The job's status record, or None when it has none (or an unreadable one)."""
-    path = Path(job_dir) / STATUS_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return JobStatus(**{k: v for k, v in data.items() if k in JobStatus.__dataclass_fields__})
-    except (OSError, ValueError, TypeError):
-        return None
 
 
 def reused_status(earlier: JobStatus | None, status: JobStatus) -> JobStatus:
@@ -87,7 +55,7 @@ def reused_status(earlier: JobStatus | None, status: JobStatus) -> JobStatus:
 
 
 def job_error(exc: BaseException) -> str:
-    """A failed job's one-line error: a user error's message (:mod:`speechbias.launch.user_errors`), else
+    """A failed job's one-line error: a user error's message (:mod:`speechbias.errors`), else
     ``<ExceptionType>: <last line of its message>`` (an error raised in a DDP worker carries the
     worker's whole traceback in its message; its last line is the worker's error)."""
     user = find_user_error(exc)
@@ -127,36 +95,6 @@ def record_failure(
     Path(job_dir).mkdir(parents=True, exist_ok=True)
     status.write(job_dir)
     return True
-
-
-def _last_error_in_logs(job_dir: Path) -> str:
-    """The last line of the job's Hydra log(s) that names an error ("" when none does)."""
-    for log_file in sorted(job_dir.glob("*.log")):
-        try:
-            lines = log_file.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
-        hits = [ln.strip() for ln in lines if "Error" in ln or "error:" in ln]
-        if hits:
-            return hits[-1]
-    return ""
-
-
-def incomplete_reason(job_dir: str | Path) -> str:
-    """Why a job folder has no results: its recorded error, else the last error line of its log,
-    else that nothing was recorded."""
-    job_dir = Path(job_dir)
-    status = read_status(job_dir)
-    if status is not None:
-        if status.status == "failed":
-            return f"failed: {status.error}"
-        if status.status == "running":
-            return NO_END
-        return f"{status.status}, but its results are missing (deleted?)"
-    from_log = _last_error_in_logs(job_dir)
-    if from_log:
-        return f"failed (from its log): {from_log}"
-    return "no status or error recorded (interrupted before it started, or run by an older version)"
 
 
 def current_sweep_id() -> str:

@@ -58,12 +58,6 @@ class Tracker:
     def __repr__(self) -> str:
         return f"Tracker(kind={self.kind!r})"
 
-    def prepare(self) -> None:
-        """Get the tracker ready early in the job (W&B: imported and its service started, see
-        :func:`speechbias.report.wandb_run.prepare`); :meth:`publish` works without it."""
-        if self.kind == "wandb":
-            wandb_run.prepare(self.mode, self.files_dir)
-
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_live": None}  # a live W&B run stays in the process that started it
 

@@ -60,27 +60,6 @@ def keep_files_in(files_dir: str | Path | None) -> None:
         os.environ[variable] = _set_here[variable] = str(Path(files_dir) / sub)
 
 
-def prepare(mode: str = "auto", files_dir: str | Path | None = None) -> None:
-    """Import W&B and start its service process now, early in a job that will start a run at its end
-    (``mode`` as :func:`start_run` takes it; nothing for ``disabled``; a failure is left to
-    :func:`start_run` to report).
-
-    ``wandb.init`` imports ``wandb.sdk.launch`` (its staged launch inputs), whose pydantic models look
-    their docstrings up through ``inspect.getmodule``, a scan of ``sys.modules``: after torch and
-    Lightning are imported that import takes ~2 s, before them ~0.2 s. The service (a separate
-    process) then starts while the job works instead of when the run starts."""
-    try:
-        if resolve_mode(mode) == "disabled":
-            return
-        keep_files_in(files_dir)
-        import wandb
-        import wandb.sdk.launch.inputs.internal  # noqa: F401 - imported while sys.modules is small
-
-        wandb.setup()
-    except Exception as exc:  # start_run reports W&B failures; the job goes on without W&B
-        log.debug("W&B could not be prepared (%s: %s)", type(exc).__name__, exc)
-
-
 def start_run(
     project: str = "speechbias",
     name: str | None = None,

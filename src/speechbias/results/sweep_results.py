@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from speechbias.launch.sweep_status import incomplete_reason
-from speechbias.launch.user_errors import ConfigError
+from speechbias.results.job_status import incomplete_reason
+from speechbias.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

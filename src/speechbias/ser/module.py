@@ -36,7 +36,7 @@ import pytorch_lightning as pl
 import torch
 from torch import nn
 
-from speechbias.launch.lightning_trainer import quiet_third_party_console
+from speechbias.console_quieting import quiet_third_party_console
 from speechbias.ser.datamodule import batch_features
 from speechbias.ser.head import ValenceHead, predict_with_heads
 from speechbias.ser.heads_adam import STEP_KERNELS, HeadsAdam, compiled_step_available

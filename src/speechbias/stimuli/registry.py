@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from speechbias.launch.bias_test_configs import bias_test_config
+from speechbias.config_composition import bias_test_config
 from speechbias.stimuli import paper_lists as lists
 from speechbias.stimuli.bias_test import BiasTest
 from speechbias.stimuli.paper_lists import PaperList
@@ -189,7 +189,7 @@ def published_tests() -> list[str]:
 
 def bias_test_entry_config(entry: str | Mapping, config_dir: Path) -> DictConfig:
     """The config of ``entry``: ``bias_test=<entry>`` as Hydra composes it from ``config_dir`` for a name
-    (:func:`speechbias.launch.bias_test_configs.bias_test_config`), else the inline BiasTest config itself."""
+    (:func:`speechbias.config_composition.bias_test_config`), else the inline BiasTest config itself."""
     if not isinstance(entry, str):
         return OmegaConf.create(entry) if not isinstance(entry, DictConfig) else entry
     return bias_test_config(entry, config_dir)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from speechbias.results.paper_results import load_paper_results
-from speechbias.launch.project_paths import user_path
+from speechbias.project_paths import user_path
 from speechbias.report import wandb_report
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.sweep_report import ReportOptions, SweepReport, SweepTables, sweep_caveat, write_sweep_report
@@ -27,7 +27,7 @@ from speechbias.report.tracker import Tracker
 from speechbias.ser.sweep_propagation import agreement_counts, propagation_table
 from speechbias.stats import sweep_analysis
 from speechbias.results.sweep_results import SweepResults, collect
-from speechbias.launch.user_errors import ConfigError
+from speechbias.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ extraction predict loop (cached) with the SpEAT callback, which writes results.c
 figures through the run's writer; the task then logs the writer's record to the tracker.
 
 A warm run (every clip's statistics in the cache) of one process runs no loop: it reads the statistics
-from the cache and computes them with the same :class:`~speechbias.callbacks.speat_results.SpeatResults`
+from the cache and computes them with the same :class:`~speechbias.speat.results.SpeatResults`
 the callback uses, so its files are those the loop would write; it builds no upstream (the config's is a
 :class:`~speechbias.upstream.deferred.DeferredUpstream`) and no Trainer, and imports neither Lightning
 nor (for a weight-free upstream) torch. A run of several processes (DDP, a SLURM job of N tasks) always
@@ -23,17 +23,17 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from speechbias.aggregation import Aggregation
-from speechbias.callbacks.speat_results import SpeatResults
-from speechbias.callbacks.speat_settings import SpeatSettings
+from speechbias.speat.results import SpeatResults
+from speechbias.speat.settings import SpeatSettings
 from speechbias.features.cache import FeatureCache
 from speechbias.features.cached_statistics import fully_cached_statistics
 from speechbias.features.extraction_settings import ExtractionSettings
 from speechbias.report.caveat import DEMO_CAVEAT, is_demo_test
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
-from speechbias.launch.run_context import upstream_info
-from speechbias.launch.run_markers import finished_marker
-from speechbias.launch.seeding import seed_torch
+from speechbias.run_context import upstream_info
+from speechbias.tasks.run_markers import finished_marker
+from speechbias.seeding import seed_torch
 from speechbias.stimuli.bias_test import BiasTest
 from speechbias.upstream.deferred import DeferredUpstream, built_upstream
 

@@ -22,7 +22,7 @@ import pandas as pd
 from speechbias.report.caveat import DEMO_CAVEAT
 from speechbias.report.run_writer import RunWriter, markdown_table
 from speechbias.report.tracker import Tracker
-from speechbias.launch.run_markers import finished_marker
+from speechbias.tasks.run_markers import finished_marker
 from speechbias.sllm import OTHER
 from speechbias.sllm.adapters.base import SamplingParams, SpeechLLM
 from speechbias.sllm.answers import RULES, AnswerJudge

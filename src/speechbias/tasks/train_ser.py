@@ -29,8 +29,8 @@ from speechbias.features.extraction_settings import ExtractionSettings
 from speechbias.report.caveat import DEMO_CAVEAT, is_demo_test
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
-from speechbias.launch.run_context import upstream_info
-from speechbias.launch.run_markers import finished_marker
+from speechbias.run_context import upstream_info
+from speechbias.tasks.run_markers import finished_marker
 from speechbias.ser.datamodule import LayerMeansDataModule
 from speechbias.ser.fit import fit_trainer, fit_valence_head
 from speechbias.ser.module import ValenceRegressor, as_learning_rates

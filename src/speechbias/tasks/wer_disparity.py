@@ -25,7 +25,7 @@ from speechbias.asr.transcribe import transcribe_corpus
 from speechbias.report.caveat import DEMO_CAVEAT
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
-from speechbias.launch.run_markers import finished_marker
+from speechbias.tasks.run_markers import finished_marker
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from speechbias import stats
 from speechbias.aggregation import Aggregation
-from speechbias.callbacks.speat_settings import PER_LAYER_PERMUTATIONS, SpeatSettings
+from speechbias.speat.settings import PER_LAYER_PERMUTATIONS, SpeatSettings
 from speechbias.features.cached_statistics import StackedStatistics
 from speechbias.report import speat_report
 from speechbias.report.run_writer import RunWriter
@@ -40,7 +40,7 @@ class SpeatResults:
     """Computes SpEAT for one bias test and aggregation and writes the results through ``writer``.
 
     ``manifest``: the bias test's clips (rows in the order of the statistics given to :meth:`compute`);
-    ``run_info``: the run's identity columns (:func:`speechbias.launch.run_context.upstream_info`, plus
+    ``run_info``: the run's identity columns (:func:`speechbias.run_context.upstream_info`, plus
     ``n_upstream_forwards``); ``layer_convention``: the upstream's, for the layer axis of the layer profile.
     """
 

@@ -23,6 +23,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from speechbias import __version__
 from speechbias.fileio.atomic_file import atomic_write
+from speechbias.result_neutral_keys import digest_excluded_keys, digest_included_keys
 
 log = logging.getLogger(__name__)
 
@@ -31,49 +32,14 @@ FINISHED_MARKERS = {"spoken_stereoset": ("summary.json", "results.csv")}
 # tasks that always run (the sweep report is rewritten from whatever the sweep holds now)
 NEVER_SKIPPED = {"report"}
 RUN_DIGEST_FILE = "run_digest.json"
-# config keys (and everything below them) that do not change a run's results: output locations, the
-# logger, progress display, rerun switches, parallelism and batching (the upstream contract makes states
-# batch-invariant); conf/sweep/folders.yaml leaves the same settings out of job folder names, except
-# paths.data_root, which decides the stimuli and so stays in the digest
-PRESENTATION_KEYS = (
-    "hydra",
-    "logger",
-    "force",
-    "check_audio",  # how the clips are checked before the run, not what it computes
-    "allow_duplicate_audio",  # a manifest's repeats are refused or warned about; the run is the same
-    "sweep",
-    "task.run_dir",
-    "task.progress",
-    "torch_threads",
-    "fit_threads",
-    "paths.root_dir",
-    "paths.output_dir",
-    "paths.output_root",
-    "paths.multirun_root",
-    "paths.cache_dir",
-    "paths.demo_dir",
-    "extraction.batch_size",
-    "extraction.num_workers",
-    "trainer",
-    # the task object's arguments that only say where to write and what to show
-    "task.run.writer",
-    "task.run.tracker",
-    "task.run.cache",
-    "task.run.trainer",
-    "task.run.progress",
-    "task.run.extraction.batch_size",
-    "task.run.extraction.num_workers",
-    "task.run.torch_threads",
-    "task.run.fit_threads",
-    "task.run.force",
-    "task.run.demo_dir",
-)
+# config keys (and everything below them) that do not change a run's results: the one list of
+# speechbias.result_neutral_keys (also what conf/sweep/folders.yaml leaves out of job folder names)
+PRESENTATION_KEYS = digest_excluded_keys()
 MAX_NAMED_KEYS = 4
 
 
-# keys below a presentation key that do change the results: the trainer's numeric precision (the SER
-# heads train in it; bf16 is not float32), unlike its devices, strategy and progress display
-RESULT_KEYS_UNDER_PRESENTATION = ("trainer.precision", "task.run.trainer.precision")
+# keys below a presentation key that do change the results (the trainer's numeric precision)
+RESULT_KEYS_UNDER_PRESENTATION = digest_included_keys()
 
 
 def _under(key: str, prefixes) -> bool:
@@ -104,8 +70,7 @@ def config_values(cfg: DictConfig) -> dict[str, str]:
             try:
                 child = node[key]
             except Exception:  # noqa: BLE001 - any resolution error: keep the value as written
-                raw = node._get_node(key)
-                flat[full] = json.dumps(str(raw._value() if raw is not None else None))
+                flat[full] = json.dumps(str(OmegaConf.to_container(node, resolve=False)[key]))
                 continue
             if isinstance(child, (DictConfig, ListConfig)):
                 walk(child, full)

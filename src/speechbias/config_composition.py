@@ -3,7 +3,8 @@
 ``conf/bias_test/<name>.yaml`` may take shared parts through its defaults list (the corpus-built
 tests take ``conf/bias_test_base/corpus_built.yaml``), so reading the file alone is not its config.
 train.py's ``bias_tests=[...]`` and the pre-torch checks use :func:`bias_test_config` to get the same
-node evaluate.py gets. Import-light (hydra and omegaconf only): the config checks run before torch.
+node evaluate.py gets. Import-light (hydra and omegaconf only; the one Hydra internal it needs is in
+:mod:`speechbias.library_internals.hydra`): the config checks run before torch.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import copy
 from pathlib import Path
 
 from omegaconf import DictConfig
+
+from speechbias.library_internals.hydra import isolated_global_hydra
 
 # composed bias_test nodes by (name, config folder, composed by the running app or not, the files they
 # may come from as they were):
@@ -55,7 +58,7 @@ def bias_test_config(name: str, config_dir: str | Path) -> DictConfig:
         if in_app:
             _composed[key] = compose(overrides=overrides).bias_test
         else:
-            with _isolated_hydra():
+            with isolated_global_hydra():
                 with initialize_config_dir(config_dir=folder, version_base=None):
                     _composed[key] = compose(overrides=overrides).bias_test
     return copy.deepcopy(_composed[key])  # the caller may change its copy
@@ -69,28 +72,9 @@ def _source_files(folder: str) -> tuple:
 
 
 def _primary_dir(hydra) -> str | None:
-    """The primary (main, file) config folder of an initialized GlobalHydra."""
+    """The primary (main, file) config folder of an initialized GlobalHydra (its config loader's sources,
+    Hydra's plugin interface)."""
     for source in hydra.config_loader().get_sources():
         if source.provider == "main" and source.scheme() == "file":
             return str(Path(source.path).resolve())
     return None
-
-
-class _isolated_hydra:
-    """Clear an initialized GlobalHydra for a nested compose and put it back afterwards."""
-
-    def __enter__(self):
-        from hydra.core.global_hydra import GlobalHydra
-
-        instance = GlobalHydra.instance()
-        self.saved = instance.hydra if instance.is_initialized() else None
-        if self.saved is not None:
-            instance.clear()
-        return self
-
-    def __exit__(self, *exc):
-        from hydra.core.global_hydra import GlobalHydra
-
-        if self.saved is not None:
-            GlobalHydra.instance().initialize(self.saved)
-        return False

@@ -3,6 +3,8 @@
 ``${speechbias.choice:<group>}`` (registered with :func:`register_choice_resolver`, which the entry
 points call before composing) is the option chosen for a config group, e.g. ``hubert_xl`` for
 ``upstream``: task configs pass it to their task as the run's readable name.
+``${speechbias.folder_name_excluded_keys:}`` is the list of override keys job folder names leave out
+(:func:`speechbias.result_neutral_keys.folder_name_excluded_keys`).
 ``${speechbias.config_dir:}`` is the run's primary config folder (where train.py's bias tests are named).
 ``${speechbias.process_id:}`` is the id of the process that composed the config (cached in it, as Hydra's
 ``${now:}`` is, so a sweep's workers resolve the same value): with the sub-second time it makes the run and
@@ -16,9 +18,12 @@ import os
 
 from omegaconf import DictConfig, OmegaConf
 
+from speechbias.result_neutral_keys import folder_name_excluded_keys
+
 CHOICE_RESOLVER = "speechbias.choice"
 CONFIG_DIR_RESOLVER = "speechbias.config_dir"
 PROCESS_ID_RESOLVER = "speechbias.process_id"
+FOLDER_NAME_EXCLUDED_RESOLVER = "speechbias.folder_name_excluded_keys"
 
 
 def config_choice(cfg: DictConfig | None, group: str, fallback: str = "") -> str:
@@ -56,8 +61,8 @@ def primary_config_dir(cfg: DictConfig | None = None) -> str | None:
 
 
 def register_choice_resolver() -> None:
-    """Register ``${speechbias.choice:<group>}``, ``${speechbias.config_dir:}`` and
-    ``${speechbias.process_id:}`` (idempotent)."""
+    """Register ``${speechbias.choice:<group>}``, ``${speechbias.config_dir:}``, ``${speechbias.process_id:}``
+    and ``${speechbias.folder_name_excluded_keys:}`` (idempotent)."""
     OmegaConf.register_new_resolver(
         CHOICE_RESOLVER, lambda group, *, _root_: config_choice(_root_, group), replace=True
     )
@@ -65,6 +70,8 @@ def register_choice_resolver() -> None:
     # cached like Hydra's ${now:}: the id of the process that composed the config, also where a sweep's
     # workers (joblib, SLURM) resolve hydra.sweep.dir again from its pickled copy
     OmegaConf.register_new_resolver(PROCESS_ID_RESOLVER, lambda: str(os.getpid()), replace=True, use_cache=True)
+    # conf/sweep/folders.yaml's exclude_keys: the one list of result-neutral keys
+    OmegaConf.register_new_resolver(FOLDER_NAME_EXCLUDED_RESOLVER, folder_name_excluded_keys, replace=True)
 
 
 def upstream_info(upstream, name: str | None = None) -> dict:

@@ -18,8 +18,8 @@ import traceback
 # exception classes (module.Class) whose message names the bad input and the fix
 USER_ERROR_CLASSES = frozenset(
     {
-        "speechbias.launch.user_errors.ConfigError",
-        "speechbias.launch.user_errors.StorageError",
+        "speechbias.errors.ConfigError",
+        "speechbias.errors.StorageError",
         "speechbias.stimuli.manifest.ManifestError",
         "speechbias.fileio.audio.AudioError",
         "speechbias.asr.corpora.CorpusError",

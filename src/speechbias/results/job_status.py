@@ -1,0 +1,78 @@
+"""A job folder's own record of what happened to it (``job_status.json``), and why a folder has no results.
+
+Every job of a sweep (and every single run) writes :class:`JobStatus` into its folder when it starts
+(``running``) and when it ends (``ok``, ``skipped``, ``failed``); :mod:`speechbias.launch.sweep_status`
+collects the records of a sweep, and :func:`incomplete_reason` tells a sweep report (``task=report``)
+why a folder it reads holds no results.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from speechbias.fileio.atomic_file import atomic_write
+
+STATUS_FILE = "job_status.json"
+NO_END = "no end recorded (the job was killed, ran out of memory or time, or is still running)"
+
+
+@dataclass
+class JobStatus:
+    """One job's record. ``status``: ok | skipped | failed | running; ``seconds``: wall time of the job;
+    ``error``: the one-line reason of a failure; ``sweep_id``: the multirun that started the job;
+    ``reused``: the job found the results of an earlier run (status and seconds are that run's)."""
+
+    status: str
+    overrides: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    error: str = ""
+    traceback: str = ""
+    sweep_id: str = ""
+    started: float = 0.0
+    reused: bool = False
+
+    def write(self, job_dir: str | Path) -> Path:
+        text = json.dumps(asdict(self), indent=1)
+        return atomic_write(Path(job_dir) / STATUS_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def read_status(job_dir: str | Path) -> JobStatus | None:
+    """The job's status record, or None when it has none (or an unreadable one)."""
+    path = Path(job_dir) / STATUS_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return JobStatus(**{k: v for k, v in data.items() if k in JobStatus.__dataclass_fields__})
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _last_error_in_logs(job_dir: Path) -> str:
+    """The last line of the job's Hydra log(s) that names an error ("" when none does)."""
+    for log_file in sorted(job_dir.glob("*.log")):
+        try:
+            lines = log_file.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        hits = [ln.strip() for ln in lines if "Error" in ln or "error:" in ln]
+        if hits:
+            return hits[-1]
+    return ""
+
+
+def incomplete_reason(job_dir: str | Path) -> str:
+    """Why a job folder has no results: its recorded error, else the last error line of its log,
+    else that nothing was recorded."""
+    job_dir = Path(job_dir)
+    status = read_status(job_dir)
+    if status is not None:
+        if status.status == "failed":
+            return f"failed: {status.error}"
+        if status.status == "running":
+            return NO_END
+        return f"{status.status}, but its results are missing (deleted?)"
+    from_log = _last_error_in_logs(job_dir)
+    if from_log:
+        return f"failed (from its log): {from_log}"
+    return "no status or error recorded (interrupted before it started, or run by an older version)"

@@ -267,14 +267,11 @@ def local_weights_digest(folder: Path, contents: bool = False) -> list[list] | s
 
 
 def loaded_commit(config) -> str | None:
-    """The hub commit a transformers config was loaded from, where the release records it.
+    """The hub commit a transformers config was loaded from, where the release records it
+    (:func:`speechbias.library_internals.transformers.config_commit`)."""
+    from speechbias.library_internals.transformers import config_commit
 
-    Reads the private ``_commit_hash`` attribute (transformers has no public one). Older releases set
-    it; the installed 5.24 resolves revisions per load instead and never sets it, so this is None
-    there. Kept as is because it is a fingerprint field: finding the commit another way (e.g.
-    ``huggingface_hub.try_to_load_from_cache``) would change every cache key.
-    """
-    return getattr(config, "_commit_hash", None)
+    return config_commit(config)
 
 
 def resolve_device(device: str = "auto") -> str:

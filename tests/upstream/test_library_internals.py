@@ -71,8 +71,8 @@ def test_outside_the_transformers_range_the_module_init_is_a_clear_error(monkeyp
 
 
 def test_upstream_uses_no_private_api_outside_library_internals():
-    """benchmarks/private_api_uses.py (run as a user runs it) finds none in upstream/, and the two
-    internals it needs inside library_internals/."""
+    """benchmarks/private_api_uses.py (run as a user runs it) finds none in upstream/ or anywhere else
+    outside library_internals/, and the internals upstream/ needs inside it."""
     repo = Path(__file__).resolve().parents[2]
     out = subprocess.run(
         [sys.executable, "benchmarks/private_api_uses.py", "--worktree"],
@@ -82,6 +82,8 @@ def test_upstream_uses_no_private_api_outside_library_internals():
         check=True,
     ).stdout.splitlines()
     assert not [line for line in out if line.startswith("src/speechbias/upstream/")]
+    # and none anywhere else in src/: every remaining internal is named in library_internals/
+    assert [line for line in out[:-1] if not line.startswith("src/speechbias/library_internals/")] == []
     internals = [line for line in out if line.startswith("src/speechbias/library_internals/")]
     assert any("_load_state_dict_pre_hooks" in line for line in internals)
     assert any("_init_weights" in line for line in internals)

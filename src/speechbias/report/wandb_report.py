@@ -62,7 +62,7 @@ def create_report(
     if run is None:
         return None
     try:
-        offline = bool(getattr(run.settings, "_offline", False)) or getattr(run.settings, "mode", "") != "online"
+        offline = bool(getattr(run, "offline", True)) or getattr(run.settings, "mode", "") != "online"
     except Exception:
         offline = True
     if offline or not has_wandb_credentials():

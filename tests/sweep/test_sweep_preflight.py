@@ -38,23 +38,25 @@ def _sweep(repo: Path, tmp: Path, *args: str) -> tuple[subprocess.CompletedProce
 
 def test_a_sweep_over_models_without_weights_stops_before_any_job(repo_root, tmp_path):
     """The issue's command: 2 jobs each failed after ~18 s with 2 error lines per model (job line + table),
-    37 console lines in all; now one line per model within seconds, and no job folder."""
+    37 console lines in all; now one line naming both models, with one command that downloads them all
+    (hf download takes one repository per call), within seconds, and no job folder."""
     proc, seconds = _sweep(
         repo_root, tmp_path, "upstream=hubert_base,wavlm_base", "bias_test=demo_voice", "hydra/launcher=parallel"
     )
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
-    lines = (proc.stdout + proc.stderr).splitlines()
+    lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
     errors = [ln for ln in lines if ln.startswith("error: ")]
-    assert len(errors) == 2 and len(lines) == 3, lines
-    assert "'facebook/hubert-base-ls960'" in errors[0] and "'microsoft/wavlm-base'" in errors[1]
-    assert all("hf download" in e for e in errors)
-    assert lines[-1].startswith("sweep not launched: 2 problem(s)") and GO_ON in lines[-1]
+    assert len(errors) == 1 and len(lines) == 2, lines
+    assert "2 model(s) cannot be loaded" in errors[0]
+    assert "facebook/hubert-base-ls960, microsoft/wavlm-base" in errors[0]
+    assert "for m in facebook/hubert-base-ls960 microsoft/wavlm-base; do hf download $m; done" in errors[0]
+    assert lines[-1].startswith("sweep not launched: 1 problem(s)") and GO_ON in lines[-1]
     assert not (tmp_path / "sweep").exists()  # nothing launched: no sweep or job folder
     assert seconds < 30, seconds
 
 
 def test_one_missing_data_folder_is_one_line_for_every_job_it_stops(repo_root, tmp_path):
-    """4 sweep points (2 models x 2 aggregations) over one missing corpus: the corpus line once, then each model."""
+    """4 sweep points (2 models x 2 aggregations) over one missing corpus: the corpus line once, then the models."""
     proc, _ = _sweep(
         repo_root,
         tmp_path,
@@ -64,9 +66,26 @@ def test_one_missing_data_folder_is_one_line_for_every_job_it_stops(repo_root, t
         f"paths.data_root={tmp_path / 'nonexistent'}",
     )
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
-    assert proc.returncode == 1 and len(errors) == 3, proc.stderr
+    assert proc.returncode == 1 and len(errors) == 2, proc.stderr
     assert errors[0].startswith(f"error: paths.data_root={tmp_path / 'nonexistent'}: no such folder")
+    assert "2 model(s) cannot be loaded" in errors[1]  # weights and data in one pass
     assert not (tmp_path / "sweep").exists()
+
+
+def test_one_missing_data_root_for_several_tests_is_one_line_naming_them(repo_root, tmp_path):
+    """experiment=paper_speat's six tests over one missing data root printed its line six times."""
+    proc, _ = _sweep(
+        repo_root,
+        tmp_path,
+        "upstream=fbank",
+        "bias_test=female_male,young_old,us_foreign",
+        f"paths.data_root={tmp_path / 'nonexistent'}",
+    )
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
+    assert proc.returncode == 1 and len(errors) == 1, proc.stderr
+    assert errors[0].startswith(f"error: paths.data_root={tmp_path / 'nonexistent'}: no such folder; needed by ")
+    for test in ("female_male", "young_old", "us_foreign"):
+        assert f"bias_test={test}" in errors[0]
 
 
 def test_a_sweep_whose_inputs_are_there_is_launched(repo_root, tmp_path):

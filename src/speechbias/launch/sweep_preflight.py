@@ -97,16 +97,29 @@ def _problem(check, *args) -> str | None:
 
 
 def preflight_problems(config: DictConfig) -> list[str]:
-    """One line per distinct cause that would make jobs of this sweep fail (empty: launch)."""
+    """One line per distinct cause that would make jobs of this sweep fail (empty: launch): inputs and
+    weights in one pass; the points that one missing folder stops share its line (:func:`merged`), and
+    every missing model is named in one line with one command that downloads them all."""
     from hydra.core.global_hydra import GlobalHydra
+    from rich.console import Console
+    from rich.progress import track
 
     from speechbias.launch.config_checks import check_config
-    from speechbias.model_loading import check_weights_available
+    from speechbias.model_loading import MissingWeightsError, check_weights_available, hub_offline
 
     loader = GlobalHydra.instance().config_loader()
     problems: dict[str, None] = {}
     models_seen: set[tuple] = set()
-    for point in sweep_points(config):
+    missing_models: dict[str, None] = {}
+    points = sweep_points(config)
+    progress = Console(stderr=True)
+    bar = {
+        "description": "sweep pre-flight",
+        "console": progress,
+        "transient": True,
+        "disable": not progress.is_terminal,
+    }
+    for point in track(points, **bar):  # a bar on a terminal only: a log gets no blank line
         job = loader.load_sweep_config(config, point)
         problem = _problem(check_config, job)
         if problem:
@@ -114,10 +127,40 @@ def preflight_problems(config: DictConfig) -> list[str]:
         for model in _models(job):
             if model not in models_seen:
                 models_seen.add(model)
-                problem = _problem(check_weights_available, *model)
-                if problem:
-                    problems[problem] = None
-    return list(problems)
+                try:
+                    check_weights_available(*model)
+                except MissingWeightsError:
+                    missing_models[model[0]] = None
+    lines = merged(list(problems))
+    if missing_models:
+        ids = list(missing_models)
+        where = "offline (HF_HUB_OFFLINE=1)" if hub_offline() else "from the hub or the local cache"
+        get = f"hf download {ids[0]}" if len(ids) == 1 else f"for m in {' '.join(ids)}; do hf download $m; done"
+        lines.append(
+            f"{len(ids)} model(s) cannot be loaded {where}: {', '.join(ids)}; download them once while "
+            f"online ({get}), or point HF_HOME at a Hugging Face cache that holds them"
+        )
+    return lines
+
+
+def merged(problems: list[str]) -> list[str]:
+    """``problems`` with the lines of one cause reported for several sweep points made one: lines
+    ``<cause>; <key>=<value> ...; <fix>`` (the fix may hold '; ') that share their cause and fix become
+    ``<cause>; needed by <key>=<a>, <key>=<b>; <fix>`` (e.g. one missing ``paths.data_root`` for every
+    test of a sweep)."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for line in problems:
+        parts = line.split("; ")
+        key = (parts[0], "; ".join(parts[2:])) if len(parts) >= 3 else (line, "")
+        groups.setdefault(key, []).append(line)
+    out = []
+    for (cause, fix), lines in groups.items():
+        if len(lines) == 1:
+            out.append(lines[0])
+            continue
+        needed_by = ", ".join(dict.fromkeys(line.split("; ")[1].split(" ")[0] for line in lines))
+        out.append(f"{cause}; needed by {needed_by}; {fix}")
+    return out
 
 
 class SweepPreflightCallback(Callback):

@@ -93,6 +93,9 @@ EXPECTED = {
         "python evaluate.py -m experiment=paper_speat hydra/launcher=parallel",
         "python evaluate.py task=report sweep_dir=multirun/paper_speat",
         "python train.py upstream=hubert_xl lr=1e-4",
+        "python train.py upstream=hubert_xl lr=1e-4 ser_data=mess "
+        "'bias_tests=[abled_disabled,european_african_american,female_male,human_synthesized,us_foreign,young_old]' "
+        "paths.data_root=/data/speat",
         "python train.py upstream=hubert_xl 'lr=[1e-3,1e-4,1e-5]'",
         "python train.py -m experiment=paper_propagation",
         "python evaluate.py task=wer_disparity",
@@ -193,6 +196,7 @@ COMPOSE_ONLY = {
     "model_id=": "needs a real checkpoint (hub id or local directory)",
     "task.judge=": "needs the Qwen2.5-7B-Instruct judge",
     "bias_test.builder.selection=paper": "needs the SpEAT authors' published lists and the corpora",
+    "ser_data=mess": "needs the MESS corpus and the paper's corpora",
 }
 # a report command's sweep folder -> the README command that writes it
 SWEEP_OF_REPORT = {

@@ -12,6 +12,16 @@ DEMO_CAVEAT = (
 )
 
 
+def demo_data_caveat(model: str) -> str:
+    """The caveat of a real pre-trained model run on the shipped synthetic data (e.g. ``python train.py
+    upstream=hubert_xl``, whose defaults train on the demo valence set and test the demo bias tests)."""
+    return (
+        f"DEMO DATA: {model} ran on the shipped synthetic stimuli (espeak-ng voices) - these numbers check the "
+        "plumbing and are not findings about the model or any group; train on MESS with the paper's tests "
+        "(ser_data=mess bias_tests=[...], README) for findings."
+    )
+
+
 def is_demo_test(test: str) -> bool:
     """The shipped synthetic demo tests (``demo_voice``, ``demo_accent``, any ``demo_*``)."""
     return str(test).startswith("demo")

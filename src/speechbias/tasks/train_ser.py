@@ -26,7 +26,7 @@ from speechbias.callbacks.propagation import PropagationCallback, PropagationTes
 from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import extract_statistics
 from speechbias.features.extraction_settings import ExtractionSettings
-from speechbias.report.caveat import DEMO_CAVEAT, is_demo_test
+from speechbias.report.caveat import DEMO_CAVEAT, demo_data_caveat, is_demo_test
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
 from speechbias.run_context import upstream_info
@@ -48,6 +48,26 @@ TASK_NAME = "train_ser"
 def is_demo_run(test_names: Sequence[str], synthetic: bool) -> bool:
     """True for a synthetic training set or any demo bias test (``demo_*``)."""
     return bool(synthetic) or any(is_demo_test(t) for t in test_names)
+
+
+#: the paper's six US tests, the ones a pre-trained model's propagation is measured on (experiment=paper_propagation)
+PAPER_TESTS = "abled_disabled,european_african_american,female_male,human_synthesized,us_foreign,young_old"
+
+
+def is_pretrained(fields: dict) -> bool:
+    """An upstream with pre-trained weights (a hub id or a local checkpoint, not randomised): not a
+    weight-free baseline, a tiny test model or a random control (``fingerprint_fields()``)."""
+    return bool(fields.get("model_id")) and not fields.get("randomize", False)
+
+
+def demo_data_notice(upstream: str, option: str | None, valence: str, test_names: Sequence[str]) -> str:
+    """The one line a pre-trained model's run on the demo data starts with: what it trains and tests on,
+    and the command that uses the paper's data instead."""
+    return (
+        f"{upstream} will train on the synthetic demo valence set (ser_data={valence}) and test "
+        f"{', '.join(test_names)}: plumbing, not findings; for the paper's data: python train.py "
+        f"upstream={option or upstream} ser_data=mess 'bias_tests=[{PAPER_TESTS}]' paths.data_root=<corpora>"
+    )
 
 
 class TrainSerTask:
@@ -149,8 +169,13 @@ class TrainSerTask:
             "valence_high": self.valence.high,
         }  # the rating scale
         demo = is_demo_run([t.name for t in tests], self.valence.synthetic)
+        pretrained = is_pretrained(self.upstream.fingerprint_fields())
         if demo:
-            self.writer.caveat = DEMO_CAVEAT
+            self.writer.caveat = demo_data_caveat(info["upstream"]) if pretrained else DEMO_CAVEAT
+        if demo and pretrained:
+            log.warning(
+                demo_data_notice(info["upstream"], self.upstream_name, self.valence.name, [t.name for t in tests])
+            )
         callback = PropagationCallback(
             tests=tests,
             cache=self.cache,
@@ -217,7 +242,7 @@ class TrainSerTask:
         for key, value in summary.items():
             log.info("%s = %s", key, console_value(value))
         if demo:
-            log.warning(DEMO_CAVEAT)
+            log.warning(self.writer.caveat)
         return summary
 
 

@@ -194,6 +194,8 @@ def test_a_run_writes_the_same_files_whichever_kernels_serve_its_statistics(tmp_
 
     monkeypatch.delenv(kernel_choice.ENVIRONMENT_VARIABLE, raising=False)
     monkeypatch.setattr(kernel_choice, "_forgone", 0.0)
+    # as in a fresh process: the kernels not set up yet (an earlier test of this process may have set them up)
+    monkeypatch.delitem(sys.modules, "speechbias.stats.compiled_kernels", raising=False)
     real_choice, choices = bootstrap.use_compiled_kernels, []
     monkeypatch.setattr(
         bootstrap, "use_compiled_kernels", lambda *args: choices.append(real_choice(*args)) or choices[-1]

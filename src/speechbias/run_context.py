@@ -86,3 +86,8 @@ def upstream_info(upstream, name: str | None = None) -> dict:
         "model_id": str(fields.get("model_id", shown)),
         "fingerprint": upstream.fingerprint,
     }
+
+
+#: the id of the multirun a job belongs to, set by the sweep's status callback (launch/sweep_status.py)
+#: for every job of the sweep (joblib workers and SLURM jobs inherit it); unset in a single run
+SWEEP_ID_ENV = "SPEECHBIAS_SWEEP_ID"

@@ -59,3 +59,30 @@ def test_train_demo_rounds_its_metric_values_and_says_the_caveat_once(tmp_path):
     digits = r2.group(1).lstrip("-").replace(".", "").lstrip("0")
     assert len(digits) <= 4, r2.group(0)  # 4 significant digits, not the float's 17
     assert out.count(DEMO_CAVEAT) == 1
+
+
+@pytest.mark.parametrize("launcher", ["basic", pytest.param("parallel", marks=pytest.mark.slow)])
+def test_a_demo_sweep_prints_the_caveat_once_for_all_its_jobs(tmp_path, launcher):
+    """A 4-job sweep on the demo test printed the caveat 4 times (the issue saw 12); now once per sweep,
+    whichever process runs which job (parallel: two loky workers), and every job's report.md keeps it."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", SPEECHBIAS_CACHE=str(tmp_path / "cache"))
+    command = [
+        sys.executable,
+        str(REPO / "evaluate.py"),
+        "-m",
+        "logger=none",
+        "upstream=fbank,mfcc",
+        "aggregation=mean_sum,max_sum",
+        "bias_test=demo_voice",
+        "speat.n_permutations=500",
+        "speat.per_layer=false",
+        f"hydra/launcher={launcher}",
+        *(["hydra.launcher.n_jobs=2"] if launcher == "parallel" else []),
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+    ]
+    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    assert out.count(DEMO_CAVEAT) == 1
+    reports = list((tmp_path / "sweep").glob("*/report.md"))
+    assert len(reports) == 4 and all(DEMO_CAVEAT in r.read_text() for r in reports)

@@ -34,10 +34,10 @@ from omegaconf import DictConfig
 from speechbias.fileio.atomic_file import atomic_write
 from speechbias.launch.parent_watch import SWEEP_PID_ENV
 from speechbias.results.job_status import NO_END, STATUS_FILE, JobStatus, read_status
+from speechbias.run_context import SWEEP_ID_ENV
 from speechbias.errors import find_user_error, message_line
 
 STATUS_CSV = "sweep_status.csv"
-SWEEP_ID_ENV = "SPEECHBIAS_SWEEP_ID"
 STATUSES = ("ok", "skipped", "failed", "running")
 CSV_COLUMNS = ("job", "overrides", "status", "seconds", "error", "reused")
 

@@ -6,6 +6,12 @@ models check the plumbing only. Every task that can run on such data says so in 
 
 from __future__ import annotations
 
+import logging
+import os
+from pathlib import Path
+
+from speechbias.run_context import SWEEP_ID_ENV
+
 DEMO_CAVEAT = (
     "DEMO: synthetic stimuli (espeak-ng voices) and tiny or weight-free models - "
     "these numbers check the plumbing and are not findings about any model or group."
@@ -44,3 +50,20 @@ def markdown_caveat(caveat: str = DEMO_CAVEAT) -> str:
 # A task sets ``RunWriter.caveat`` (speechbias.report.run_writer) for a demo run: the writer then puts
 # it first in report.md and on every figure it saves (``figures.save(fig, path, caveat=...)`` leaves a
 # strip free at the bottom of the layout and writes it there).
+
+
+def warn_once_per_sweep(log: logging.Logger, caveat: str, run_dir: str | Path) -> None:
+    """Log ``caveat`` as a warning on the console of a single run, and once for a whole multirun: the first
+    job of the sweep to get here makes the marker folder ``<sweep dir>/.caveat_shown-<sweep id>`` (an
+    exclusive create, so parallel workers and SLURM jobs agree), the others log it at debug level (their
+    report.md and figures still carry it)."""
+    sweep_id = os.environ.get(SWEEP_ID_ENV)
+    if sweep_id:
+        try:
+            (Path(run_dir).parent / f".caveat_shown-{sweep_id}").mkdir()
+        except FileExistsError:
+            log.debug(caveat)
+            return
+        except OSError:
+            pass  # no marker possible: say it
+    log.warning(caveat)

@@ -28,7 +28,7 @@ from speechbias.speat.settings import SpeatSettings
 from speechbias.features.cache import FeatureCache
 from speechbias.features.cached_statistics import fully_cached_statistics
 from speechbias.features.extraction_settings import ExtractionSettings
-from speechbias.report.caveat import DEMO_CAVEAT, is_demo_test
+from speechbias.report.caveat import DEMO_CAVEAT, warn_once_per_sweep, is_demo_test
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
 from speechbias.run_context import upstream_info
@@ -149,7 +149,7 @@ class SpeatTask:
                 summary["p"],
             )
             if self.demo:
-                log.warning(DEMO_CAVEAT)
+                warn_once_per_sweep(log, DEMO_CAVEAT, self.writer.output_dir)
         return summary
 
     def _extract_and_compute(self, manifest: pd.DataFrame, info: dict) -> tuple[dict, bool]:

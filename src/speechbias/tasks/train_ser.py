@@ -26,7 +26,7 @@ from speechbias.callbacks.propagation import PropagationCallback, PropagationTes
 from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import extract_statistics
 from speechbias.features.extraction_settings import ExtractionSettings
-from speechbias.report.caveat import DEMO_CAVEAT, demo_data_caveat, is_demo_test
+from speechbias.report.caveat import DEMO_CAVEAT, warn_once_per_sweep, demo_data_caveat, is_demo_test
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
 from speechbias.run_context import upstream_info
@@ -242,7 +242,7 @@ class TrainSerTask:
         for key, value in summary.items():
             log.info("%s = %s", key, console_value(value))
         if demo:
-            log.warning(self.writer.caveat)
+            warn_once_per_sweep(log, self.writer.caveat, self.writer.output_dir)
         return summary
 
 

@@ -22,7 +22,7 @@ from speechbias.asr.corpora import ASRCorpus
 from speechbias.asr.groups import MIN_GROUP_SPEAKERS, MIN_GROUP_UTTERANCES, GroupRule
 from speechbias.asr.models import Transcriber
 from speechbias.asr.transcribe import transcribe_corpus
-from speechbias.report.caveat import DEMO_CAVEAT
+from speechbias.report.caveat import DEMO_CAVEAT, warn_once_per_sweep
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
 from speechbias.tasks.run_markers import finished_marker
@@ -190,7 +190,7 @@ class WerDisparityTask:
             report_path,
         )
         if self.demo:
-            log.warning(DEMO_CAVEAT)
+            warn_once_per_sweep(log, DEMO_CAVEAT, self.writer.output_dir)
         return {**metrics, **counts, "n_excluded": len(result.excluded)}
 
     def _write_outputs(self, result, info: dict, metrics: dict):

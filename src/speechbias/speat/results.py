@@ -16,6 +16,7 @@ import pandas as pd
 
 from speechbias import stats
 from speechbias.aggregation import Aggregation
+from speechbias.speat import progress
 from speechbias.speat.settings import PER_LAYER_PERMUTATIONS, SpeatSettings
 from speechbias.features.cached_statistics import StackedStatistics
 from speechbias.report import speat_report
@@ -29,10 +30,14 @@ def speat_by_layer(per_layer: np.ndarray, roles: np.ndarray, n_permutations: int
     """SpEAT d and p at every single layer of (N, L, D) statistics; each row also says what its p
     came from (``n_permutations`` partitions, ``exact`` when that is all of them)."""
     rows = []
-    for layer in range(per_layer.shape[1]):
-        parts = split_roles(per_layer[:, layer, :], roles)
-        res = stats.speat(parts["X"], parts["Y"], parts["A"], parts["B"], n_permutations=n_permutations, seed=seed)
-        rows.append({"layer": layer, "d": res.d, "p": res.p, "n_permutations": res.n_permutations, "exact": res.exact})
+    with progress.step(f"SpEAT d at every layer ({n_permutations:,} permutations each)", per_layer.shape[1]) as done:
+        for layer in range(per_layer.shape[1]):
+            parts = split_roles(per_layer[:, layer, :], roles)
+            res = stats.speat(parts["X"], parts["Y"], parts["A"], parts["B"], n_permutations=n_permutations, seed=seed)
+            rows.append(
+                {"layer": layer, "d": res.d, "p": res.p, "n_permutations": res.n_permutations, "exact": res.exact}
+            )
+            done()
     return pd.DataFrame(rows)
 
 
@@ -69,9 +74,15 @@ class SpeatResults:
         per_layer = statistics.stat(self.aggregation.temporal)
         emb = self.aggregation(per_layer)
         parts = split_roles(emb, roles)
-        res = stats.speat(
-            parts["X"], parts["Y"], parts["A"], parts["B"], n_permutations=self.settings.n_permutations, seed=self.seed
-        )
+        with progress.step(f"SpEAT permutation test ({self.settings.n_permutations:,} permutations)"):
+            res = stats.speat(
+                parts["X"],
+                parts["Y"],
+                parts["A"],
+                parts["B"],
+                n_permutations=self.settings.n_permutations,
+                seed=self.seed,
+            )
         test = self.bias_test.name
         row = {
             **self.run_info,
@@ -117,7 +128,15 @@ class SpeatResults:
         """Bootstrap SE of d vs. number of targets with the test's resampling design (+ full-size CI)."""
         m = self.manifest
         parts = split_roles(emb, m["role"].to_numpy())
-        res = stats.bootstrap_se(
+        with progress.step(f"bootstrap SE of d ({self.settings.n_resamples:,} resamples per size)"):
+            res = self._bootstrap(parts)
+        curve = pd.DataFrame({"n": res.sizes, "se": res.se, "n_valid": res.n_valid})
+        curve["design"], curve["n_resamples"], curve["seed"] = res.design, res.n_resamples, res.seed
+        return curve, {"ci_low": res.ci_low, "ci_high": res.ci_high, "ci_level": res.ci_level, "se_design": res.design}
+
+    def _bootstrap(self, parts: dict):
+        m = self.manifest
+        return stats.bootstrap_se(
             X=parts["X"],
             Y=parts["Y"],
             A=parts["A"],
@@ -127,9 +146,6 @@ class SpeatResults:
             seed=self.seed,
             **_design_ids(m, self.bias_test.resampling),
         )
-        curve = pd.DataFrame({"n": res.sizes, "se": res.se, "n_valid": res.n_valid})
-        curve["design"], curve["n_resamples"], curve["seed"] = res.design, res.n_resamples, res.seed
-        return curve, {"ci_low": res.ci_low, "ci_high": res.ci_high, "ci_level": res.ci_level, "se_design": res.design}
 
 
 def _design_ids(m: pd.DataFrame, design: str) -> dict:

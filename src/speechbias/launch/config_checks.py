@@ -141,11 +141,11 @@ def command_line_overrides(argv: Sequence[str]) -> list[str]:
 
 
 def _option_names(value) -> list[str]:
-    """The option names an override's value chooses: one name, or each of a sweep's ``a,b`` /
-    ``choice(a,b)``; none for ``glob(...)``, ``null`` and non-string values."""
+    """The option names an override's value chooses: one name, each of a sweep's ``a,b`` /
+    ``choice(a,b)`` or of a list ``[a,b]``; none for ``glob(...)``, ``null`` and non-string values."""
     from hydra.core.override_parser.types import ChoiceSweep
 
-    items = value.list if isinstance(value, ChoiceSweep) else [value]
+    items = value.list if isinstance(value, ChoiceSweep) else value if isinstance(value, list) else [value]
     return [str(v) for v in items if isinstance(v, str)]
 
 
@@ -175,14 +175,16 @@ def check_group_options(overrides: Sequence[str], config_dir: str | Path) -> Non
     except HydraException:
         return  # a malformed override: Hydra's own message names it
     wanted = [
-        (o.key_or_group, _option_names(o.value())) for o in parsed if not o.is_delete() and "." not in o.key_or_group
+        (o.key_or_group, _option_names(o.value()), isinstance(o.value(), list))
+        for o in parsed
+        if not o.is_delete() and "." not in o.key_or_group
     ]
-    wanted = [(group, names) for group, names in wanted if names]
+    wanted = [(group, names, is_list) for group, names, is_list in wanted if names]
     if not wanted:
         return
     with initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base="1.3"):
         loader = GlobalHydra.instance().config_loader()
-        for group, names in wanted:
+        for group, names, is_list in wanted:
             parent, _, name = group.rpartition("/")
             if name not in loader.list_groups(parent):
                 continue  # a plain value such as lr=1e-4
@@ -190,6 +192,17 @@ def check_group_options(overrides: Sequence[str], config_dir: str | Path) -> Non
             for name in names:
                 if name not in options:
                     raise unknown_option(group, name, options)
+            if is_list and len(names) > 1:
+                raise list_of_options(group, names)
+
+
+def list_of_options(group: str, names: Sequence[str]) -> ConfigError:
+    """``group=[a,b]``: Hydra would merge the options into one config (the last one's values win), so a
+    run would compute one of them and exit 0; a run takes one option of a group, a sweep several."""
+    return ConfigError(
+        f"{group}=[{','.join(names)}]: a run takes one {group}; Hydra would merge these into one config "
+        f"and compute only {names[-1]}. Run them as a sweep: -m {group}={','.join(names)}"
+    )
 
 
 def check_command_line(config_dir: str | Path, argv: Sequence[str] | None = None) -> None:

@@ -54,13 +54,14 @@ def markdown_caveat(caveat: str = DEMO_CAVEAT) -> str:
 
 def warn_once_per_sweep(log: logging.Logger, caveat: str, run_dir: str | Path) -> None:
     """Log ``caveat`` as a warning on the console of a single run, and once for a whole multirun: the first
-    job of the sweep to get here makes the marker folder ``<sweep dir>/.caveat_shown-<sweep id>`` (an
-    exclusive create, so parallel workers and SLURM jobs agree), the others log it at debug level (their
-    report.md and figures still carry it)."""
+    job of the sweep to get here creates the empty marker ``<sweep dir>/.caveat_shown-<sweep id>`` (an
+    exclusive create, so parallel workers and SLURM jobs agree; no content, so not through atomic_file,
+    whose rename would let two jobs both win), the others log it at debug level (their report.md and
+    figures still carry it)."""
     sweep_id = os.environ.get(SWEEP_ID_ENV)
     if sweep_id:
         try:
-            (Path(run_dir).parent / f".caveat_shown-{sweep_id}").mkdir()
+            os.close(os.open(Path(run_dir).parent / f".caveat_shown-{sweep_id}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
             log.debug(caveat)
             return

@@ -21,7 +21,7 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from speechbias.errors import ConfigError, error_line, full_error_requested
+from speechbias.errors import ConfigError, error_line, find_user_error, full_error_requested
 from speechbias.tasks.input_checks import check_writable_folder
 
 # a command line that sets a required key, shown in the error line
@@ -127,10 +127,11 @@ class ConfigCheckCallback(Callback):
                 fix="give a writable folder: paths.output_root=... or hydra.run.dir=...",
             )
             _checked_by_callback = job_config_text(config)  # the job need not check it again
-        except ConfigError as exc:
-            if full_error_requested():
-                raise
-            print(error_line(exc), file=sys.stderr)
+        except Exception as exc:  # a user error (a bad value; a full cache disk while the audio index is written)
+            user = find_user_error(exc)
+            if user is None or full_error_requested():
+                raise  # Hydra warns about it and the job reports it
+            print(error_line(user), file=sys.stderr)
             sys.exit(1)
 
 

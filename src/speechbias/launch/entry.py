@@ -25,7 +25,7 @@ from speechbias.launch.config_checks import check_config_unless_checked
 from speechbias.launch.parent_watch import job_done, watch_sweep_parent
 from speechbias.project_paths import user_path
 from speechbias.run_context import register_choice_resolver
-from speechbias.tasks.run_markers import finished_results, record_run_digest
+from speechbias.tasks.run_markers import claim_checkpoints, finished_results, record_run_digest
 from speechbias.seeding import seed_run
 from speechbias.launch.slurm.job_environment import SlurmTasks, process_rank, slurm_tasks
 from speechbias.launch.sweep_status import JobStatus, current_sweep_id, job_error, read_status, reused_status
@@ -199,6 +199,8 @@ def run_entry(cfg: DictConfig) -> dict | None:
         if skipped:  # the task would skip itself too; this way a resumed sweep skips without importing torch
             summary = {}
         else:
+            if rank == 0 and not several_ranks:
+                claim_checkpoints(cfg, output_dir)  # a checkpoint of another config is never resumed
             summary = run_task(cfg)
     except Exception as exc:
         status.status, status.seconds = "failed", time.time() - started

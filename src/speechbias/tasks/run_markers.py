@@ -32,8 +32,10 @@ FINISHED_MARKERS = {"spoken_stereoset": ("summary.json", "results.csv")}
 # tasks that always run (the sweep report is rewritten from whatever the sweep holds now)
 NEVER_SKIPPED = {"report"}
 RUN_DIGEST_FILE = "run_digest.json"
-# a run's checkpoints (train.py: last.ckpt, best.ckpt) and, beside them, the digest of the config that wrote them
+# a run's checkpoints (train.py: last.ckpt, best.ckpt) and the digest of the config that wrote them (beside the
+# folder: Lightning warns about a checkpoint folder that holds anything before it writes)
 CHECKPOINT_DIR = "checkpoints"
+CHECKPOINT_DIGEST_FILE = "checkpoint_digest.json"
 CHECKPOINTING_TASKS = {"train_ser"}
 # config keys (and everything below them) that do not change a run's results: the one list of
 # speechbias.result_neutral_keys (also what conf/sweep/folders.yaml leaves out of job folder names)
@@ -228,19 +230,20 @@ def finished_results(cfg: DictConfig, output_dir: str | Path) -> Path | None:
 
 def claim_checkpoints(cfg: DictConfig, output_dir: str | Path) -> None:
     """Make ``<output_dir>/checkpoints`` this config's before a run starts, so that a checkpoint is resumed
-    only by the config that wrote it (the run digest of :func:`run_identity`, kept in the folder's own
-    ``run_digest.json``). Checkpoints of another config, or without a digest (an older version), are moved
+    only by the config that wrote it (the run digest of :func:`run_identity`, kept beside the folder in
+    ``checkpoint_digest.json``). Checkpoints of another config, or without a digest (an older version), are moved
     aside to ``checkpoints.stale-<n>`` (nothing is deleted) with one line naming the changed keys, and the
     run starts fresh; then the folder records this config's digest. A run killed and rerun with the same
     config resumes where it stopped. Only the launching process calls it (not each DDP rank)."""
     if str(OmegaConf.select(cfg, "task.name", default="")) not in CHECKPOINTING_TASKS:
         return
     folder = Path(output_dir) / CHECKPOINT_DIR
+    digest_file = Path(output_dir) / CHECKPOINT_DIGEST_FILE
     new = run_identity(cfg)
     digest = identity_digest(new)
     if folder.is_dir() and any(folder.glob("*.ckpt")):
         try:
-            old = json.loads((folder / RUN_DIGEST_FILE).read_text(encoding="utf-8"))
+            old = json.loads(digest_file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             old = None
         if old is not None and old.get("digest") == digest:
@@ -251,6 +254,6 @@ def claim_checkpoints(cfg: DictConfig, output_dir: str | Path) -> None:
         why = "no digest (an older version wrote them)" if old is None else describe_change(old, new)
         log.warning("checkpoints in %s were written by another config (%s); starting fresh, they are kept in %s",
                     folder, why or "version or models", stale.name)  # fmt: skip
-    folder.mkdir(parents=True, exist_ok=True)
+    Path(output_dir).mkdir(parents=True, exist_ok=True)
     record = json.dumps({"digest": digest, **new}, indent=1, sort_keys=True)
-    atomic_write(folder / RUN_DIGEST_FILE, lambda tmp: tmp.write_text(record, encoding="utf-8"))
+    atomic_write(digest_file, lambda tmp: tmp.write_text(record, encoding="utf-8"))

@@ -111,30 +111,22 @@ class Tracker:
         """
         if self.kind != "wandb":
             return
-        if self._live is not None:  # the run the Trainer logged its losses to
+        if self._live is not None:  # the run the Trainer logged its losses to: named and completed here
             run, self._live = self._live, None
-            try:
-                wandb_run.describe(run, name=name, tags=[*tags, *self.tags], config=config)
-                log_recorded(run, writer)
-                if on_run is not None:
-                    on_run(run)
-            except Exception as exc:  # never fail the job for W&B
-                log.warning("W&B logging failed (%s: %s); the run folder has every result", type(exc).__name__, exc)
-            finally:
-                wandb_run.finish(run)
-            return
-        run = wandb_run.start_run(
-            project=self.project,
-            entity=self.entity,
-            name=name,
-            config=config,
-            group=self.group or group or writer.output_dir.parent.name,
-            tags=[*tags, *self.tags],
-            job_type=job_type,
-            mode=self.mode,
-            save_dir=writer.output_dir,
-            files_dir=self.files_dir,
-        )
+            wandb_run.describe(run, name=name, tags=[*tags, *self.tags], config=config)
+        else:
+            run = wandb_run.start_run(
+                project=self.project,
+                entity=self.entity,
+                name=name,
+                config=config,
+                group=self.group or group or writer.output_dir.parent.name,
+                tags=[*tags, *self.tags],
+                job_type=job_type,
+                mode=self.mode,
+                save_dir=writer.output_dir,
+                files_dir=self.files_dir,
+            )
         if run is None:
             return
         try:

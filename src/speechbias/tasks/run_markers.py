@@ -146,12 +146,23 @@ def identity_digest(identity: dict) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
+def write_digest(path: Path, identity: dict) -> Path:
+    """Write ``identity`` and its digest (``{"digest": ..., "values": ..., "extra": ...}``) to ``path``."""
+    text = json.dumps({"digest": identity_digest(identity), **identity}, indent=1, sort_keys=True)
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def read_digest(path: Path) -> dict | None:
+    """The record :func:`write_digest` wrote at ``path``; None when it is missing or unreadable."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def record_run_digest(cfg: DictConfig, output_dir: str | Path) -> Path:
     """Write ``run_digest.json`` (digest + what it was computed from) into a completed run's folder."""
-    identity = run_identity(cfg)
-    record = {"digest": identity_digest(identity), **identity}
-    text = json.dumps(record, indent=1, sort_keys=True)
-    return atomic_write(Path(output_dir) / RUN_DIGEST_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    return write_digest(Path(output_dir) / RUN_DIGEST_FILE, run_identity(cfg))
 
 
 def changed_keys(old: dict, new: dict) -> list[str]:
@@ -205,10 +216,7 @@ def finished_results(cfg: DictConfig, output_dir: str | Path) -> Path | None:
     if task in NEVER_SKIPPED or force or not all(m.is_file() for m in markers):
         return None
     digest_file = Path(output_dir) / RUN_DIGEST_FILE
-    try:
-        old = json.loads(digest_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        old = None
+    old = read_digest(digest_file)
     new = run_identity(cfg)
     if old is not None and old.get("digest") == identity_digest(new):
         log.info("results already exist in %s for this config; skipping (force=true reruns)", output_dir)
@@ -242,10 +250,7 @@ def claim_checkpoints(cfg: DictConfig, output_dir: str | Path) -> None:
     new = run_identity(cfg)
     digest = identity_digest(new)
     if folder.is_dir() and any(folder.glob("*.ckpt")):
-        try:
-            old = json.loads(digest_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            old = None
+        old = read_digest(digest_file)
         if old is not None and old.get("digest") == digest:
             return  # this config's checkpoints: resumed
         stale = next(folder.with_name(f"{CHECKPOINT_DIR}.stale-{n}") for n in range(1, 10_000)
@@ -255,5 +260,4 @@ def claim_checkpoints(cfg: DictConfig, output_dir: str | Path) -> None:
         log.warning("checkpoints in %s were written by another config (%s); starting fresh, they are kept in %s",
                     folder, why or "version or models", stale.name)  # fmt: skip
     Path(output_dir).mkdir(parents=True, exist_ok=True)
-    record = json.dumps({"digest": digest, **new}, indent=1, sort_keys=True)
-    atomic_write(digest_file, lambda tmp: tmp.write_text(record, encoding="utf-8"))
+    write_digest(digest_file, new)

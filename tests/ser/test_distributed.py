@@ -141,8 +141,11 @@ def test_multirun_with_ddp_runs_each_job_once(tmp_path):
 @pytest.mark.slow
 def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     run_dir = tmp_path / "run"
+    # enough steps that the run cannot finish between the first last.ckpt and the kill (the CPU
+    # fast path does ~1,000 steps a second: 1,200 steps once finished inside the 0.5 s wait)
     args = (
-        "max_steps=1200",
+        "max_steps=8000",
+        "checkpoint_every_n_epochs=2",
         "ser_data.val_every_n_epochs=20",
         "logger=none",
         "bias_tests=[demo_voice]",
@@ -156,7 +159,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     deadline = time.time() + 300
     while time.time() < deadline and proc.poll() is None:
         if last.is_file():
-            time.sleep(0.5)
+            time.sleep(0.2)
             proc.send_signal(signal.SIGKILL)
             break
         time.sleep(0.2)
@@ -164,10 +167,10 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     assert proc.returncode == -signal.SIGKILL, "the run finished before it could be interrupted"
     assert not (run_dir / "results.csv").exists()
     step_at_kill = torch.load(last, weights_only=True)["global_step"]
-    assert 0 < step_at_kill < 1200
+    assert 0 < step_at_kill < 8000
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "resuming from" in (run_dir / "train.log").read_text()
     curve = pd.read_csv(run_dir / "dev_curve.csv")
     assert curve["step"].is_unique and curve["step"].is_monotonic_increasing
-    assert curve["step"].iloc[-1] == 1200 and step_at_kill in set(curve["step"])
+    assert curve["step"].iloc[-1] == 8000 and step_at_kill in set(curve["step"])

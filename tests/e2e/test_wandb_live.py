@@ -77,6 +77,10 @@ def test_losses_reach_wandb_while_training_and_a_rerun_continues_the_run(tmp_pat
     # the results logged at the end went into the same run, after the training's records
     first_result = next(i for i, r in enumerate(records) if any(k.startswith("propagation/") for k in r))
     assert first_result > max(i for i, r in enumerate(records) if "trainer/global_step" in r)
+    # the dev curve reached the run live: it is not replayed at the end (each validation once)
+    dev_steps = [r["trainer/global_step"] for r in records if "ser/val/r2" in r and "trainer/global_step" in r]
+    assert dev_steps and len(dev_steps) == len(set(dev_steps))
+    assert not any("ser/val/r2" in r and "trainer/step" in r for r in records)
     # a rerun into the folder (a resumed or requeued job) continues the same W&B run
     _train(run_dir, tmp_path / "home", "force=true")
     assert (run_dir / "wandb_run_id").read_text().strip() == run_id

@@ -259,7 +259,7 @@ def write_propagation_outputs(
     demo run) goes on every figure and into report.md."""
     pooled = pooled if pooled is not None else pd.DataFrame()
     for metrics in dev_curve_metrics(curve):
-        writer.metrics(metrics, step=None)
+        writer.metrics(metrics, step=None, history=True)
     writer.metrics(tracker_metrics(results, pooled))
     writer.table("predictions", predictions)
     writer.table("layer_weights", layers, tracker_key="ser/layer_weights")

@@ -160,10 +160,13 @@ class RunWriter:
         return self.text(name, report_text(title, sections))
 
     # -- what the tracker logs ----------------------------------------------------------------
-    def metrics(self, values: dict, step: int | None = None) -> None:
-        """Record metrics for the tracker (logged, and kept as the run's summary values)."""
+    def metrics(self, values: dict, step: int | None = None, history: bool = False) -> None:
+        """Record metrics for the tracker (logged, and kept as the run's summary values).
+        ``history``: a point of the training's history (e.g. the dev curve), which a tracker run that
+        watched the training live already has; it is replayed only into a run started afterwards."""
         if values:
-            self._record({"kind": "metrics", "values": dict(values), "step": step})
+            entry = {"kind": "metrics", "values": dict(values), "step": step}
+            self._record({**entry, "history": True} if history else entry)
 
     def tracker_log(self) -> list[dict]:
         """What this run recorded for the tracker, in order (empty when nothing was). A last line cut

@@ -111,7 +111,8 @@ class Tracker:
         """
         if self.kind != "wandb":
             return
-        if self._live is not None:  # the run the Trainer logged its losses to: named and completed here
+        live = self._live is not None
+        if live:  # the run the Trainer logged its losses to: named and completed here
             run, self._live = self._live, None
             wandb_run.describe(run, name=name, tags=[*tags, *self.tags], config=config)
         else:
@@ -130,19 +131,21 @@ class Tracker:
         if run is None:
             return
         try:
-            log_recorded(run, writer)
+            log_recorded(run, writer, history=not live)
             if on_run is not None:
                 on_run(run)
         finally:
             wandb_run.finish(run)
 
 
-def log_recorded(run, writer: RunWriter) -> None:
-    """Log a writer's recorded metrics, tables (read back from their CSV) and figures to ``run``."""
+def log_recorded(run, writer: RunWriter, history: bool = True) -> None:
+    """Log a writer's recorded metrics, tables (read back from their CSV) and figures to ``run``.
+    ``history=False``: leave out the training-history points (the dev curve), which ``run`` got live."""
     for entry in writer.tracker_log():
         kind = entry.get("kind")
         if kind == "metrics":
-            wandb_run.log_metrics(run, entry["values"], step=entry.get("step"))
+            if history or not entry.get("history"):
+                wandb_run.log_metrics(run, entry["values"], step=entry.get("step"))
             continue
         path = writer.path(entry["file"])
         if not path.is_file():

@@ -174,3 +174,21 @@ def test_the_launcher_submits_statistics_jobs_as_their_own_group_in_job_order():
         "nodes": 1,
         "tasks_per_node": 1,
     }
+
+
+def test_a_cold_job_builds_no_upstream_to_be_decided(tmp_path, demo, monkeypatch):
+    from speechbias.upstream.deferred import DeferredUpstream
+
+    built = []
+    original = DeferredUpstream.build
+    monkeypatch.setattr(DeferredUpstream, "build", lambda self: built.append(self.target) or original(self))
+    assert not ForwardNeeds().statistics_only(job(tmp_path, demo, "upstream=tiny_wav2vec2"))
+    assert built == []  # no clip has an audio-index record: cold whatever the fingerprint
+    cache = FeatureCache(tmp_path / "cache")
+    for path in clip_paths(demo):  # what a sweep's pre-flight clip check leaves: records, no entries
+        cache.remember_audio(path, hashlib.sha256(path.name.encode()).hexdigest(), 16000)
+    assert not ForwardNeeds().statistics_only(job(tmp_path, demo, "upstream=tiny_wav2vec2"))
+    assert built == []  # no upstream has an entry of the first clip
+    warm(tmp_path, demo, "tiny_wav2vec2")
+    assert ForwardNeeds().statistics_only(job(tmp_path, demo, "upstream=tiny_wav2vec2"))
+    assert built == ["speechbias.upstream.hf.HFUpstream.from_config_dict"]  # built once, for its fingerprint

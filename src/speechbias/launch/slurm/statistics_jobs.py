@@ -12,8 +12,9 @@ A job is statistics-only (:meth:`ForwardNeeds.statistics_only`) when, read from 
   :data:`speechbias.upstream.deferred.CONFIG_FINGERPRINTS`) and its trainer runs on the CPU
   (:data:`CPU_ACCELERATORS`): extraction is a CPU computation then.
 
-No model is built where the fingerprint follows from the config; any other upstream is built as the task
-builds it (an ``HFUpstream`` reads its config, not its weights), once per distinct upstream config. Entry
+No model is built where the fingerprint follows from the config, nor where a clip has no audio-index record
+or the first clip no entry for any upstream (a cold job, whatever the upstream); any other upstream is built as the task builds it (an ``HFUpstream``
+reads its config, not its weights), once per distinct upstream config. Entry
 files are checked for existence, not read (a warm sweep of the paper's 16 models would read gigabytes on
 the submitting host); an entry found damaged in the job is recomputed there (on the CPU).
 Whatever cannot be told (a manifest not built yet, an upstream that does not build, an unknown task or
@@ -22,6 +23,7 @@ bias test) counts as needing a forward: the job keeps the configured resources a
 
 from __future__ import annotations
 
+import glob
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -66,6 +68,11 @@ def decision_key(overrides: Sequence[str]) -> tuple[str, ...]:
     return tuple(o for o in overrides if not neutral(o))
 
 
+def _cached_for_any_upstream(cache, audio_sha: str) -> bool:
+    """Whether some upstream's entry of the clip ``audio_sha`` exists (its entry path, any fingerprint)."""
+    return next(iter(glob.iglob(str(cache.entry_path("*", audio_sha)))), None) is not None
+
+
 def _text(job: DictConfig, key: str) -> str:
     """The resolved value at ``key`` as text (a node as YAML): what a decision is remembered by."""
     value = OmegaConf.select(job, key, default=None)
@@ -93,7 +100,7 @@ class ForwardNeeds:
     def _decide(self, job: DictConfig, upstream_key: str) -> bool:
         from hydra.utils import instantiate
 
-        from speechbias.features.cached_statistics import count_uncached
+        from speechbias.features.cached_statistics import count_uncached, index_records
         from speechbias.tasks.speat import single_process
         from speechbias.upstream.deferred import CONFIG_FINGERPRINTS, DeferredUpstream
 
@@ -109,11 +116,16 @@ class ForwardNeeds:
             paths = job_stimulus_paths(job)
             if paths is None:
                 return False
+            cache = instantiate(job.task.run.cache)
+            records = index_records(paths, cache)
+            if any(record is None for record in records.values()) or not _cached_for_any_upstream(
+                cache, next(iter(records.values()))[0]
+            ):
+                return False  # a clip never decoded, changed, or cached for no upstream: cold; nothing built
             fingerprint = self._fingerprint(upstream, upstream_key)
             if fingerprint is None:
                 return False
-            cache = instantiate(job.task.run.cache)
-            return count_uncached(paths, cache, fingerprint) == 0
+            return count_uncached(paths, cache, fingerprint, known=records) == 0
         except Exception as exc:  # noqa: BLE001 - the job keeps the configured resources and reports it itself
             log.debug("cannot tell whether a job needs a forward (%s): configured resources", exc)
             return False

@@ -64,17 +64,24 @@ def test_a_failed_sweep_with_markup_in_its_error_prints_the_table_and_exits_1(tm
     assert all(e.startswith("bias_test.manifest=") and "\n" not in e and len(e) < 300 for e in errors)
 
 
+# an upstream whose cold jobs need a forward: the configured set is checked
+COLD = "upstream=tiny_wav2vec2"
+# weight-free jobs with the CPU trainer need no GPU: only the statistics set is checked
+NO_FORWARD = "upstream=fbank"
+
+
 @pytest.mark.parametrize(
     "overrides, setting",
     [
-        ([], "hydra.launcher.gpus_per_node=1: partition"),  # the launcher's GPU-cluster defaults
-        (["hydra.launcher.gpus_per_node=0"], "hydra.launcher.cpus_per_task=8 x tasks_per_node=1"),
+        ([COLD], "hydra.launcher.gpus_per_node=1: partition"),  # the launcher's GPU-cluster defaults
+        ([COLD, "hydra.launcher.gpus_per_node=0"], "hydra.launcher.cpus_per_task=8 x tasks_per_node=1"),
         (
-            ["hydra.launcher.gpus_per_node=0", "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=4096"],
+            [COLD, "hydra.launcher.gpus_per_node=0", "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=4096"],
             "hydra.launcher.mem_gb=4096",
         ),
         (
             [
+                COLD,
                 "hydra.launcher.gpus_per_node=0",
                 "hydra.launcher.cpus_per_task=1",
                 "hydra.launcher.mem_gb=2",
@@ -82,14 +89,15 @@ def test_a_failed_sweep_with_markup_in_its_error_prints_the_table_and_exits_1(tm
             ],
             "hydra.launcher.tasks_per_node=2 starts several ranks per job",
         ),
+        ([NO_FORWARD, "hydra.launcher.statistics.mem_gb=4096"], "hydra.launcher.statistics.mem_gb=4096: the largest"),
+        ([NO_FORWARD, "hydra.launcher.statistics.enabled=false"], "hydra.launcher.gpus_per_node=1: partition"),
     ],
-    ids=["gres", "cpus", "memory", "ranks_without_ddp"],
+    ids=["gres", "cpus", "memory", "ranks_without_ddp", "statistics_memory", "statistics_off"],
 )
 def test_a_request_no_node_can_satisfy_stops_before_submission_with_one_line(tmp_path, overrides, setting):
     proc = run(
         "evaluate.py",
         "-m",
-        "upstream=fbank",
         "logger=none",
         "hydra/launcher=slurm",
         *overrides,

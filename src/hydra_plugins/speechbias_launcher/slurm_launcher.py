@@ -8,6 +8,13 @@ What it adds, each through a point the plugin or submitit lets a subclass use:
   without them, more CPUs or memory than its largest node, an unknown partition) stops the sweep
   with one line naming the setting (:func:`speechbias.launch.slurm.resources.resource_problem`), as does
   ``tasks_per_node > 1`` with a single-process trainer (``launch``, before ``super().launch()``);
+* jobs that need no model forward (an ``evaluate.py task=speat`` job whose every clip is in the feature
+  cache, or whose upstream is weight-free and trainer on CPU:
+  :mod:`speechbias.launch.slurm.statistics_jobs`) are submitted as an array of their own with the
+  ``statistics`` resource set (no GPU, few CPUs, little memory, a short time limit:
+  :func:`speechbias.launch.slurm.resources.statistics_parameters`), the others with the configured
+  resources; job numbers, return order, the sweep table and requeueing are those of one array
+  (``submission_groups``, through the executor); ``statistics.enabled=false`` submits all alike;
 * ``srun --kill-on-bad-exit=1``: a rank that fails ends its whole job at once (the plugin's
   ``srun_args`` setting, completed in ``__init__``);
 * the jobs are watched with ``squeue`` (submitit polls ``sacct``, which warns on every poll where the
@@ -22,9 +29,10 @@ What it adds, each through a point the plugin or submitit lets a subclass use:
 * each attempt of a job (``SLURM_JOB_ID`` + ``SLURM_RESTART_COUNT``) fences its job folder: once a
   requeued copy has started, the attempt before it writes nothing more there (``__call__``).
 
-The last two go through the executor: the launcher names speechbias's submitit executor
+The split and the last two go through the executor: the launcher names speechbias's submitit executor
 (``_EXECUTOR``, registered as a submitit plug-in: :mod:`speechbias.library_internals.submitit`), which
-hands the submitted jobs to :meth:`SpeechbiasSlurmLauncher.watch_jobs`; the plugin's
+asks :meth:`SpeechbiasSlurmLauncher.submission_groups` which jobs to submit together and hands the
+submitted jobs to :meth:`SpeechbiasSlurmLauncher.watch_jobs`; the plugin's
 ``[job.results()[0] for job in jobs]`` then waits through :class:`SweepWatch`.
 Tested with hydra-submitit-launcher 1.2 (the bound in pyproject.toml).
 """
@@ -34,7 +42,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,17 +54,26 @@ from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLaunche
 log = logging.getLogger(__name__)
 
 KILL_ON_BAD_EXIT = "--kill-on-bad-exit=1"
+# where the statistics set is configured (conf/hydra/launcher/slurm.yaml)
+STATISTICS_PREFIX = "hydra.launcher.statistics."
 
 
 class SpeechbiasSlurmLauncher(SlurmLauncher):
     """See the module docstring. ``pending_report_s``: seconds of pending before a job's reason is
-    printed; ``poll_s``: seconds between ``squeue`` calls; other keys: hydra-submitit-launcher's."""
+    printed; ``poll_s``: seconds between ``squeue`` calls; ``statistics``: the resource set of jobs that
+    need no forward (``enabled``, ``partition``, ``timeout_min``, ``cpus_per_task``, ``mem_gb``); other
+    keys: hydra-submitit-launcher's."""
 
     # speechbias.library_internals.submitit.EXECUTOR_NAME (not imported here: plugin discovery stays light)
     _EXECUTOR = "speechbiasslurm"
 
     def __init__(
-        self, pending_report_s: float = 60.0, poll_s: float = 2.0, srun_args: Sequence[str] | None = None, **params: Any
+        self,
+        pending_report_s: float = 60.0,
+        poll_s: float = 2.0,
+        srun_args: Sequence[str] | None = None,
+        statistics: Mapping | None = None,
+        **params: Any,
     ) -> None:
         srun = [
             str(a) for a in (OmegaConf.to_container(srun_args) if OmegaConf.is_config(srun_args) else srun_args or [])
@@ -66,13 +83,15 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
         super().__init__(srun_args=srun, **params)
         self.pending_report_s = float(pending_report_s)
         self.poll_s = float(poll_s)
+        plain = OmegaConf.to_container(statistics, resolve=True) if OmegaConf.is_config(statistics) else statistics
+        self.statistics = dict(plain or {})
+        # numbers of the jobs of the current launch that run with the statistics set
+        self.statistics_jobs: frozenset[int] = frozenset()
 
     # -- before submission --------------------------------------------------------------------
-    def check_request(self) -> str | None:
-        """One line saying what cannot run (resources, ranks vs. trainer, the installation), or None."""
+    def installation_problem(self) -> str | None:
+        """One line when this machine cannot submit (no sbatch, submitit outside its bound), or None."""
         import shutil
-
-        from speechbias.launch.slurm.resources import cluster_partitions, resource_problem
 
         if shutil.which("sbatch") is None:
             return (
@@ -81,7 +100,21 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
             )
         from speechbias.library_internals.submitit import submitit_problem
 
-        problem = submitit_problem() or resource_problem(self.params, cluster_partitions())
+        return submitit_problem()
+
+    def check_request(self, configured: bool = True, statistics: bool = False) -> str | None:
+        """One line saying what cannot run (the installation, the resources of each set that has jobs:
+        ``configured`` and ``statistics``, ranks vs. trainer), or None."""
+        from speechbias.launch.slurm.resources import cluster_partitions, resource_problem
+
+        problem = self.installation_problem()
+        if problem:
+            return problem
+        partitions = cluster_partitions() if configured or statistics else None
+        if configured:
+            problem = resource_problem(self.params, partitions)
+        if not problem and statistics:
+            problem = resource_problem(self.statistics_params(), partitions, prefix=STATISTICS_PREFIX)
         if problem:
             return problem
         tasks = int(self.params.get("tasks_per_node") or 1) * int(self.params.get("nodes") or 1)
@@ -99,13 +132,68 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
             )
         return None
 
+    def statistics_params(self) -> dict:
+        """The launcher settings of a job that needs no forward (the statistics set over the configured)."""
+        from speechbias.launch.slurm.resources import statistics_parameters
+
+        return statistics_parameters(self.params, self.statistics)
+
+    def find_statistics_jobs(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> frozenset[int]:
+        """The numbers of the jobs that need no model forward, each decided from its composed config
+        (jobs whose overrides differ only in keys that cannot change it are composed once)."""
+        if not self.statistics.get("enabled", True) or self.config is None or self.hydra_context is None:
+            return frozenset()
+        from speechbias.launch.slurm.statistics_jobs import ForwardNeeds, decision_key
+
+        needs, answers, found = ForwardNeeds(), {}, set()
+        for offset, overrides in enumerate(job_overrides):
+            key = decision_key(overrides)
+            if key not in answers:
+                try:
+                    job = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+                    answers[key] = needs.statistics_only(job)
+                except Exception as exc:  # noqa: BLE001 - the job keeps the configured resources, reports itself
+                    log.debug("job %s: %s", " ".join(overrides), exc)
+                    answers[key] = False
+            if answers[key]:
+                found.add(initial_job_idx + offset)
+        return frozenset(found)
+
     # -- launch --------------------------------------------------------------------------------
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        problem = self.check_request()
+        problem = self.installation_problem()
+        if not problem:
+            self.statistics_jobs = self.find_statistics_jobs(job_overrides, initial_job_idx)
+            n_statistics = len(self.statistics_jobs)
+            problem = self.check_request(configured=n_statistics < len(job_overrides), statistics=n_statistics > 0)
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             sys.exit(1)
-        return super().launch(job_overrides, initial_job_idx)
+        if self.statistics_jobs:
+            stats = self.statistics_params()
+            log.info(
+                "%d of %d job(s) need no model forward: submitted without GPUs (%s%s)",
+                len(self.statistics_jobs),
+                len(job_overrides),
+                STATISTICS_PREFIX,
+                ", ".join(f"{k}={stats.get(k)}" for k in ("timeout_min", "cpus_per_task", "mem_gb")),
+            )
+        try:
+            return super().launch(job_overrides, initial_job_idx)
+        finally:
+            self.statistics_jobs = frozenset()
+
+    def submission_groups(self, args: list[tuple]) -> list[tuple[dict, list[int]]]:
+        """Called by the executor with each job's arguments (this launcher's ``__call__`` arguments:
+        overrides, job dir key, job number, ...): the jobs to submit as one array each, with the
+        settings that replace the configured ones (none for the configured set's array)."""
+        statistics = [i for i, a in enumerate(args) if int(a[2]) in self.statistics_jobs]
+        configured = [i for i in range(len(args)) if i not in set(statistics)]
+        groups: list[tuple[dict, list[int]]] = [({}, configured)] if configured else []
+        if statistics:
+            settings = self.statistics_params()
+            groups.append(({k: v for k, v in settings.items() if self.params.get(k) != v}, statistics))
+        return groups
 
     def watch_jobs(self, jobs: list, args: list[tuple]) -> list[WatchedJob]:
         """Called by the executor with the submitted jobs and each one's arguments (this launcher's

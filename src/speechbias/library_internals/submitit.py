@@ -8,7 +8,10 @@ job without a result becomes (a failed row of the sweep table instead of a trace
 executor. submitit lets a package add an executor (entry point group ``submitit``, name ``executor``,
 declared in pyproject.toml); the hook an executor overrides to see what it submitted,
 ``_internal_process_submissions``, is submitit's plug-in interface but underscored, so it is used here
-only, under a checked version bound (:data:`SUPPORTED`).
+only, under a checked version bound (:data:`SUPPORTED`). To submit some jobs of one ``launch`` as an array
+of their own resources (statistics-only jobs without GPUs), the executor also converts launcher settings
+to its parameters with submitit's own ``_equivalence_dict``/``_convert_parameters`` (as ``AutoExecutor`` does)
+and sets them for that array's submission (``self.parameters``, restored after).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from importlib.metadata import entry_points, version
 import submitit
 
 # the submitit releases whose executor hook (_internal_process_submissions(delayed_submissions) -> jobs,
-# DelayedSubmission.function/.args) this module was tested with
+# DelayedSubmission.function/.args, _equivalence_dict, _convert_parameters, parameters) this module was tested with
 SUPPORTED = (1, 5)
 EXECUTOR_NAME = "speechbiasslurm"
 
@@ -40,9 +43,17 @@ def submitit_problem() -> str | None:
 
 
 class SpeechbiasSlurmExecutor(submitit.SlurmExecutor):
-    """submitit's SLURM executor (same parameters, same sbatch script) that hands the jobs it submitted
-    to the submitted callable's ``watch_jobs(jobs, args)``, whose return value (objects with
-    ``results()``) replaces them. ``args``: each job's positional arguments, in submission order."""
+    """submitit's SLURM executor (same parameters, same sbatch script) with two hooks of the submitted
+    callable (the launcher), each optional:
+
+    * ``submission_groups(args) -> [(settings, indices), ...]``: the jobs to submit as one array each
+      (``indices`` into the submissions), with the launcher settings (``hydra.launcher.*`` names:
+      ``timeout_min``, ``mem_gb``, ``gpus_per_node``, ``partition``, ...; None drops one) that replace the
+      executor's for that array; jobs keep their order in what is returned;
+    * ``watch_jobs(jobs, args)``: given the submitted jobs, returns what replaces them (objects with
+      ``results()``).
+
+    ``args``: each job's positional arguments, in submission order."""
 
     @classmethod
     def name(cls) -> str:
@@ -54,8 +65,35 @@ class SpeechbiasSlurmExecutor(submitit.SlurmExecutor):
         return min(1, super().affinity())
 
     def _internal_process_submissions(self, delayed_submissions):
-        jobs = super()._internal_process_submissions(delayed_submissions)
-        watch = getattr(delayed_submissions[0].function, "watch_jobs", None) if delayed_submissions else None
+        function = delayed_submissions[0].function if delayed_submissions else None
+        args = [tuple(d.args) for d in delayed_submissions]
+        groups = getattr(function, "submission_groups", None)
+        parts = groups(args) if groups is not None else [({}, list(range(len(delayed_submissions))))]
+        jobs: list = [None] * len(delayed_submissions)
+        for settings, indices in parts:
+            if not indices:
+                continue
+            kept = dict(self.parameters)
+            try:
+                if settings:
+                    self.update_parameters(**self.sbatch_parameters(settings))
+                submitted = super()._internal_process_submissions([delayed_submissions[i] for i in indices])
+            finally:
+                self.parameters = kept
+            for i, job in zip(indices, submitted):
+                jobs[i] = job
+        if any(job is None for job in jobs):
+            raise RuntimeError("submission_groups left jobs unsubmitted: every job must be in one group")
+        watch = getattr(function, "watch_jobs", None)
         if watch is None:
             return jobs
-        return list(watch(jobs, [tuple(d.args) for d in delayed_submissions]))
+        return list(watch(jobs, args))
+
+    def sbatch_parameters(self, settings: dict) -> dict:
+        """Launcher settings (hydra-submitit-launcher's names) as this executor's parameters, converted as
+        submitit's ``AutoExecutor`` converts them (``timeout_min`` -> ``time``, ``mem_gb`` -> ``mem``
+        with its unit, ...); a None value stays None (no sbatch line)."""
+        renamed = self._equivalence_dict() or {}
+        converted = self._convert_parameters({k: v for k, v in settings.items() if v is not None})
+        converted.update({renamed.get(k, k): None for k, v in settings.items() if v is None})
+        return converted

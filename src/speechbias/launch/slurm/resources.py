@@ -82,10 +82,13 @@ def _requested_gpus(params: dict) -> int:
     return gpus
 
 
-def resource_problem(params: dict, partitions: Sequence[Partition] | None) -> str | None:
+def resource_problem(
+    params: dict, partitions: Sequence[Partition] | None, prefix: str = "hydra.launcher."
+) -> str | None:
     """One line naming the ``hydra.launcher.*`` setting no node of the job's partition can satisfy
     (and what to set instead), or None. ``params``: the launcher's settings (``mem_gb`` in GB,
-    ``cpus_per_task`` per task, ``tasks_per_node``, ``nodes``, ``gpus_per_node``, ``gres``, ``partition``)."""
+    ``cpus_per_task`` per task, ``tasks_per_node``, ``nodes``, ``gpus_per_node``, ``gres``, ``partition``);
+    ``prefix``: where the user sets them (``hydra.launcher.statistics.`` for the statistics set)."""
     if not partitions:
         return None
     name = params.get("partition")
@@ -93,27 +96,27 @@ def resource_problem(params: dict, partitions: Sequence[Partition] | None) -> st
         part = next((p for p in partitions if p.name == name), None)
         if part is None:
             return (
-                f"hydra.launcher.partition={name}: no such partition on this cluster (it has: "
+                f"{prefix}partition={name}: no such partition on this cluster (it has: "
                 f"{', '.join(p.name for p in partitions)})"
             )
     else:
         part = next((p for p in partitions if p.default), None)
         if part is None:
             return (
-                f"hydra.launcher.partition is not set and the cluster has no default partition: choose one of "
+                f"{prefix}partition is not set and the cluster has no default partition: choose one of "
                 f"{', '.join(p.name for p in partitions)}"
             )
     where = f"partition '{part.name}'"
     gpus = _requested_gpus(params)
     if gpus > 0 and not part.gpus:
         with_gpus = [p.name for p in partitions if p.gpus]
-        other = f", or a GPU partition: hydra.launcher.partition={with_gpus[0]}" if with_gpus else ""
+        other = f", or a GPU partition: {prefix}partition={with_gpus[0]}" if with_gpus else ""
         ranks = int(params.get("tasks_per_node") or 1) * int(params.get("nodes") or 1)
         # several ranks keep their DDP trainer on CPU (gloo); trainer=cpu would be one process per job
         cpu_trainer = "trainer.accelerator=cpu" if ranks > 1 else "trainer=cpu"
         return (
-            f"hydra.launcher.gpus_per_node={gpus}: {where} has no GPUs (gres); set "
-            f"hydra.launcher.gpus_per_node=0 {cpu_trainer}{other}"
+            f"{prefix}gpus_per_node={gpus}: {where} has no GPUs (gres); set "
+            f"{prefix}gpus_per_node=0 {cpu_trainer}{other}"
         )
     tasks = int(params.get("tasks_per_node") or 1)
     per_task = int(params.get("cpus_per_task") or 1)
@@ -125,27 +128,48 @@ def resource_problem(params: dict, partitions: Sequence[Partition] | None) -> st
             nodes = int(params.get("nodes") or 1)
             more_nodes = -(-tasks * nodes // fit)
             spread = (
-                f" (hydra.launcher.nodes={more_nodes} keeps {tasks * nodes} ranks)"
+                f" ({prefix}nodes={more_nodes} keeps {tasks * nodes} ranks)"
                 if more_nodes <= part.nodes and more_nodes > nodes
                 else ""
             )
             return (
-                f"hydra.launcher.tasks_per_node={tasks} x cpus_per_task={per_task} = {cpus} CPUs per node, but "
-                f"the largest node of {where} has {part.cpus}: set hydra.launcher.tasks_per_node={fit} or less"
+                f"{prefix}tasks_per_node={tasks} x cpus_per_task={per_task} = {cpus} CPUs per node, but "
+                f"the largest node of {where} has {part.cpus}: set {prefix}tasks_per_node={fit} or less"
                 f"{spread}"
             )
         return (
-            f"hydra.launcher.cpus_per_task={params.get('cpus_per_task')} x tasks_per_node={tasks} = {cpus} CPUs "
-            f"per node, but the largest node of {where} has {part.cpus}: set hydra.launcher.cpus_per_task="
+            f"{prefix}cpus_per_task={params.get('cpus_per_task')} x tasks_per_node={tasks} = {cpus} CPUs "
+            f"per node, but the largest node of {where} has {part.cpus}: set {prefix}cpus_per_task="
             f"{max(1, part.cpus // tasks)} or less"
         )
     mem_gb = params.get("mem_gb")
     if mem_gb and part.memory_mb and int(mem_gb) * 1024 > part.memory_mb:
         return (
-            f"hydra.launcher.mem_gb={mem_gb}: the largest node of {where} has {part.memory_mb / 1024:.1f} GB; "
-            f"set hydra.launcher.mem_gb={max(1, part.memory_mb // 1024)} or less"
+            f"{prefix}mem_gb={mem_gb}: the largest node of {where} has {part.memory_mb / 1024:.1f} GB; "
+            f"set {prefix}mem_gb={max(1, part.memory_mb // 1024)} or less"
         )
     nodes = int(params.get("nodes") or 1)
     if part.nodes and nodes > part.nodes:
-        return f"hydra.launcher.nodes={nodes}: {where} has {part.nodes} node(s); set hydra.launcher.nodes={part.nodes}"
+        return f"{prefix}nodes={nodes}: {where} has {part.nodes} node(s); set {prefix}nodes={part.nodes}"
     return None
+
+
+# launcher settings that ask for GPUs: a statistics-only job asks for none
+GPU_SETTINGS = ("gpus_per_node", "gpus_per_task", "cpus_per_gpu", "mem_per_gpu")
+# the settings of the statistics set (hydra.launcher.statistics.*), each replacing the configured one
+STATISTICS_SETTINGS = ("partition", "timeout_min", "cpus_per_task", "mem_gb")
+
+
+def statistics_parameters(params: dict, statistics: dict) -> dict:
+    """The launcher settings of a job that needs no model forward: ``params`` (the configured set,
+    ``hydra.launcher.*``) with the statistics set's ``partition``, ``timeout_min`` (minutes),
+    ``cpus_per_task`` and ``mem_gb`` (GB), one task on one node, and no GPU (:data:`GPU_SETTINGS` None,
+    a ``gres`` naming a GPU dropped; ``mem_per_cpu`` dropped where ``mem_gb`` is set: sbatch takes one)."""
+    out = dict(params)
+    out.update({k: statistics[k] for k in STATISTICS_SETTINGS if k in statistics})
+    out.update(nodes=1, tasks_per_node=1, **dict.fromkeys(GPU_SETTINGS))
+    if "gpu" in str(out.get("gres") or "").lower():
+        out["gres"] = None
+    if out.get("mem_gb") is not None:
+        out["mem_per_cpu"] = None
+    return out

@@ -1,0 +1,107 @@
+"""Checks of the config groups whose objects their own ``_target_`` builds (``trainer``, ``logger``,
+``selection``, ``aggregation``, ``propagation.aggregation``, ``bias_test``): one settings class per group
+(:mod:`speechbias.checked_settings`), built by the config checks only, so that a wrong value is one line
+before the run's folder is made instead of an error from the component's constructor mid-run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from speechbias.aggregation import LAYER_CHOICES, TEMPORAL
+from speechbias.checked_settings import Settings, boolean, choice, integer, number, setting, text, texts
+from speechbias.report.tracker import KINDS as TRACKER_KINDS
+from speechbias.report.wandb_run import MODES as WANDB_MODES
+from speechbias.stimuli.bias_test import RESAMPLING_DESIGNS
+
+# Lightning's accelerator and precision names (lightning.fabric's registries; written out so that the
+# check imports no Lightning)
+ACCELERATORS = ("cpu", "gpu", "cuda", "mps", "tpu", "auto")
+PRECISIONS = ("64-true", "32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true", "64", "32", "16", "bf16")
+
+
+@dataclass(frozen=True)
+class TrainerSettings(Settings):
+    """``trainer.*`` (the Lightning Trainer factory's arguments)."""
+
+    NODE = "trainer"
+
+    accelerator: str = setting(choice(*ACCELERATORS), "cpu", "Lightning's accelerator")
+    devices: int = setting(integer(-1), 1, "devices per node, -1 = all")
+    num_nodes: int = setting(integer(1), 1, "nodes")
+    strategy: str | None = setting(text(optional=True), None, "Lightning's strategy")
+    precision: str = setting(choice(*PRECISIONS), "32-true", "Lightning's precision")
+    logger: bool = setting(boolean(), False, "Lightning's own logger")
+    enable_checkpointing: bool = setting(boolean(), False, "Lightning's default checkpoints")
+    enable_model_summary: bool = setting(boolean(), False, "Lightning's model summary")
+    enable_progress_bar: bool = setting(boolean(), True, "progress bars")
+
+
+@dataclass(frozen=True)
+class LoggerSettings(Settings):
+    """``logger.*`` (the run's :class:`~speechbias.report.tracker.Tracker`)."""
+
+    NODE = "logger"
+
+    kind: str = setting(choice(*TRACKER_KINDS), "wandb", "the tracker")
+    project: str = setting(text(), "speechbias", "the W&B project")
+    entity: str | None = setting(text(optional=True), None, "the W&B entity")
+    mode: str = setting(choice(*WANDB_MODES), "auto", "W&B's mode")
+    group: str | None = setting(text(optional=True), None, "the W&B group")
+    tags: tuple[str, ...] = setting(texts(), [], "W&B tags")
+    files_dir: str | None = setting(text(optional=True), None, "W&B's cache and data folders")
+
+
+@dataclass(frozen=True)
+class SelectionSettings(Settings):
+    """``selection.*``: how a paper test's stimuli are chosen."""
+
+    NODE = "selection"
+
+    name: str = setting(choice("ours", "paper"), "ours", "ours: the paper's procedures; paper: published lists")
+    paper_lists_dir: str | None = setting(text(optional=True), None, "the SpEAT authors' data/ folder")
+
+
+@dataclass(frozen=True)
+class AggregationSettings(Settings):
+    """``aggregation.*``: temporal x layer aggregation of a clip's per-layer statistics."""
+
+    NODE = "aggregation"
+
+    temporal: str = setting(choice(*TEMPORAL), "mean", "over a clip's frames")
+    layer: str = setting(choice(*LAYER_CHOICES), "sum", "over the upstream's layers")
+
+
+@dataclass(frozen=True)
+class PropagationAggregationSettings(AggregationSettings):
+    """``propagation.aggregation.*`` of train.py: the aggregation of the SpEAT d the heads are compared with."""
+
+    NODE = "propagation.aggregation"
+
+
+@dataclass(frozen=True)
+class BiasTestSettings(Settings):
+    """``bias_test.*``'s values (its manifest is checked with its clips: tasks.input_checks)."""
+
+    NODE = "bias_test"
+
+    name: str | None = setting(text(optional=True), None, "the test's name")
+    manifest: str | None = setting(text(optional=True), None, "the manifest CSV")
+    demo_manifest: str | None = setting(text(optional=True), None, "the shipped clips of a demo test")
+    human_iat_d: float | None = setting(number(optional=True), None, "the human IAT effect size")
+    resampling: str | None = setting(choice(*RESAMPLING_DESIGNS, optional=True), None, "the resampling design")
+    x_label: str | None = setting(text(optional=True, nonempty=False), None, "target group X")
+    y_label: str | None = setting(text(optional=True, nonempty=False), None, "target group Y")
+    a_label: str | None = setting(text(optional=True, nonempty=False), None, "attribute pole A")
+    b_label: str | None = setting(text(optional=True, nonempty=False), None, "attribute pole B")
+    description: str | None = setting(text(optional=True, nonempty=False), None, "what the test compares")
+
+
+# every group above, checked by launch.config_checks when its node is in the config
+COMPONENT_SETTINGS = (
+    TrainerSettings,
+    LoggerSettings,
+    SelectionSettings,
+    AggregationSettings,
+    PropagationAggregationSettings,
+    BiasTestSettings,
+)

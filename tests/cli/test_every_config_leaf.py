@@ -78,7 +78,11 @@ def leaves(node, prefix: str = ""):
         yield prefix
     for full, key in children:
         child = node._get_node(key)
-        if isinstance(child, (DictConfig, ListConfig)) and not OmegaConf.is_interpolation(node, key) and not child._is_none():
+        if (
+            isinstance(child, (DictConfig, ListConfig))
+            and not OmegaConf.is_interpolation(node, key)
+            and not child._is_none()
+        ):
             yield from leaves(child, full)
         else:
             yield full
@@ -246,3 +250,43 @@ def test_numbers_outside_their_range_are_refused_and_inside_kept(key, data):
     with pytest.raises(ConfigError) as info:
         group.from_node({field: outside})
     assert str(info.value).startswith(f"{key}=") and "\n" not in str(info.value)
+
+
+# commands a user types, each with one bad value: exit 1, one line on stderr naming the key, and nothing made
+# (no run folder, no cache folder: the check ran before any model, extraction or corpus read)
+BAD_COMMANDS = [
+    ("evaluate.py", "speat.n_permutations=-5", "speat.n_permutations"),
+    ("evaluate.py", "seed=abc", "seed"),
+    ("evaluate.py", "extraction.batch_size=0", "extraction.batch_size"),
+    ("evaluate.py", "task=wer_disparity task.glmm.confidence=1.5", "task.glmm.confidence"),
+    ("evaluate.py", "task=spoken_stereoset task.sampling.top_p=0", "task.sampling.top_p"),
+    ("train.py", "max_steps=0", "max_steps"),
+    ("train.py", "lr=abc", "lr"),
+    ("train.py", "extraction.batch_size=0", "extraction.batch_size"),
+    ("train.py", "ser_data.dev_fraction=1", "ser_data.dev_fraction"),
+]
+
+
+@pytest.mark.parametrize("script, overrides, key", BAD_COMMANDS)
+def test_a_bad_value_typed_on_the_command_line_is_one_line_and_exit_1(repo_root, tmp_path, script, overrides, key):
+    import subprocess
+    import sys
+
+    outputs, cache = tmp_path / "outputs", tmp_path / "cache"
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(repo_root / script),
+            *overrides.split(),
+            f"paths.output_root={outputs}",
+            f"paths.cache_dir={cache}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1, result.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"error: {key}="), result.stderr
+    assert not outputs.exists() and not cache.exists()  # no run folder, nothing extracted or indexed

@@ -290,3 +290,28 @@ def test_a_bad_value_typed_on_the_command_line_is_one_line_and_exit_1(repo_root,
     assert result.returncode == 1, result.stderr
     assert len(lines) == 1 and lines[0].startswith(f"error: {key}="), result.stderr
     assert not outputs.exists() and not cache.exists()  # no run folder, nothing extracted or indexed
+
+
+def test_the_checks_know_the_components_own_choices():
+    from speechbias.launch import component_settings
+    from speechbias.report.tracker import KINDS
+    from speechbias.report.wandb_run import MODES
+    from speechbias.stimuli.bias_test import RESAMPLING_DESIGNS
+
+    assert component_settings.TRACKER_KINDS == KINDS
+    assert component_settings.WANDB_MODES == MODES
+    assert component_settings.RESAMPLING_DESIGNS == RESAMPLING_DESIGNS
+
+
+def test_the_shared_checks_import_no_pandas_or_torch():
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from speechbias.launch.config_checks import shared_settings\n"
+        "shared_settings()\n"
+        "print(','.join(m for m in ('pandas', 'torch') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "", result.stdout + result.stderr

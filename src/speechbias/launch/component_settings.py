@@ -9,10 +9,13 @@ from dataclasses import dataclass
 
 from speechbias.aggregation import LAYER_CHOICES, TEMPORAL
 from speechbias.checked_settings import Settings, boolean, choice, integer, number, setting, text, texts
-from speechbias.report.tracker import KINDS as TRACKER_KINDS
-from speechbias.report.wandb_run import MODES as WANDB_MODES
-from speechbias.stimuli.bias_test import RESAMPLING_DESIGNS
 
+# the choices of components whose modules import pandas, written out so that a config check imports
+# none (report.tracker.KINDS, report.wandb_run.MODES, stimuli.bias_test.RESAMPLING_DESIGNS; a test holds
+# them equal)
+TRACKER_KINDS = ("wandb", "csv", "none")
+WANDB_MODES = ("auto", "online", "offline", "disabled")
+RESAMPLING_DESIGNS = ("iid", "paired", "stratified")
 # Lightning's accelerator and precision names (lightning.fabric's registries; written out so that the
 # check imports no Lightning)
 ACCELERATORS = ("cpu", "gpu", "cuda", "mps", "tpu", "auto")

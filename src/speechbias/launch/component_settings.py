@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from omegaconf import ListConfig
+
 from speechbias.aggregation import LAYER_CHOICES, TEMPORAL
 from speechbias.checked_settings import Settings, boolean, choice, integer, number, setting, text, texts
 
@@ -29,7 +31,7 @@ class TrainerSettings(Settings):
     NODE = "trainer"
 
     accelerator: str = setting(choice(*ACCELERATORS), "cpu", "Lightning's accelerator")
-    devices: int = setting(integer(-1), 1, "devices per node, -1 = all")
+    devices: int = setting(integer(-1), 1, "devices per node, -1 = all; or auto, or a list of device indices")
     num_nodes: int = setting(integer(1), 1, "nodes")
     strategy: str | None = setting(text(optional=True), None, "Lightning's strategy")
     precision: str = setting(choice(*PRECISIONS), "32-true", "Lightning's precision")
@@ -37,6 +39,17 @@ class TrainerSettings(Settings):
     enable_checkpointing: bool = setting(boolean(), False, "Lightning's default checkpoints")
     enable_model_summary: bool = setting(boolean(), False, "Lightning's model summary")
     enable_progress_bar: bool = setting(boolean(), True, "progress bars")
+
+    def __post_init__(self):
+        # Lightning also takes devices=auto and a list of device indices ([0, 1]): kept as given
+        devices = self.devices
+        listed = isinstance(devices, (list, tuple, ListConfig)) and len(devices) > 0
+        indices = listed and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in devices)
+        if devices == "auto" or indices:
+            object.__setattr__(self, "devices", 1)
+        super().__post_init__()
+        if devices == "auto" or indices:
+            object.__setattr__(self, "devices", list(devices) if indices else devices)
 
 
 @dataclass(frozen=True)

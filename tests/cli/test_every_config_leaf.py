@@ -42,12 +42,11 @@ NOT_SETTINGS = {
     "task.name": "chosen by task=...; an unknown task is one line before composing (check_command_line)",
     "task.run_dir": "the report's folder, derived from sweep_dir (hydra.run.dir follows it)",
     "paths.output_dir": "Hydra's run folder (hydra.run.dir), checked as a writable folder before the run",
-    "upstream": "the upstream class's own constructor arguments, different for each option "
-    "(tests/cli/test_config_targets.py builds every option)",
-    "asr": "the ASR model factory's own arguments, different for each option",
-    "sllm": "the speech LLM factory's own arguments, different for each option",
-    "corpus.load": "the corpus loader's own arguments (its manifest and columns: asr.corpora's CorpusError)",
-    "ser_data.source": "the valence set loader's own arguments (its folder or ratings file: check_valence_source)",
+    "upstream.config": "a tiny test model's transformers config (its architecture), checked by transformers",
+    "upstream.model_type": "a tiny test model's transformers model type, checked by transformers",
+    "upstream.extra_conf": "s3prl's own options of the upstream, passed on as they are",
+    "sllm.model_kwargs": "transformers' from_pretrained arguments, passed on as they are",
+    "sllm.generate_kwargs": "transformers' generate arguments, passed on as they are",
     "task.judge": "an optional LLM judge: a _target_ and its own arguments, or null",
 }
 # Hydra's instantiation keys, written by the config files themselves
@@ -301,6 +300,9 @@ def test_the_checks_know_the_components_own_choices():
     assert component_settings.TRACKER_KINDS == KINDS
     assert component_settings.WANDB_MODES == MODES
     assert component_settings.RESAMPLING_DESIGNS == RESAMPLING_DESIGNS
+    from speechbias.upstream.hf import DTYPES
+
+    assert set(component_settings.UPSTREAM_DTYPES) == set(DTYPES)
 
 
 def test_the_shared_checks_import_no_pandas_or_torch():
@@ -315,3 +317,44 @@ def test_the_shared_checks_import_no_pandas_or_torch():
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and result.stdout.strip() == "", result.stdout + result.stderr
+
+
+# every option of the groups whose options bring their own keys, composed into the entry point that uses it;
+# a required value (???) is given
+OPTION_GROUPS = {
+    "upstream": ("evaluate", ["task=speat"], ()),
+    "trainer": ("train", [], train_ser_checks.SETTINGS),
+    "logger": ("evaluate", ["task=speat"], ()),
+    "ser_data": ("train", [], train_ser_checks.SETTINGS),
+    "asr": ("evaluate", ["task=wer_disparity"], WER_DISPARITY_SETTINGS),
+    "corpus": ("evaluate", ["task=wer_disparity"], WER_DISPARITY_SETTINGS),
+    "sllm": ("evaluate", ["task=spoken_stereoset"], SPOKEN_STEREOSET_SETTINGS),
+}
+REQUIRED_GIVEN = {
+    "corpus=asr_manifest": ["corpus.load.manifest=m.csv", "corpus.load.category_columns=[gender]"],
+    "upstream=s3prl": ["upstream.name=fbank"],
+}
+
+
+def _options(conf_dir, group: str) -> list[str]:
+    return sorted(p.stem for p in (conf_dir / group).glob("*.yaml"))
+
+
+@pytest.mark.parametrize("group", list(OPTION_GROUPS))
+def test_every_leaf_of_every_option_of_a_group_is_checked_and_its_defaults_pass(conf_dir, tmp_path, group):
+    from speechbias.launch.config_checks import check_settings_values
+
+    name, overrides, groups = OPTION_GROUPS[group]
+    accepted = accepted_settings(groups)
+    options = _options(conf_dir, group)
+    assert options
+    for option in options:
+        chosen = f"{group}={option}"
+        cfg = compose_entry(conf_dir, name, [*overrides, chosen, *REQUIRED_GIVEN.get(chosen, [])], tmp_path)
+        unchecked = [
+            leaf
+            for leaf in leaves(cfg)
+            if leaf.startswith(group + ".") and setting_of(leaf, accepted) is None and not not_a_setting(leaf)
+        ]
+        assert not unchecked, f"{chosen}: leaves neither checked nor listed in NOT_SETTINGS: {unchecked}"
+        check_settings_values(cfg, (*shared_settings(), *groups))

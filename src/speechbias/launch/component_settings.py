@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from omegaconf import ListConfig
 
 from speechbias.aggregation import LAYER_CHOICES, TEMPORAL
-from speechbias.checked_settings import Settings, boolean, choice, integer, number, setting, text, texts
+from speechbias.checked_settings import SEED, Accepts, Settings, boolean, choice, integer, number, setting, text, texts
 
 # the choices of components whose modules import pandas, written out so that a config check imports
 # none (report.tracker.KINDS, report.wandb_run.MODES, stimuli.bias_test.RESAMPLING_DESIGNS; a test holds
@@ -18,6 +18,8 @@ from speechbias.checked_settings import Settings, boolean, choice, integer, numb
 TRACKER_KINDS = ("wandb", "csv", "none")
 WANDB_MODES = ("auto", "online", "offline", "disabled")
 RESAMPLING_DESIGNS = ("iid", "paired", "stratified")
+# upstream.hf.DTYPES (a test holds them equal; that module imports torch)
+UPSTREAM_DTYPES = ("float32", "float16", "bfloat16")
 # Lightning's accelerator and precision names (lightning.fabric's registries; written out so that the
 # check imports no Lightning)
 ACCELERATORS = ("cpu", "gpu", "cuda", "mps", "tpu", "auto")
@@ -112,8 +114,40 @@ class BiasTestSettings(Settings):
     description: str | None = setting(text(optional=True, nonempty=False), None, "what the test compares")
 
 
+@dataclass(frozen=True)
+class UpstreamSettings(Settings):
+    """``upstream.*``: the keys upstream options share (HF checkpoints, s3prl, fbank/mfcc, random controls),
+    each checked when the option has it; a tiny test model's ``config``/``model_type`` and s3prl's
+    ``extra_conf`` are the model's own (checked when it is built)."""
+
+    NODE = "upstream"
+
+    display_name: str | None = setting(text(optional=True), None, "the run's name of the model")
+    randomize: bool = setting(boolean(), False, "re-initialise every weight (random control)")
+    seed: int = setting(SEED, 0, "the random control's seed")
+    model_id: str | None = setting(text(optional=True), None, "a hub id or a local folder")
+    revision: str | None = setting(text(optional=True), None, "the hub revision")
+    family: str | None = setting(text(optional=True), None, "the model family; null: from its config")
+    layer_convention: str | None = setting(text(optional=True), None, "the layer convention")
+    dtype: str | None = setting(choice(*UPSTREAM_DTYPES, optional=True), None, "the compute dtype")
+    normalize: bool | None = setting(Accepts("bool", optional=True), None, "per-clip normalisation; null: the model's")
+    cache_dir: str | None = setting(text(optional=True), None, "the Hugging Face cache")
+    name: str | None = setting(text(optional=True), None, "the s3prl upstream's name")
+    path_or_url: str | None = setting(text(optional=True), None, "the s3prl upstream's checkpoint")
+    refresh: bool = setting(boolean(), False, "s3prl: download again")
+    min_samples: int | None = setting(integer(1, optional=True), None, "s3prl: the shortest clip in samples")
+    n_mels: int | None = setting(integer(1, optional=True), None, "mel bands")
+    n_mfcc: int | None = setting(integer(1, optional=True), None, "MFCC coefficients")
+    n_fft: int | None = setting(integer(1, optional=True), None, "FFT size in samples")
+    win_ms: float | None = setting(number(0, low_open=True, optional=True), None, "window length in ms")
+    hop_ms: float | None = setting(number(0, low_open=True, optional=True), None, "hop in ms")
+    f_min: float | None = setting(number(0, optional=True), None, "the lowest mel frequency in Hz")
+    f_max: float | None = setting(number(0, low_open=True, optional=True), None, "the highest mel frequency in Hz")
+
+
 # every group above, checked by launch.config_checks when its node is in the config
 COMPONENT_SETTINGS = (
+    UpstreamSettings,
     TrainerSettings,
     LoggerSettings,
     SelectionSettings,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from speechbias.errors import ConfigError
 from speechbias.checked_settings import SEED, Accepts, Settings, boolean, choice, integer, number, setting, text
 
 # the valence heads' training step (ser.heads_adam builds it; named here so that the check imports no torch)
@@ -59,6 +60,26 @@ class ValenceDataSettings(Settings):
     num_workers: int = setting(integer(0), 0, "DataLoader worker processes")
     max_steps: int | None = setting(integer(1, optional=True), None, "the set's default max_steps")
     torch_threads: int | None = setting(integer(1, optional=True), None, "the set's default torch_threads")
+
+
+@dataclass(frozen=True)
+class ValenceSourceSettings(Settings):
+    """``ser_data.source.*``: the keys of the valence set loaders (ser.valence), checked when the option has
+    them (the files themselves: check_valence_source, then the loader's ValenceDataError)."""
+
+    NODE = "ser_data.source"
+
+    name: str | None = setting(text(optional=True), None, "the set's name")
+    root: str | None = setting(text(optional=True), None, "the corpus folder")
+    ratings: str | None = setting(text(optional=True), None, "the ratings CSV")
+    low: float | None = setting(number(optional=True), None, "the rating scale's lowest value")
+    high: float | None = setting(number(optional=True), None, "the rating scale's highest value")
+    synthetic: bool = setting(boolean(), False, "the shipped synthetic set")
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.low is not None and self.high is not None and not self.high > self.low:
+            raise ConfigError(f"ser_data.source.high={self.high:g}: must be > ser_data.source.low={self.low:g}")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from speechbias.checked_settings import Settings, boolean, choice, integer, number, setting, text, texts
+from speechbias.checked_settings import SEED, Settings, boolean, choice, integer, number, setting, text, texts
 from speechbias.sllm.adapters.base import SamplingParams
 from speechbias.sllm.data import GROUP_COLUMNS
 from speechbias.sllm.prompts import ORDER_MODES, PromptTemplate
@@ -16,6 +16,8 @@ from speechbias.sllm.rouge import METHODS as ROUGE_METHODS
 
 MISSING_AUDIO = ("error", "skip")
 DEMO_CAVEAT_SETTINGS = ("auto", "true", "false")
+# compute dtypes of the speech LLMs (auto: bfloat16 on CUDA, float32 on CPU)
+LLM_DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -65,5 +67,32 @@ class StatisticsSettings(Settings):
     histogram_bins: int = setting(integer(1), 30, "bins of the ROUGE-L histogram")
 
 
+@dataclass(frozen=True)
+class SpeechLlmSettings(Settings):
+    """``sllm.*``: the keys the speech LLM options share, checked when the option has them (``model_kwargs``
+    and ``generate_kwargs`` are transformers' own, passed on as they are)."""
+
+    NODE = "sllm"
+
+    name: str | None = setting(text(optional=True), None, "the model's name")
+    model_id: str | None = setting(text(optional=True), None, "a hub id or a local folder")
+    revision: str | None = setting(text(optional=True), None, "the hub revision")
+    device: str | None = setting(text(optional=True), None, "auto, cpu, cuda, ...")
+    dtype: str | None = setting(choice(*LLM_DTYPES, optional=True), None, "the compute dtype")
+    seed: int = setting(SEED, 0, "the tiny model's seed")
+    system_prompt: str | None = setting(text(optional=True, nonempty=False), None, "the system prompt")
+    style: str | None = setting(text(optional=True), None, "the chat template's style")
+    policy: str | None = setting(text(optional=True), None, "the policy model's rule")
+    model_class: str | None = setting(text(optional=True), None, "the transformers model class")
+    processor_class: str | None = setting(text(optional=True), None, "the transformers processor class")
+
+
 # the task's settings groups, checked by spoken_stereoset_checks
-SETTINGS = (SpokenStereoSetSettings, AnswerSettings, StatisticsSettings, SamplingParams, PromptTemplate)
+SETTINGS = (
+    SpokenStereoSetSettings,
+    AnswerSettings,
+    StatisticsSettings,
+    SamplingParams,
+    PromptTemplate,
+    SpeechLlmSettings,
+)

@@ -11,13 +11,19 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from speechbias.config_composition import bias_test_config
 from speechbias.errors import ConfigError
 from speechbias.run_context import primary_config_dir
-from speechbias.ser.training_settings import HeadSettings, PropagationSettings, TrainingSettings, ValenceDataSettings
+from speechbias.ser.training_settings import (
+    HeadSettings,
+    PropagationSettings,
+    TrainingSettings,
+    ValenceDataSettings,
+    ValenceSourceSettings,
+)
 from speechbias.tasks.input_checks import CORPUS_LAYOUT, check_bias_test, check_cache_folder
 
 
 # train.py's settings groups (their values: types and ranges), checked before any file; ser_data first: the
 # top-level max_steps and torch_threads default to its values, so a wrong one is named where it was typed
-SETTINGS = (ValenceDataSettings, TrainingSettings, HeadSettings, PropagationSettings)
+SETTINGS = (ValenceDataSettings, ValenceSourceSettings, TrainingSettings, HeadSettings, PropagationSettings)
 
 
 def check_config(cfg: DictConfig) -> None:

@@ -7,8 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from speechbias.asr.scoring import NORMALIZERS
-from speechbias.checked_settings import Settings, boolean, choice, integer, number, setting, text, texts
+from speechbias.checked_settings import SEED, Settings, boolean, choice, integer, number, setting, text, texts
 from speechbias.errors import ConfigError
+
+# compute dtypes of the ASR models (auto: bfloat16 on CUDA, float32 on CPU)
+ASR_DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -74,5 +77,51 @@ class MinGroupSettings(Settings):
     speakers: int | None = setting(integer(1, optional=True), None, "the fewest speakers of a group")
 
 
+@dataclass(frozen=True)
+class CorpusLoadSettings(Settings):
+    """``corpus.load.*``: the keys of the corpus loaders (asr.corpora), checked when the option has them (the
+    files and columns themselves: the loader's CorpusError)."""
+
+    NODE = "corpus.load"
+
+    manifest: str | None = setting(text(optional=True), None, "the utterance table")
+    root: str | None = setting(text(optional=True), None, "the folder of relative audio paths")
+    metadata: str | None = setting(text(optional=True), None, "the corpus's metadata file")
+    audio_dir: str | None = setting(text(optional=True), None, "the corpus's audio folder")
+    categories: tuple[str, ...] | None = setting(texts(optional=True), None, "the demographic categories")
+    l1_languages: tuple[str, ...] | None = setting(
+        texts(optional=True), None, "first languages recoded as L1; null keeps them"
+    )
+    sep: str | None = setting(text(optional=True, nonempty=False), None, "the table's separator; null: guessed")
+    path_column: str | None = setting(text(optional=True), None, "the audio path column")
+    transcript_column: str | None = setting(text(optional=True), None, "the reference transcript column")
+    id_column: str | None = setting(text(optional=True), None, "the utterance id column")
+    speaker_column: str | None = setting(text(optional=True), None, "the speaker column")
+    category_columns: tuple[str, ...] | None = setting(texts(optional=True), None, "the demographic columns")
+    undisclosed_values: tuple[str, ...] | None = setting(texts(optional=True), None, "answers read as undisclosed")
+
+
+@dataclass(frozen=True)
+class AsrSettings(Settings):
+    """``asr.*``: the keys the ASR model options share, checked when the option has them."""
+
+    NODE = "asr"
+
+    name: str | None = setting(text(optional=True), None, "the model's name")
+    model_id: str | None = setting(text(optional=True), None, "a hub id or a local folder")
+    revision: str | None = setting(text(optional=True), None, "the hub revision")
+    family: str | None = setting(text(optional=True), None, "the tiny model's family")
+    device: str | None = setting(text(optional=True), None, "auto, cpu, cuda, ...")
+    dtype: str | None = setting(choice(*ASR_DTYPES, optional=True), None, "the compute dtype")
+    batch_size: int | None = setting(integer(1, optional=True), None, "utterances per forward")
+    max_new_tokens: int | None = setting(integer(1, optional=True), None, "the longest transcript in tokens")
+    num_beams: int | None = setting(integer(1, optional=True), None, "beam search width")
+    task: str | None = setting(text(optional=True), None, "Whisper's task")
+    language: str | None = setting(text(optional=True), None, "Whisper's language")
+    seed: int = setting(SEED, 0, "the tiny model's seed")
+    demo: bool = setting(boolean(), False, "a tiny random model")
+    cache_dir: str | None = setting(text(optional=True), None, "the Hugging Face cache")
+
+
 # the task's settings groups, checked by wer_disparity_checks
-SETTINGS = (WerDisparitySettings, GlmmSettings, CorpusSettings, MinGroupSettings)
+SETTINGS = (WerDisparitySettings, GlmmSettings, CorpusSettings, MinGroupSettings, CorpusLoadSettings, AsrSettings)

@@ -45,6 +45,7 @@ NOT_SETTINGS = {
     "upstream.config": "a tiny test model's transformers config (its architecture), checked by transformers",
     "upstream.model_type": "a tiny test model's transformers model type, checked by transformers",
     "upstream.extra_conf": "s3prl's own options of the upstream, passed on as they are",
+    "bias_test.builder.params": "the selection procedure's own keyword overrides, different for each procedure",
     "sllm.model_kwargs": "transformers' from_pretrained arguments, passed on as they are",
     "sllm.generate_kwargs": "transformers' generate arguments, passed on as they are",
     "task.judge": "an optional LLM judge: a _target_ and its own arguments, or null",
@@ -323,6 +324,7 @@ def test_the_shared_checks_import_no_pandas_or_torch():
 # a required value (???) is given
 OPTION_GROUPS = {
     "upstream": ("evaluate", ["task=speat"], ()),
+    "bias_test": ("evaluate", ["task=speat"], ()),
     "trainer": ("train", [], train_ser_checks.SETTINGS),
     "logger": ("evaluate", ["task=speat"], ()),
     "ser_data": ("train", [], train_ser_checks.SETTINGS),

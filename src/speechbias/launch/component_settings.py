@@ -112,6 +112,24 @@ class BiasTestSettings(Settings):
     a_label: str | None = setting(text(optional=True, nonempty=False), None, "attribute pole A")
     b_label: str | None = setting(text(optional=True, nonempty=False), None, "attribute pole B")
     description: str | None = setting(text(optional=True, nonempty=False), None, "what the test compares")
+    root: str | None = setting(text(optional=True), None, "the folder of relative clip paths; null: the manifest's")
+
+
+@dataclass(frozen=True)
+class BiasTestBuilderSettings(Settings):
+    """``bias_test.builder.*`` of a corpus-built test (its ``params`` are the selection procedure's own keyword
+    overrides, different for each procedure)."""
+
+    NODE = "bias_test.builder"
+
+    test: str | None = setting(text(optional=True), None, "the recipe's name")
+    selection: str = setting(choice("ours", "paper"), "ours", "ours: the paper's procedures; paper: published lists")
+    paper_lists_dir: str | None = setting(text(optional=True), None, "the SpEAT authors' data/ folder")
+    data_root: str | None = setting(text(optional=True), None, "the corpora's folder")
+    seed: int = setting(SEED, 0, "the selection's seed")
+    manifest_path: str | None = setting(text(optional=True), None, "where the built manifest is cached")
+    corpus_dirs: dict | None = setting(Accepts("mapping", optional=True), None, "corpus folders, e.g. {saa: SAA}")
+    allow_missing: bool = setting(boolean(), False, "selection=paper: build without clips missing locally")
 
 
 @dataclass(frozen=True)
@@ -154,4 +172,5 @@ COMPONENT_SETTINGS = (
     AggregationSettings,
     PropagationAggregationSettings,
     BiasTestSettings,
+    BiasTestBuilderSettings,
 )

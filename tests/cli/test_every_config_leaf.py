@@ -360,3 +360,28 @@ def test_every_leaf_of_every_option_of_a_group_is_checked_and_its_defaults_pass(
         ]
         assert not unchecked, f"{chosen}: leaves neither checked nor listed in NOT_SETTINGS: {unchecked}"
         check_settings_values(cfg, (*shared_settings(), *groups))
+
+
+def test_a_bad_value_among_a_sweeps_values_stops_the_sweep_before_any_job(repo_root, tmp_path):
+    import subprocess
+    import sys
+
+    multirun = tmp_path / "multirun"
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(repo_root / "evaluate.py"),
+            "-m",
+            "speat.n_permutations=-5,10",
+            f"paths.multirun_root={multirun}",
+            f"paths.cache_dir={tmp_path / 'cache'}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert result.returncode == 1, result.stderr
+    assert errors == ["error: speat.n_permutations=-5: must be an integer >= 1 (permutations of the one-sided p)"]
+    assert not multirun.exists()  # no job launched

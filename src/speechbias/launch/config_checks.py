@@ -39,14 +39,27 @@ OTHER_CONFIG_FLAGS = ("--config-dir", "-cd", "--config-path", "-cp", "--config-n
 TASK_CHECKS = "speechbias.tasks.{task}_checks"
 
 
-def task_checks(task: str) -> Callable[[DictConfig], None] | None:
-    """The ``check_config`` of ``speechbias.tasks.<task>_checks``; None when the task has no such module."""
+def task_checks_module(task: str):
+    """``speechbias.tasks.<task>_checks``, imported; None when the task has no such module."""
     if not task.isidentifier():
         return None
     name = TASK_CHECKS.format(task=task)
     if importlib.util.find_spec(name) is None:
         return None
-    return importlib.import_module(name).check_config
+    return importlib.import_module(name)
+
+
+def task_checks(task: str) -> Callable[[DictConfig], None] | None:
+    """The ``check_config`` of ``speechbias.tasks.<task>_checks``; None when the task has no such module."""
+    module = task_checks_module(task)
+    return None if module is None else module.check_config
+
+
+def check_values(cfg: DictConfig) -> None:
+    """The values of every settings group of ``cfg`` (the shared ones and the task's ``SETTINGS``): types
+    and ranges only, no file read (a sweep's pre-flight runs it for each value a sweep gives a setting)."""
+    module = task_checks_module(str(OmegaConf.select(cfg, "task.name", default="") or ""))
+    check_settings_values(cfg, (*shared_settings(), *getattr(module, "SETTINGS", ())))
 
 
 def shared_settings() -> tuple:

@@ -50,11 +50,15 @@ class ReportFolders(Settings):
     paper_results: str | None = setting(text(optional=True), None, "the paper's all_mean_mean_results.csv")
 
 
+# the report's settings groups (their values: types and ranges), checked before any folder
+SETTINGS = (ReportSettings, ReportFolders)
+
+
 def check_config(cfg: DictConfig) -> None:
     """The report's settings, then :func:`check_report_arguments` (the report writes no cache: the cache
     folder is not checked)."""
-    ReportSettings.from_config(cfg)
-    ReportFolders.from_config(cfg)
+    for group in SETTINGS:
+        group.from_config(cfg)
     check_report_arguments(cfg)
 
 

@@ -51,8 +51,9 @@ TASK_NODE_NEUTRAL_KEYS = (
     "task.run.progress",
     "task.run.extraction.batch_size",
     "task.run.extraction.num_workers",
-    "task.run.torch_threads",
-    "task.run.fit_threads",
+    "task.run.training.torch_threads",
+    "task.run.training.fit_threads",
+    "task.run.settings.progress",
     "task.run.force",
     "task.run.demo_dir",
 )

@@ -9,7 +9,7 @@ from omegaconf import OmegaConf
 
 from speechbias.launch.config_checks import check_config
 from speechbias.tasks.report_checks import check_report_arguments
-from speechbias.tasks.train_ser_checks import learning_rates
+from speechbias.ser.training_settings import learning_rates
 from speechbias.errors import ConfigError
 
 

@@ -90,8 +90,8 @@ def test_a_bad_learning_rate_is_one_line_before_torch_is_imported(repo_root, tmp
     proc, imported = _run_probed(repo_root, tmp_path, "train.py", "lr=abc")
     assert proc.returncode == 1
     assert _lines(proc) == [
-        "error: lr=abc: 'abc' is not a number > 0; give a learning rate such as lr=1e-4 or a "
-        "list, 'lr=[1e-3,1e-4,1e-5]' (HYDRA_FULL_ERROR=1 shows the traceback)"
+        "error: lr=abc: must be a number > 0 or a list of distinct such numbers (Adam's learning rate, or a "
+        "list: one head per rate, e.g. 'lr=[1e-3,1e-4,1e-5]') (HYDRA_FULL_ERROR=1 shows the traceback)"
     ]
     assert imported == []
 

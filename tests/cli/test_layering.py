@@ -19,6 +19,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "speechbias",  # the package itself (its __init__)
             "speechbias.errors",
+            "speechbias.checked_settings",
+            "speechbias.run_settings",
             "speechbias.console_quieting",
             "speechbias.config_composition",
             "speechbias.run_context",

@@ -170,6 +170,7 @@ def test_lightning_run_takes_the_compiled_step_reading_rows_in_place(tmp_path):
 
 
 def test_the_config_check_knows_the_same_step_kernels():
-    from speechbias.tasks.train_ser_checks import STEP_KERNELS as CHECKED
+    from speechbias.ser.training_settings import HeadSettings
+    from speechbias.checked_settings import settings_keys
 
-    assert CHECKED == heads_adam.STEP_KERNELS
+    assert settings_keys(HeadSettings)["downstream.step_kernel"].choices == heads_adam.STEP_KERNELS

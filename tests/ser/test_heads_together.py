@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from ser.test_training import _Crash, _fit
-from speechbias.ser.module import ValenceRegressor, as_learning_rates, metric_key
+from speechbias.ser.module import ValenceRegressor, metric_key
+from speechbias.ser.training_settings import learning_rates
 from speechbias.ser.pooling import lr_label
 
 LRS = [1e-2, 1e-3, 1e-4]
@@ -55,11 +56,13 @@ def test_interrupted_several_head_run_resumes_with_its_best_heads(tmp_path):
 
 
 def test_learning_rate_lists_are_checked_and_labelled():
-    assert as_learning_rates(1e-4) == (1e-4,)
-    assert as_learning_rates([1e-3, "1e-4"]) == (1e-3, 1e-4)
-    for bad, match in (([1e-3, 1e-3], "twice"), ([1e-3, -1.0], "> 0"), ([], "> 0"), (["fast"], "number")):
-        with pytest.raises(ValueError, match=match):
-            as_learning_rates(bad)
+    assert learning_rates(1e-4) == (1e-4,)
+    assert learning_rates([1e-3, "1e-4"]) == (1e-3, 1e-4)
+    for bad in ([1e-3, 1e-3], [1e-3, -1.0], [], ["fast"]):
+        with pytest.raises(ValueError, match="distinct such numbers"):  # a ConfigError naming lr
+            learning_rates(bad)
+    with pytest.raises(ValueError, match="lr="):
+        ValenceRegressor(3, 4, lr=[1e-3, 1e-3])
     assert [lr_label(v) for v in (1e-3, 1e-4, 1e-5, 3e-4, 0.5)] == ["1e-3", "1e-4", "1e-5", "3e-4", "5e-1"]
     assert metric_key("ser/val/r2", 1e-3, 1) == "ser/val/r2"
     assert metric_key("ser/val/r2", 1e-3, 3) == "ser/val/r2/lr=1e-3"

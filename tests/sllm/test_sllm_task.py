@@ -212,7 +212,8 @@ def test_demo_caveat_on_demo_data_and_not_on_real_runs(conf_dir, tree, tmp_path)
 def _is_demo_run(cfg) -> bool:
     """is_demo_run with the arguments the task config gives the task."""
     run = cfg.task.run
-    return is_demo_run(run.demo_caveat, run.data_dir, run.demo_dir, list(run.model_targets))
+    settings = run.settings
+    return is_demo_run(settings.demo_caveat, settings.data_dir, run.demo_dir, list(run.model_targets))
 
 
 @pytest.mark.slow

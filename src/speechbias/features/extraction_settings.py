@@ -1,24 +1,36 @@
 """The settings of a task's extraction loop (``extraction.*``), importable without torch or Lightning
-(a task config builds them whether or not its run extracts anything)."""
+(a task config builds them whether or not its run extracts anything); values checked on construction
+(:mod:`speechbias.checked_settings`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from speechbias.checked_settings import Settings, boolean, integer, setting
+
 
 @dataclass(frozen=True)
-class ExtractionSettings:
+class ExtractionSettings(Settings):
     """The extraction predict loop of a task (``extraction.*``): clips per batch, DataLoader workers,
     and whether clips shorter than the upstream's receptive field are zero-padded (else an error)."""
 
-    batch_size: int = 8
-    num_workers: int = 0
-    pad_short: bool = False
+    NODE = "extraction"
+
+    batch_size: int = setting(integer(1), 8, "clips per forward")
+    num_workers: int = setting(integer(0), 0, "DataLoader worker processes")
+    pad_short: bool = setting(boolean(), False, "zero-pad clips shorter than the receptive field")
 
     def kwargs(self) -> dict:
         """As keyword arguments of :func:`speechbias.features.extraction.extract_statistics`."""
-        return {
-            "batch_size": int(self.batch_size),
-            "num_workers": int(self.num_workers),
-            "pad_short": bool(self.pad_short),
-        }
+        return {"batch_size": self.batch_size, "num_workers": self.num_workers, "pad_short": self.pad_short}
+
+
+@dataclass(frozen=True)
+class BatchSizePerAccelerator(Settings):
+    """``extraction.batch_size_per_accelerator``: the default ``extraction.batch_size`` of each accelerator
+    (checked only: ``extraction.batch_size`` picks one of them by interpolation)."""
+
+    NODE = "extraction.batch_size_per_accelerator"
+
+    cpu: int = setting(integer(1), 2, "clips per forward on a CPU")
+    gpu: int = setting(integer(1), 8, "clips per forward on a GPU")

@@ -2,7 +2,8 @@
 shares, then the task's own checks.
 
 :func:`check_config` raises :class:`~speechbias.errors.ConfigError` (one line naming the key, the value and
-the fix): a required value not given (``???``), then the checks of the task named by ``task.name``, which
+the fix): a required value not given (``???``), the values of the settings groups every config has
+(types and ranges: one settings class per group, :mod:`speechbias.checked_settings`), then the checks of the task named by ``task.name``, which
 live beside the task (``check_config`` of ``speechbias.tasks.<task>_checks``: a new task brings its own
 module, nothing here changes). :class:`ConfigCheckCallback` runs them before Hydra makes a single run's
 folder; :func:`check_command_line` names unknown config group options (``upstream=...``) before Hydra
@@ -38,19 +39,63 @@ OTHER_CONFIG_FLAGS = ("--config-dir", "-cd", "--config-path", "-cp", "--config-n
 TASK_CHECKS = "speechbias.tasks.{task}_checks"
 
 
-def task_checks(task: str) -> Callable[[DictConfig], None] | None:
-    """The ``check_config`` of ``speechbias.tasks.<task>_checks``; None when the task has no such module."""
+def task_checks_module(task: str):
+    """``speechbias.tasks.<task>_checks``, imported; None when the task has no such module."""
     if not task.isidentifier():
         return None
     name = TASK_CHECKS.format(task=task)
     if importlib.util.find_spec(name) is None:
         return None
-    return importlib.import_module(name).check_config
+    return importlib.import_module(name)
+
+
+def task_checks(task: str) -> Callable[[DictConfig], None] | None:
+    """The ``check_config`` of ``speechbias.tasks.<task>_checks``; None when the task has no such module."""
+    module = task_checks_module(task)
+    return None if module is None else module.check_config
+
+
+def check_values(cfg: DictConfig) -> None:
+    """The values of every settings group of ``cfg`` (the shared ones and the task's ``SETTINGS``): types
+    and ranges only, no file read (a sweep's pre-flight runs it for each value a sweep gives a setting)."""
+    module = task_checks_module(str(OmegaConf.select(cfg, "task.name", default="") or ""))
+    check_settings_values(cfg, (*shared_settings(), *getattr(module, "SETTINGS", ())))
+
+
+def shared_settings() -> tuple:
+    """The settings groups of both entry points' configs (each checked when its node is in the config), in
+    the order a value can depend on another (extraction.batch_size follows trainer.accelerator); a task's
+    own groups are checked by its check_config. Imported when a config is checked (the components'
+    choices come with pandas), not when the entry point starts."""
+    from speechbias.features.extraction_settings import BatchSizePerAccelerator, ExtractionSettings
+    from speechbias.launch.component_settings import COMPONENT_SETTINGS
+    from speechbias.run_settings import PathSettings, RunSettings
+    from speechbias.speat.settings import SpeatSettings
+
+    return (RunSettings, PathSettings, *COMPONENT_SETTINGS, BatchSizePerAccelerator, ExtractionSettings, SpeatSettings)
+
+
+def check_settings_values(cfg: DictConfig, groups=None) -> None:
+    """Every value of ``groups`` (default: :func:`shared_settings`) present in ``cfg`` has its type and
+    range (one settings class per group: :mod:`speechbias.checked_settings`); else :class:`ConfigError`
+    naming the key, the value and what is accepted. Reads no file."""
+    for group in shared_settings() if groups is None else groups:
+        if not group.NODE or _has_node(cfg, group.NODE):
+            group.from_config(cfg)
+
+
+def _has_node(cfg: DictConfig, key: str) -> bool:
+    parent, _, name = key.rpartition(".")
+    node = OmegaConf.select(cfg, parent, default=None) if parent else cfg
+    return isinstance(node, DictConfig) and name in node and node._get_node(name)._is_none() is False
 
 
 def check_config(cfg: DictConfig) -> None:
-    """Every check that applies to ``cfg`` (a job config, with or without its ``hydra`` node)."""
+    """Every check that applies to ``cfg`` (a job config, with or without its ``hydra`` node): required
+    values, the values of every settings group (types and ranges), then the task's own checks (its
+    settings first, then its files)."""
     check_required_values(cfg)
+    check_settings_values(cfg)
     check = task_checks(str(OmegaConf.select(cfg, "task.name", default="") or ""))
     if check is not None:
         check(cfg)

@@ -7,7 +7,9 @@ aggregation, statistics settings, seeds, ...), composes each remaining distinct 
 get it, and checks it with the checks of a single run (:func:`speechbias.launch.config_checks.check_config`:
 corpus folders, manifests and their clips, writable folders) plus the weights of each distinct model
 (:func:`speechbias.model_loading.check_weights_available`, the cache only, nothing loaded). Each
-distinct cause prints one line (``error: ...``); then the command exits 1 and nothing is launched.
+distinct cause prints one line (``error: ...``); then the command exits 1 and nothing is launched. Each
+value the sweep gives a no-input setting (``speat.n_permutations=-5,10``) is composed once on the first
+point and its type and range checked (:func:`speechbias.launch.config_checks.check_values`).
 ``hydra.callbacks.preflight.enabled=false`` launches anyway (each job then fails with its own line).
 """
 
@@ -71,6 +73,14 @@ def sweep_jobs(config: DictConfig) -> list[list[str]]:
     return [list(point) for point in itertools.product(*values.values())]
 
 
+def value_overrides(config: DictConfig, loader) -> list[str]:
+    """Each distinct override of the sweep whose key names no input (what :func:`sweep_points` leaves out),
+    config group choices excepted (``aggregation=max_q3``: an option's own values)."""
+    found = dict.fromkeys(o for job in sweep_jobs(config) for o in job if not _names_input(o))
+    groups = set(loader.list_groups("")) if loader is not None else set()
+    return [o for o in found if _key(o) not in groups]
+
+
 def _models(job: DictConfig) -> Iterable[tuple[str, str | None, str | None]]:
     for node in MODEL_NODES:
         model_id = OmegaConf.select(job, f"{node}.model_id", default=None)
@@ -104,7 +114,7 @@ def preflight_problems(config: DictConfig) -> list[str]:
     from rich.console import Console
     from rich.progress import track
 
-    from speechbias.launch.config_checks import check_config
+    from speechbias.launch.config_checks import check_config, check_values
     from speechbias.model_loading import MissingWeightsError, check_weights_available, hub_offline
 
     loader = GlobalHydra.instance().config_loader()
@@ -131,6 +141,13 @@ def preflight_problems(config: DictConfig) -> list[str]:
                     check_weights_available(*model)
                 except MissingWeightsError:
                     missing_models[model[0]] = None
+    # each value the sweep gives a setting that names no input (speat.*, lr, seed, ...): its type and range,
+    # composed once per value on the first point (no file read; a group option such as aggregation=max_q3
+    # is a config file's values, checked by tests/cli/test_every_config_leaf.py)
+    for override in value_overrides(config, loader):
+        problem = _problem(check_values, loader.load_sweep_config(config, [*(points[0] if points else []), override]))
+        if problem:
+            problems[problem] = None
     lines = merged(list(problems))
     if missing_models:
         ids = list(missing_models)

@@ -31,6 +31,10 @@ def has_wandb_credentials() -> bool:
         return False
 
 
+#: logger.mode: auto (online with credentials, offline without) or W&B's own modes
+MODES = ("auto", "online", "offline", "disabled")
+
+
 def resolve_mode(mode: str = "auto") -> str:
     """``auto`` -> online with credentials, offline without; other values pass through."""
     env_mode = os.environ.get("WANDB_MODE")
@@ -38,7 +42,7 @@ def resolve_mode(mode: str = "auto") -> str:
         if env_mode:
             return env_mode
         return "online" if has_wandb_credentials() else "offline"
-    if mode not in ("online", "offline", "disabled"):
+    if mode not in MODES:
         raise ValueError(f"wandb mode must be auto|online|offline|disabled, got {mode!r}")
     return mode
 

@@ -39,10 +39,10 @@ import numpy as np
 import torch
 
 from speechbias.ser.head import ValenceHead
+from speechbias.ser.training_settings import STEP_KERNELS
 
 log = logging.getLogger(__name__)
 
-STEP_KERNELS = ("auto", "compiled", "torch")
 # the parameters of a ValenceHead, in the order of ValenceHead.parameters()
 PARAMETER_NAMES = ("layer_logits", "project.weight", "project.bias", "output.weight", "output.bias")
 _compiled_missing: str | None = None  # None: not tried yet; "": set up; else why it cannot be

@@ -40,6 +40,7 @@ from speechbias.console_quieting import quiet_third_party_console
 from speechbias.ser.datamodule import batch_features
 from speechbias.ser.head import ValenceHead, predict_with_heads
 from speechbias.ser.heads_adam import STEP_KERNELS, HeadsAdam, compiled_step_available
+from speechbias.ser.training_settings import learning_rates
 from speechbias.ser.pooling import lr_label
 
 # spawned DDP workers import this module (unpickling it), not the trainer factory: quiet them too
@@ -69,20 +70,6 @@ def adam_groups(param_groups, lrs) -> torch.optim.Adam:
     return torch.optim.Adam(groups, lr=groups[0]["lr"], fused=fused or None)
 
 
-def as_learning_rates(lr) -> tuple[float, ...]:
-    """``1e-4`` or ``[1e-3, 1e-4, 1e-5]`` -> a tuple of distinct positive floats."""
-    values = [lr] if isinstance(lr, (int, float, str)) else list(lr)
-    try:
-        lrs = tuple(float(v) for v in values)
-    except (TypeError, ValueError):
-        raise ValueError(f"lr must be a number or a list of numbers, got {lr!r}") from None
-    if not lrs or not all(v > 0 for v in lrs):
-        raise ValueError(f"learning rate(s) must be > 0, got lr={lr!r}")
-    if len(set(lrs)) != len(lrs):
-        raise ValueError(f"lr lists a learning rate twice: {list(lrs)}")
-    return lrs
-
-
 def metric_key(base: str, lr: float, n_heads: int) -> str:
     """``ser/val/r2`` for a one-head run; ``ser/val/r2/lr=1e-3`` per head when a run has several."""
     return base if n_heads == 1 else f"{base}/lr={lr_label(lr)}"
@@ -102,7 +89,7 @@ class ValenceRegressor(pl.LightningModule):
     ):
         super().__init__()
         self.save_hyperparameters()
-        self.lrs = as_learning_rates(lr)
+        self.lrs = learning_rates(lr)
         if step_kernel not in STEP_KERNELS:
             raise ValueError(f"step_kernel must be one of {STEP_KERNELS}, got {step_kernel!r}")
         self.step_kernel = step_kernel

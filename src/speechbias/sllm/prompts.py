@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from speechbias.checked_settings import Settings, setting, shown, text
+from speechbias.errors import ConfigError
 from speechbias.sllm import CONTINUATION_KINDS
 
 LETTERS = ("A", "B", "C")
@@ -46,28 +48,32 @@ def _fields(template: str) -> set[str]:
 
 
 @dataclass(frozen=True)
-class PromptTemplate:
+class PromptTemplate(Settings):
     """``audio``: instruction sent with the context's audio; ``text_only``: sent instead of audio
-    with the context's transcript; ``option``: format of one option line."""
+    with the context's transcript; ``option``: format of one option line (``task.prompt.*``)."""
 
-    audio: str
-    text_only: str
-    option: str = "{letter}. {text}"
+    NODE = "task.prompt"
+
+    audio: str = setting(text(), doc="str.format template with {options}")
+    text_only: str = setting(text(), doc="str.format template with {options} and {transcript}")
+    option: str = setting(text(), "{letter}. {text}", "str.format template with {letter} and {text}")
 
     def __post_init__(self):
+        super().__post_init__()
         for name, tmpl, allowed, needed in (
             ("audio", self.audio, {"options"}, {"options"}),
             ("text_only", self.text_only, {"options", "transcript"}, {"options", "transcript"}),
             ("option", self.option, {"letter", "text"}, {"letter", "text"}),
         ):
+            key = f"{self.NODE}.{name}"
             try:
                 fields = _fields(tmpl)
             except ValueError as exc:
-                raise ValueError(f"prompt template {name!r} is not a valid format string: {exc}") from exc
+                raise ConfigError(f"{key}={shown(tmpl)}: not a valid str.format template ({exc})") from exc
             if not needed <= fields or not fields <= allowed:
-                raise ValueError(
-                    f"prompt template {name!r} must use exactly the fields {sorted(needed)}, "
-                    f"uses {sorted(fields)}: {tmpl!r}"
+                raise ConfigError(
+                    f"{key}={shown(tmpl)}: must use exactly the fields {', '.join(sorted(needed))}, "
+                    f"uses {', '.join(sorted(fields)) or 'none'}"
                 )
 
     def render(self, options: Mapping[str, str], transcript: str | None = None) -> str:

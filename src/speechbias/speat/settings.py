@@ -1,11 +1,14 @@
 """What a SpEAT run computes (``speat.*``; light: no pandas, no torch).
 
-:class:`SpeatSettings` is the ``speat`` node of a run (conf/task/speat.yaml).
+:class:`SpeatSettings` is the ``speat`` node of a run (conf/task/speat.yaml), its values checked on
+construction (one line naming the key: :mod:`speechbias.checked_settings`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from speechbias.checked_settings import Settings, boolean, integer, setting
 
 # permutations of each per-layer p (the run's own p uses speat.n_permutations); exact when a test
 # has at most this many partitions
@@ -13,7 +16,7 @@ PER_LAYER_PERMUTATIONS = 10_000
 
 
 @dataclass
-class SpeatSettings:
+class SpeatSettings(Settings):
     """What a SpEAT run computes (``speat.*`` of conf/evaluate.yaml).
 
     n_permutations: permutations of the run's one-sided p (exact when the test has at most this
@@ -22,11 +25,9 @@ class SpeatSettings:
         target stimuli (``se_curve.csv``) with ``n_resamples`` resamples per size.
     """
 
-    n_permutations: int = 1_000_000
-    per_layer: bool = True
-    se_curve: bool = False
-    n_resamples: int = 10_000
+    NODE = "speat"
 
-    def __post_init__(self):
-        self.n_permutations, self.n_resamples = int(self.n_permutations), int(self.n_resamples)
-        self.per_layer, self.se_curve = bool(self.per_layer), bool(self.se_curve)
+    n_permutations: int = setting(integer(1), 1_000_000, "permutations of the one-sided p")
+    per_layer: bool = setting(boolean(), True, "d and p at every layer")
+    se_curve: bool = setting(boolean(), False, "bootstrap SE of d vs. number of stimuli")
+    n_resamples: int = setting(integer(1), 10_000, "bootstrap resamples per size of the SE curve")

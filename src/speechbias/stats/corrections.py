@@ -15,6 +15,8 @@ import numpy as np
 from speechbias.stats.validation import StatsInputError, as_sample, check_level, read_only
 
 _METHODS = {"bonferroni": "bonferroni", "holm": "holm", "bh": "fdr_bh", "fdr_bh": "fdr_bh"}
+# the names a config may give (task.corrections of the sweep report)
+METHOD_NAMES = tuple(_METHODS)
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays/tables: compare fields, not objects

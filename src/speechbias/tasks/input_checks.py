@@ -2,8 +2,8 @@
 
 A bias test's manifest (every clip it lists exists and decodes, at least :data:`MIN_CLIPS_PER_ROLE` clips
 per role, no audio repeated; speechbias.stimuli.manifest, through the audio index: an unchanged clip is not
-decoded again) or, for a corpus-built test not built yet, its corpus folders; a folder the run writes to;
-the audio-check settings (``check_audio``, ``allow_duplicate_audio``).
+decoded again) or, for a corpus-built test not built yet, its corpus folders; a folder the run writes to.
+(The values of settings are checked before these, by their settings classes: speechbias.checked_settings.)
 Each raises :class:`~speechbias.errors.ConfigError`: one line naming the key, the value and the fix.
 Standard library and OmegaConf at import; soundfile/numpy only to decode a manifest's clips and the
 stimulus registry only for a corpus-built test whose manifest is not built yet.
@@ -53,22 +53,6 @@ def check_writable_folder(folder, key: str, create: bool = True, fix: str | None
             f"{key}={folder}: cannot write there{where} ({reason}); "
             f"{fix or f'give a writable folder, e.g. {key}=/tmp/speechbias'}"
         ) from exc
-
-
-def check_audio_settings(cfg: DictConfig) -> None:
-    """``check_audio``: changed | full; ``allow_duplicate_audio``: true | false."""
-    from speechbias.fileio.audio_index import CHECK_AUDIO_MODES
-
-    mode = OmegaConf.select(cfg, "check_audio", default="changed")
-    if mode not in CHECK_AUDIO_MODES:
-        raise ConfigError(
-            f"check_audio={mode}: must be one of {', '.join(CHECK_AUDIO_MODES)} (changed: decode only clips "
-            "the audio index does not know unchanged; full: decode every clip and repair the index)"
-        )
-    if not isinstance(OmegaConf.select(cfg, "allow_duplicate_audio", default=False), bool):
-        raise ConfigError(
-            f"allow_duplicate_audio={OmegaConf.select(cfg, 'allow_duplicate_audio')}: must be true or false"
-        )
 
 
 def check_bias_test(node: DictConfig, key: str, cache_dir=None, cfg: DictConfig | None = None) -> None:

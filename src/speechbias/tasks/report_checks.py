@@ -1,17 +1,64 @@
-"""The sweep report's config checks (``task=report``): the sweep folders it reads exist."""
+"""The sweep report's config checks (``task=report``): its settings' values (``task.*``, ``sweep_dir``,
+``paper_results``), then the sweep folders it reads exist."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from itertools import product
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from speechbias.aggregation import LAYER_CHOICES, TEMPORAL, Aggregation
+from speechbias.checked_settings import Accepts, Settings, boolean, choice, number, setting, text, texts
 from speechbias.errors import ConfigError
 from speechbias.project_paths import user_path
+from speechbias.stats.corrections import METHOD_NAMES as CORRECTION_METHODS
+
+
+AGGREGATIONS = tuple(Aggregation(t, layer).name for t, layer in product(TEMPORAL, LAYER_CHOICES))
+MAPPING = Accepts("mapping")
+
+
+@dataclass(frozen=True)
+class ReportSettings(Settings):
+    """``task.*`` of task=report (the report's options and what it compares with the paper); checked only:
+    the report task takes them through its run node (conf/task/report.yaml)."""
+
+    NODE = "task"
+
+    title: str = setting(text(), "SpEAT sweep report", "report.md's title")
+    alpha: float = setting(number(0, 1, low_open=True, high_open=True), 0.05, "the significance level")
+    corrections: tuple[str, ...] = setting(
+        texts(*CORRECTION_METHODS, nonempty=True), ["bonferroni", "holm"], "multiple-comparison corrections"
+    )
+    main_aggregation: str = setting(choice(*AGGREGATIONS), "mean_sum", "the aggregation of the main figures")
+    paper_equivalent_aggregations: tuple[str, ...] = setting(
+        texts(*AGGREGATIONS), ["mean_mean", "mean_sum"], "aggregations compared with the paper's table"
+    )
+    wandb_report: bool = setting(boolean(), True, "save a W&B report")
+    extra_sweep_dirs: tuple[str, ...] = setting(texts(), [], "more sweep folders to read")
+    paper_models: dict = setting(MAPPING, {}, "the paper's model names -> hub ids")
+    paper_tests: dict = setting(MAPPING, {}, "the paper's test names -> bias_test names")
+
+
+@dataclass(frozen=True)
+class ReportFolders(Settings):
+    """``sweep_dir`` (the sweep to report on) and ``paper_results`` (the paper's table, optional)."""
+
+    sweep_dir: str = setting(text(), ".", "the sweep folder to report on")
+    paper_results: str | None = setting(text(optional=True), None, "the paper's all_mean_mean_results.csv")
+
+
+# the report's settings groups (their values: types and ranges), checked before any folder
+SETTINGS = (ReportSettings, ReportFolders)
 
 
 def check_config(cfg: DictConfig) -> None:
-    """See :func:`check_report_arguments` (the report writes no cache: the cache folder is not checked)."""
+    """The report's settings, then :func:`check_report_arguments` (the report writes no cache: the cache
+    folder is not checked)."""
+    for group in SETTINGS:
+        group.from_config(cfg)
     check_report_arguments(cfg)
 
 

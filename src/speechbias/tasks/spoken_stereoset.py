@@ -23,6 +23,7 @@ from speechbias.report.caveat import DEMO_CAVEAT
 from speechbias.report.run_writer import RunWriter, markdown_table
 from speechbias.report.tracker import Tracker
 from speechbias.tasks.run_markers import finished_marker
+from speechbias.tasks.spoken_stereoset_settings import AnswerSettings, SpokenStereoSetSettings, StatisticsSettings
 from speechbias.sllm import OTHER
 from speechbias.sllm.adapters.base import SamplingParams, SpeechLLM
 from speechbias.sllm.answers import RULES, AnswerJudge
@@ -81,16 +82,12 @@ class SpokenStereoSetTask:
         adapter: the speech LLM (``sllm=...``); None with ``~sllm``.
         judge: the optional LLM judge for answers the rules leave undecided (``task.judge``), or None.
         writer / tracker: where the run's files go, and what logs the writer's record (W&B).
-        data_dir: the set in its released layout; ``version``, ``domains``, ``on_missing_audio``
-            (error | skip) and ``max_items`` (first N item ids per domain, None = all) select from it.
-        demo_caveat / demo_dir / model_targets: :func:`is_demo_run`'s arguments.
-        orders: option letters, shuffled (one seeded order per instance) | all (all 6 orders).
-        text_only: give the context's transcript instead of its audio (ablation).
-        batch_size: requests per generate call.
-        sampling / prompt: decoding settings and prompt templates.
-        cer_threshold / min_word_recall: the answer-mapping rules' thresholds (:mod:`speechbias.sllm.answers`).
-        statistics: also compute the dataset statistics (Table 2, Fig. 1) with ``rouge_method``
-            (rapidfuzz | rouge_score) and ``histogram_bins``.
+        settings: ``task.*`` (the set: data_dir, version, domains, on_missing_audio, max_items; demo_caveat;
+            option orders; the text-only ablation; batch_size).
+        sampling / prompt: decoding settings and prompt templates (``task.sampling``, ``task.prompt``).
+        answer: the answer-mapping rules' thresholds (``task.answer``, :mod:`speechbias.sllm.answers`).
+        statistics: the dataset statistics (Table 2, Fig. 1): whether and how (``task.statistics``).
+        demo_dir / model_targets: :func:`is_demo_run`'s arguments.
         seed: of the option orders and the sampling. force: rerun a finished run.
     """
 
@@ -100,24 +97,13 @@ class SpokenStereoSetTask:
         judge: AnswerJudge | None,
         writer: RunWriter,
         tracker: Tracker,
-        data_dir: str | Path,
-        version: str = "v1.0",
-        domains: Sequence[str] = ("gender", "age"),
-        on_missing_audio: str = "error",
-        max_items: int | None = None,
-        demo_caveat: str | bool = "auto",
+        settings: SpokenStereoSetSettings,
+        prompt: PromptTemplate,
+        sampling: SamplingParams = SamplingParams(),
+        answer: AnswerSettings = AnswerSettings(),
+        statistics: StatisticsSettings = StatisticsSettings(),
         demo_dir: str | Path | None = None,
         model_targets: Sequence[str | None] = (),
-        orders: str = "shuffled",
-        text_only: bool = False,
-        batch_size: int = 8,
-        sampling: SamplingParams = SamplingParams(),
-        prompt: PromptTemplate | None = None,
-        cer_threshold: float = 0.1,
-        min_word_recall: float = 0.8,
-        statistics: bool = True,
-        rouge_method: str = "rapidfuzz",
-        histogram_bins: int = 30,
         seed: int = 0,
         force: bool = False,
     ):
@@ -125,24 +111,13 @@ class SpokenStereoSetTask:
         self.judge = judge
         self.writer = writer
         self.tracker = tracker
-        self.data_dir = data_dir
-        self.version = version
-        self.domains = list(domains)
-        self.on_missing_audio = on_missing_audio
-        self.max_items = max_items
-        self.demo_caveat = demo_caveat
-        self.demo_dir = demo_dir
-        self.model_targets = list(model_targets)
-        self.orders = orders
-        self.text_only = bool(text_only)
-        self.batch_size = int(batch_size)
+        self.settings = settings
         self.sampling = sampling
         self.prompt = prompt
-        self.cer_threshold = float(cer_threshold)
-        self.min_word_recall = float(min_word_recall)
-        self.statistics = bool(statistics)
-        self.rouge_method = rouge_method
-        self.histogram_bins = int(histogram_bins)
+        self.answer = answer
+        self.statistics = statistics
+        self.demo_dir = demo_dir
+        self.model_targets = list(model_targets)
         self.seed = int(seed)
         self.force = bool(force)
 
@@ -154,26 +129,28 @@ class SpokenStereoSetTask:
         if done:
             return json.loads(done.read_text())
         dataset = load_spoken_stereoset(
-            self.data_dir,
-            domains=self.domains,
-            version=self.version,
-            on_missing_audio=self.on_missing_audio,
-            max_items=self.max_items,
+            self.settings.data_dir,
+            domains=list(self.settings.domains),
+            version=self.settings.version,
+            on_missing_audio=self.settings.on_missing_audio,
+            max_items=self.settings.max_items,
         )
         table = dataset.table
         if table.empty:
-            raise ValueError(f"{self.data_dir}: no instance with audio to evaluate")
+            raise ValueError(f"{self.settings.data_dir}: no instance with audio to evaluate")
         caveat = (
-            DEMO_CAVEAT if is_demo_run(self.demo_caveat, self.data_dir, self.demo_dir, self.model_targets) else None
+            DEMO_CAVEAT
+            if is_demo_run(self.settings.demo_caveat, self.settings.data_dir, self.demo_dir, self.model_targets)
+            else None
         )
         w.caveat = caveat  # said on the console once, with the report line
         summaries, answers, model_label = [], None, None
         if self.adapter is not None:
-            model_label = self.adapter.name + (" (text only)" if self.text_only else "")
+            model_label = self.adapter.name + (" (text only)" if self.settings.text_only else "")
             answers = self._ask(table)
             w.table("responses", answers)
             model_summary = summarise(answers, model=model_label)
-            model_summary["condition"] = "text_only" if self.text_only else "audio"
+            model_summary["condition"] = "text_only" if self.settings.text_only else "audio"
             model_summary["defined"] = True
             summaries.append(model_summary)
         baselines = all_baselines(table)
@@ -190,7 +167,7 @@ class SpokenStereoSetTask:
         sections = [
             (
                 "Data",
-                f"{len(table)} instances from {self.data_dir} ({per_domain})"
+                f"{len(table)} instances from {self.settings.data_dir} ({per_domain})"
                 + (f"; {describe_missing(dataset.missing)} (skipped)" if len(dataset.missing) else ""),
             )
         ]
@@ -209,7 +186,7 @@ class SpokenStereoSetTask:
                     + "\n\nEvery raw answer with its rule and reason: responses.csv",
                 )
             )
-        if self.statistics:
+        if self.statistics.enabled:
             sections.append(self._write_statistics(table))
         report = w.report(f"Spoken StereoSet: {model_label or 'baselines only'}", sections)
         w.json("summary.json", metrics)
@@ -226,42 +203,44 @@ class SpokenStereoSetTask:
 
     def _ask(self, table: pd.DataFrame) -> pd.DataFrame:
         """Every request's raw answer (cached in responses.jsonl) mapped to an option: :func:`answer_table`."""
-        requests = build_requests(table, self.prompt, orders=self.orders, seed=self.seed, text_only=self.text_only)
+        requests = build_requests(
+            table, self.prompt, orders=self.settings.orders, seed=self.seed, text_only=self.settings.text_only
+        )
         log.info(
             "asking %s %d questions (%d instances, orders=%s, text_only=%s)",
             self.adapter.name,
             len(requests),
             len(table),
-            self.orders,
-            self.text_only,
+            self.settings.orders,
+            self.settings.text_only,
         )
         responses = run_probe(
             requests,
             self.adapter,
             self.sampling,
             self.writer.path("responses.jsonl"),
-            batch_size=self.batch_size,
+            batch_size=self.settings.batch_size,
             seed=self.seed,
         )
         return answer_table(
             requests,
             responses,
-            cer_threshold=self.cer_threshold,
+            cer_threshold=self.answer.cer_threshold,
             judge=self.judge,
-            min_word_recall=self.min_word_recall,
+            min_word_recall=self.answer.min_word_recall,
         )
 
     def _write_statistics(self, table: pd.DataFrame) -> tuple[str, str]:
         """dataset_statistics and continuation_rouge_l (.csv + .json), rouge_l_histogram.png; returns
         the report section."""
         w = self.writer
-        rouge = continuation_rouge_l(table, method=self.rouge_method)
+        rouge = continuation_rouge_l(table, method=self.statistics.rouge_method)
         stats = dataset_statistics(table, rouge)
         w.table("dataset_statistics", stats)
         w.table("continuation_rouge_l", rouge)
         w.figure(
             "rouge_l_histogram",
-            plot_rouge_l_histogram(rouge, bins=self.histogram_bins),
+            plot_rouge_l_histogram(rouge, bins=self.statistics.histogram_bins),
             tracker_key="spoken_stereoset/rouge_l_histogram",
         )
         return (

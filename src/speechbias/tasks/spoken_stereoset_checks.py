@@ -1,4 +1,4 @@
-"""The Spoken StereoSet task's config checks (``task=spoken_stereoset``): its data folder's layout."""
+"""The Spoken StereoSet task's config checks (``task=spoken_stereoset``): its settings and its data folder's layout."""
 
 from __future__ import annotations
 
@@ -8,10 +8,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from speechbias.errors import ConfigError
 from speechbias.tasks.input_checks import check_cache_folder
+from speechbias.tasks.spoken_stereoset_settings import SETTINGS
 
 
 def check_config(cfg: DictConfig) -> None:
-    """The cache folder takes files; ``task.data_dir`` (when given) has the metadata of each domain."""
+    """The task's settings (spoken_stereoset_settings); the cache folder takes files; ``task.data_dir`` (when
+    given) has the metadata of each domain."""
+    for group in SETTINGS:
+        group.from_config(cfg)
     check_cache_folder(cfg)
     check_spoken_stereoset_data(cfg)
 

@@ -33,9 +33,10 @@ from speechbias.run_context import upstream_info
 from speechbias.tasks.run_markers import finished_marker
 from speechbias.ser.datamodule import LayerMeansDataModule
 from speechbias.ser.fit import fit_trainer, fit_valence_head
-from speechbias.ser.module import ValenceRegressor, as_learning_rates
+from speechbias.ser.module import ValenceRegressor
 from speechbias.ser.pooling import lr_label
 from speechbias.ser.split import DevSplit
+from speechbias.ser.training_settings import PropagationSettings, TrainingSettings, ValenceDataSettings
 from speechbias.ser.valence import ValenceSet
 from speechbias.stimuli.bias_test import BiasTest
 from speechbias.upstream.base import Upstream
@@ -84,14 +85,11 @@ class TrainSerTask:
         trainer: factory of the Lightning trainer (``trainer``, ``_partial_``).
         writer / tracker: the run's writer and experiment tracker.
         aggregation: temporal x layer aggregation of the SpEAT d compared with (``propagation.aggregation``).
-        speat_results: optional SpEAT results.csv to read that d from (else computed).
-        lr: Adam learning rate(s), one head per rate. max_steps: optimiser steps.
-        dev_split: the train/dev split of the valence set. batch_size / loader_workers /
-            val_every_n_epochs: the valence set's DataLoader and validation interval.
-        steps_per_call: optimiser steps per Lightning training call.
-        checkpoint_every_n_epochs: how often last.ckpt is written.
+        propagation: ``propagation.*`` (an optional SpEAT results.csv to read that d from, else computed).
+        training: train.py's top-level keys (``lr``: one head per rate, ``max_steps``, ``steps_per_call``,
+            ``checkpoint_every_n_epochs``, ``torch_threads`` / ``fit_threads``).
+        valence_data: ``ser_data.*`` (the dev split, batches, validation interval, loader workers).
         extraction: the extraction loop's settings.
-        torch_threads / fit_threads: CPU threads of torch for the job / while the heads train (None: keep).
         seed: the run's seed (batches; identity columns). force: rerun a finished run.
     """
 
@@ -106,19 +104,11 @@ class TrainSerTask:
         writer: RunWriter,
         tracker: Tracker,
         aggregation: Aggregation,
-        lr: float | Sequence[float],
-        max_steps: int,
-        dev_split: DevSplit,
-        batch_size: int,
-        val_every_n_epochs: int,
-        upstream_name: str | None = None,
-        speat_results: str | None = None,
-        loader_workers: int = 0,
-        steps_per_call: int = 1,
-        checkpoint_every_n_epochs: int = 1,
+        training: TrainingSettings,
+        valence_data: ValenceDataSettings,
+        propagation: PropagationSettings = PropagationSettings(),
         extraction: ExtractionSettings = ExtractionSettings(),
-        torch_threads: int | None = None,
-        fit_threads: int | None = None,
+        upstream_name: str | None = None,
         seed: int = 0,
         force: bool = False,
     ):
@@ -132,18 +122,10 @@ class TrainSerTask:
         self.writer = writer
         self.tracker = tracker
         self.aggregation = aggregation
-        self.speat_results = speat_results
-        self.lrs = as_learning_rates(lr)
-        self.max_steps = int(max_steps)
-        self.dev_split = dev_split
-        self.batch_size = int(batch_size)
-        self.val_every_n_epochs = int(val_every_n_epochs)
-        self.loader_workers = int(loader_workers)
-        self.steps_per_call = int(steps_per_call)
-        self.checkpoint_every_n_epochs = int(checkpoint_every_n_epochs)
+        self.training = training
+        self.valence_data = valence_data
+        self.propagation = propagation
         self.extraction = extraction
-        self.torch_threads = torch_threads
-        self.fit_threads = fit_threads
         self.seed = int(seed)
         self.force = bool(force)
 
@@ -154,17 +136,18 @@ class TrainSerTask:
         output_dir = self.writer.output_dir
         if finished_marker(TASK_NAME, output_dir, self.force) is not None:
             return summary_from_results(output_dir)
-        if self.torch_threads:
-            torch.set_num_threads(int(self.torch_threads))
+        training, data = self.training, self.valence_data
+        if training.torch_threads:
+            torch.set_num_threads(training.torch_threads)
         tests = [PropagationTest(bias_test=t, manifest=t.load()) for t in self.bias_tests]
         info = upstream_info(self.upstream, self.upstream_name)
-        lr_text = ",".join(lr_label(v) for v in self.lrs)
+        lr_text = ",".join(lr_label(v) for v in training.lr)
         run_info = {
             **info,
-            "lr": self.lrs[0] if len(self.lrs) == 1 else lr_text,
+            "lr": training.lr[0] if len(training.lr) == 1 else lr_text,
             "seed": self.seed,
             "ser_data": self.valence.name,
-            "max_steps": self.max_steps,
+            "max_steps": training.max_steps,
             "valence_low": self.valence.low,
             "valence_high": self.valence.high,
         }  # the rating scale
@@ -183,15 +166,15 @@ class TrainSerTask:
             writer=self.writer,
             run_info=run_info,
             aggregation=self.aggregation,
-            speat_results=self.speat_results,
+            speat_results=self.propagation.speat_results,
         )
         checkpoint_dir = output_dir / "checkpoints"
         trainer = fit_trainer(
             self.trainer,
             checkpoint_dir,
-            max_steps=self.max_steps,
-            val_every_n_epochs=self.val_every_n_epochs,
-            checkpoint_every_n_epochs=self.checkpoint_every_n_epochs,
+            max_steps=training.max_steps,
+            val_every_n_epochs=data.val_every_n_epochs,
+            checkpoint_every_n_epochs=training.checkpoint_every_n_epochs,
             callbacks=[callback],
             **self.tracker.lightning_logger(output_dir, job_type=TASK_NAME),
         )
@@ -207,25 +190,26 @@ class TrainSerTask:
         self.upstream = None  # the heads train on cached means: free the model's memory
         del stats
         gc.collect()
-        dev = self.dev_split(self.valence.table["speaker"])
+        dev_split = DevSplit(fraction=data.dev_fraction, seed=data.split_seed, speaker_disjoint=data.speaker_disjoint)
+        dev = dev_split(self.valence.table["speaker"])
         datamodule = LayerMeansDataModule(
             means,
             self.valence.scaled,
             dev,
-            batch_size=self.batch_size,
+            batch_size=data.batch_size,
             seed=self.seed,
-            num_workers=self.loader_workers,
-            steps_per_call=self.steps_per_call,
+            num_workers=data.num_workers,
+            steps_per_call=training.steps_per_call,
         )
         callback.run_info.update({"n_train": int((~dev).sum()), "n_dev": int(dev.sum())})
         module = self.head(
             num_layers=means.shape[1],
             input_size=means.shape[2],
-            lr=list(self.lrs) if len(self.lrs) > 1 else self.lrs[0],
+            lr=list(training.lr) if len(training.lr) > 1 else training.lr[0],
             valence_range=[self.valence.low, self.valence.high],
         )
-        if self.fit_threads:
-            torch.set_num_threads(int(self.fit_threads))
+        if training.fit_threads:
+            torch.set_num_threads(training.fit_threads)
         fit_valence_head(trainer, module, datamodule, checkpoint_dir)
         # under ddp_spawn the callback ran in a worker: its results are in the run folder
         done = self.writer.path("results.json").is_file()

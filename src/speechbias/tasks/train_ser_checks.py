@@ -1,9 +1,9 @@
-"""The SER training task's config checks (train.py, ``task=train_ser``): learning rates, the training step,
-the valence data and the bias tests whose propagation it measures."""
+"""The SER training task's config checks (train.py, ``task=train_ser``): its settings groups
+(speechbias.ser.training_settings: ``lr`` and the other training keys, ``ser_data.*``, ``downstream.*``,
+``propagation.*``), the valence data and the bias tests whose propagation it measures."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -11,60 +11,29 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from speechbias.config_composition import bias_test_config
 from speechbias.errors import ConfigError
 from speechbias.run_context import primary_config_dir
-from speechbias.tasks.input_checks import CORPUS_LAYOUT, check_audio_settings, check_bias_test, check_cache_folder
+from speechbias.ser.training_settings import (
+    HeadSettings,
+    PropagationSettings,
+    TrainingSettings,
+    ValenceDataSettings,
+    ValenceSourceSettings,
+)
+from speechbias.tasks.input_checks import CORPUS_LAYOUT, check_bias_test, check_cache_folder
+
+
+# train.py's settings groups (their values: types and ranges), checked before any file; ser_data first: the
+# top-level max_steps and torch_threads default to its values, so a wrong one is named where it was typed
+SETTINGS = (ValenceDataSettings, ValenceSourceSettings, TrainingSettings, HeadSettings, PropagationSettings)
 
 
 def check_config(cfg: DictConfig) -> None:
-    """Every check of a train.py run, in the order a user meets the keys."""
-    if "lr" in cfg:
-        check_learning_rates(cfg.lr)
+    """Every check of a train.py run: its settings' values, then the cache folder, the valence data and
+    the bias tests."""
+    for group in SETTINGS:
+        group.from_config(cfg)
     check_cache_folder(cfg)
-    check_audio_settings(cfg)
-    check_step_kernel(OmegaConf.select(cfg, "downstream.step_kernel", default="auto"))
     check_valence_source(cfg)
     check_propagation_tests(cfg)
-
-
-def learning_rates(value) -> list[float]:
-    """``lr`` as a list of floats: a number, a numeric string or a list of them."""
-    items = list(value) if isinstance(value, (list, tuple, ListConfig)) else [value]
-    if not items:
-        raise ConfigError("lr=[]: give at least one learning rate, e.g. lr=1e-4 or 'lr=[1e-3,1e-4,1e-5]'")
-    rates = []
-    for item in items:
-        if isinstance(item, bool):
-            rate = math.nan
-        else:
-            try:
-                rate = float(item)
-            except (TypeError, ValueError):
-                rate = math.nan
-        if not (math.isfinite(rate) and rate > 0):
-            shown = value if not isinstance(value, ListConfig) else OmegaConf.to_container(value)
-            raise ConfigError(
-                f"lr={shown}: {item!r} is not a number > 0; give a learning rate such as lr=1e-4 "
-                "or a list, 'lr=[1e-3,1e-4,1e-5]'"
-            )
-        rates.append(rate)
-    return rates
-
-
-def check_learning_rates(value) -> None:
-    learning_rates(value)
-
-
-# the SER heads' training step (speechbias.ser.heads_adam.STEP_KERNELS; kept here so that the check
-# imports no torch)
-STEP_KERNELS = ("auto", "compiled", "torch")
-
-
-def check_step_kernel(value) -> None:
-    """``downstream.step_kernel``: one of auto, compiled, torch."""
-    if value not in STEP_KERNELS:
-        raise ConfigError(
-            f"downstream.step_kernel={value}: must be one of {', '.join(STEP_KERNELS)} (auto: the "
-            "numba-compiled step where numba can be set up, else torch)"
-        )
 
 
 def check_valence_source(cfg: DictConfig) -> None:

@@ -10,8 +10,7 @@ to analyse from the cache). ``conf/task/wer_disparity.yaml``'s ``run`` node buil
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 
 import pandas as pd
 
@@ -26,32 +25,20 @@ from speechbias.report.caveat import DEMO_CAVEAT, warn_once_per_sweep
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
 from speechbias.tasks.run_markers import finished_marker
+from speechbias.tasks.wer_disparity_settings import CorpusSettings, GlmmSettings, MinGroupSettings, WerDisparitySettings
 
 log = logging.getLogger(__name__)
 
 TASK_NAME = "wer_disparity"
 
 
-@dataclass(frozen=True)
-class GlmmSettings:
-    """Table 3's mixed-effects Poisson fit: ``n_agq`` 1 = Laplace, k > 1 = adaptive Gauss-Hermite with
-    k nodes; extra fixed-effect ``covariates`` (utterance-table columns); speaker-bootstrap
-    ``n_resamples`` for the CIs at level ``confidence``; ``n_jobs`` parallel fits."""
-
-    n_agq: int = 1
-    covariates: Sequence[str] = ()
-    n_resamples: int = 1000
-    confidence: float = 0.95
-    n_jobs: int = 1
-
-
-def group_rule(min_group: dict | None, include_undisclosed: bool = False) -> GroupRule:
+def group_rule(min_group: MinGroupSettings, include_undisclosed: bool = False) -> GroupRule:
     """Minimum group sizes from the corpus config's ``min_group`` (``utterances``, ``speakers``: its
     paper's scale); code defaults (Fair-Speech) for what it leaves out."""
-    mg = min_group or {}
+    utterances, speakers = min_group.utterances, min_group.speakers
     return GroupRule(
-        min_utterances=int(mg.get("utterances", MIN_GROUP_UTTERANCES)),
-        min_speakers=int(mg.get("speakers", MIN_GROUP_SPEAKERS)),
+        min_utterances=MIN_GROUP_UTTERANCES if utterances is None else utterances,
+        min_speakers=MIN_GROUP_SPEAKERS if speakers is None else speakers,
         include_undisclosed=bool(include_undisclosed),
     )
 
@@ -62,19 +49,14 @@ class WerDisparityTask:
     Args:
         transcriber / corpus: the ASR model and the loaded corpus (``asr=...``, ``corpus=...``);
             None when not chosen (an error naming both).
-        corpus_name: the corpus config's ``name`` (run identity).
         hypothesis_cache: builds the model's hypothesis cache from ``fingerprint`` and ``model_fields``.
         writer / tracker: where the run's files go, and what logs the writer's record (W&B).
-        asr_demo / corpus_demo: a tiny random model / the shipped synthetic corpus: every output says
-            the numbers are plumbing (the writer's caveat).
-        min_group: the corpus's minimum group sizes (``utterances``, ``speakers``), None = defaults.
-        normalizer: text normalisation before scoring (whisper_english | whisper_basic | none).
-        categories: demographic columns to compare; None = the corpus's.
-        include_undisclosed: compare the level "undisclosed" like a group.
-        shard_index / shard_count: transcribe only this shard (no analysis when shard_count > 1).
-        progress: show the transcription progress bar.
-        wer_ci_resamples: bootstrap resamples of Table 2's per-group WER CIs.
-        glmm: Table 3's fit (:class:`GlmmSettings`).
+        asr_demo: a tiny random model (``asr.demo``): with the shipped corpus (``corpus.demo``), every
+            output says the numbers are plumbing (the writer's caveat).
+        corpus_settings: the corpus's ``name`` (run identity) and ``demo``.
+        min_group: the corpus's minimum group sizes (null ones: Fair-Speech's).
+        glmm: Table 3's fit (``task.glmm.*``).
+        settings: the task's own keys (``task.*``: normalizer, categories, shards, CIs, ...).
         seed: of every resampling. force: rerun a finished run.
     """
 
@@ -82,38 +64,26 @@ class WerDisparityTask:
         self,
         transcriber: Transcriber | None,
         corpus: ASRCorpus | None,
-        corpus_name: str | None,
         hypothesis_cache: Callable[..., HypothesisCache],
         writer: RunWriter,
         tracker: Tracker,
         asr_demo: bool = False,
-        corpus_demo: bool = False,
-        min_group: dict | None = None,
-        normalizer: str = "whisper_english",
-        categories: Sequence[str] | None = None,
-        include_undisclosed: bool = False,
-        shard_index: int = 0,
-        shard_count: int = 1,
-        progress: bool = True,
-        wer_ci_resamples: int = 1000,
+        corpus_settings: CorpusSettings = CorpusSettings(),
+        min_group: MinGroupSettings = MinGroupSettings(),
         glmm: GlmmSettings = GlmmSettings(),
+        settings: WerDisparitySettings = WerDisparitySettings(),
         seed: int = 0,
         force: bool = False,
     ):
         self.transcriber = transcriber
         self.corpus = corpus
-        self.corpus_name = corpus_name
+        self.corpus_name = corpus_settings.name
         self.hypothesis_cache = hypothesis_cache
         self.writer = writer
         self.tracker = tracker
-        self.demo = bool(asr_demo or corpus_demo)
-        self.rule = group_rule(min_group, include_undisclosed)
-        self.normalizer = normalizer
-        self.categories = list(categories) if categories else None
-        self.shard_index = int(shard_index)
-        self.shard_count = int(shard_count)
-        self.progress = bool(progress)
-        self.wer_ci_resamples = int(wer_ci_resamples)
+        self.demo = bool(asr_demo or corpus_settings.demo)
+        self.settings = settings
+        self.rule = group_rule(min_group, settings.include_undisclosed)
         self.glmm = glmm
         self.seed = int(seed)
         self.force = bool(force)
@@ -139,18 +109,28 @@ class WerDisparityTask:
             self.corpus.utterances,
             transcriber,
             cache,
-            shard_index=self.shard_index,
-            shard_count=self.shard_count,
-            progress=self.progress,
+            shard_index=self.settings.shard_index,
+            shard_count=self.settings.shard_count,
+            progress=self.settings.progress,
         )
         counts = {"n_cached": tr.n_cached, "n_transcribed": tr.n_transcribed, "n_audio_failed": len(tr.failed)}
-        if self.shard_count > 1:
+        if self.settings.shard_count > 1:
             self.writer.report(
-                report.shard_title(self.shard_index, self.shard_count), report.shard_sections(info, counts)
+                report.shard_title(self.settings.shard_index, self.settings.shard_count),
+                report.shard_sections(info, counts),
             )
             self.writer.table(
                 "results",
-                pd.DataFrame([{**info, "shard_index": self.shard_index, "shard_count": self.shard_count, **counts}]),
+                pd.DataFrame(
+                    [
+                        {
+                            **info,
+                            "shard_index": self.settings.shard_index,
+                            "shard_count": self.settings.shard_count,
+                            **counts,
+                        }
+                    ]
+                ),
             )
             return counts
         g = self.glmm
@@ -158,16 +138,16 @@ class WerDisparityTask:
             self.corpus,
             tr.hypotheses,
             tr.failed,
-            normalizer=self.normalizer,
-            categories=self.categories,
-            covariates=list(g.covariates or []),
-            n_agq=int(g.n_agq),
-            n_resamples=int(g.n_resamples),
-            wer_ci_resamples=self.wer_ci_resamples,
+            normalizer=self.settings.normalizer,
+            categories=list(self.settings.categories) if self.settings.categories else None,
+            covariates=list(g.covariates),
+            n_agq=g.n_agq,
+            n_resamples=g.n_resamples,
+            wer_ci_resamples=self.settings.wer_ci_resamples,
             seed=self.seed,
-            confidence=float(g.confidence),
+            confidence=g.confidence,
             rule=self.rule,
-            n_jobs=int(g.n_jobs),
+            n_jobs=g.n_jobs,
         )
         log.info(
             "levels (utterances; not compared: why):\n  %s", "\n  ".join(report.levels_console_lines(result.levels))
@@ -213,11 +193,11 @@ class WerDisparityTask:
             tracker_key="wer/by_group",
         )
         settings = {
-            "normalizer": self.normalizer,
-            "n_agq": int(self.glmm.n_agq),
-            "n_resamples": int(self.glmm.n_resamples),
+            "normalizer": self.settings.normalizer,
+            "n_agq": self.glmm.n_agq,
+            "n_resamples": self.glmm.n_resamples,
             "seed": self.seed,
-            "covariates": list(self.glmm.covariates or []),
+            "covariates": list(self.glmm.covariates),
         }
         path = w.report(report.report_title(info), report.report_sections(result, info, settings))
         w.table("results", report.results_table(result, info))

@@ -13,6 +13,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
+from speechbias.checked_settings import Settings, boolean, integer, number, setting
+from speechbias.errors import ConfigError
 from speechbias.model_loading import ModelFingerprint
 
 
@@ -28,32 +30,34 @@ class ChatInput:
 
 
 @dataclass(frozen=True)
-class SamplingParams:
-    """Decoding settings. The paper samples with temperature 1.0, top-p 0.9, top-k 100."""
+class SamplingParams(Settings):
+    """Decoding settings (``task.sampling.*``). The paper samples with temperature 1.0, top-p 0.9, top-k 100."""
 
-    do_sample: bool = True
-    temperature: float = 1.0
-    top_p: float = 0.9
-    top_k: int = 100
-    max_new_tokens: int = 64
+    NODE = "task.sampling"
+
+    do_sample: bool = setting(boolean(), True, "sample (else greedy)")
+    temperature: float = setting(number(0), 1.0, "> 0 when sampling")
+    top_p: float = setting(number(0, 1, low_open=True), 0.9, "nucleus sampling's mass")
+    top_k: int = setting(integer(0), 100, "0 = no top-k")
+    max_new_tokens: int = setting(integer(1), 64, "the longest answer in tokens")
 
     def __post_init__(self):
+        super().__post_init__()
         if self.do_sample and not self.temperature > 0:
-            raise ValueError(f"temperature must be > 0 when sampling, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if int(self.top_k) < 0 or int(self.max_new_tokens) < 1:
-            raise ValueError(f"top_k must be >= 0 and max_new_tokens >= 1, got {self.top_k}, {self.max_new_tokens}")
+            raise ConfigError(
+                f"task.sampling.temperature={self.temperature:g}: must be > 0 when sampling "
+                "(or task.sampling.do_sample=false for greedy decoding)"
+            )
 
     def generate_kwargs(self) -> dict:
         """Keyword arguments of ``transformers`` ``generate`` (greedy: no sampling knobs)."""
         if not self.do_sample:
-            return {"do_sample": False, "max_new_tokens": int(self.max_new_tokens)}
+            return {"do_sample": False, "max_new_tokens": self.max_new_tokens}
         return {
             "do_sample": True,
-            "temperature": float(self.temperature),
-            "top_p": float(self.top_p),
-            "top_k": int(self.top_k),
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "top_k": self.top_k,
             "max_new_tokens": int(self.max_new_tokens),
         }
 

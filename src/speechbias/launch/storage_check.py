@@ -254,7 +254,8 @@ def hydra_save_need(config: DictConfig, run_dir: Path) -> Need:
     overrides.yaml) and the job log's first lines."""
     block = os.statvfs(existing_folder(run_dir)).f_frsize
     text = len(OmegaConf.to_yaml(config, resolve=False).encode())
-    return Need(run_dir, RUN_FOLDER_SETTING, {"Hydra's config save": 3 * _round_up(text, block) + 2 * block})
+    # config.yaml + hydra.yaml hold the YAML's two parts; overrides.yaml and the job log's first lines
+    return Need(run_dir, RUN_FOLDER_SETTING, {"Hydra's config save": _round_up(text, block) + 3 * block})
 
 
 class StorageCheckCallback(Callback):

@@ -25,7 +25,6 @@ from speechbias.launch.config_checks import check_config_unless_checked
 from speechbias.launch.parent_watch import job_done, watch_sweep_parent
 from speechbias.launch.storage_check import register_run_folders
 from speechbias.project_paths import user_path
-from speechbias.report.run_writer import launching_process
 from speechbias.run_context import register_choice_resolver
 from speechbias.tasks.run_markers import claim_checkpoints, finished_results, record_run_digest
 from speechbias.seeding import seed_run
@@ -271,6 +270,8 @@ def run_task(cfg: DictConfig) -> dict:
     if not callable(getattr(task, "run", None)):
         raise TypeError(f"task.run._target_ must build a task object with a run(config) method, got {task!r}")
     summary = task.run(config=resolved_config(cfg)) or {}
+    from speechbias.report.run_writer import launching_process  # pandas: imported by the task already
+
     if launching_process():  # rank zero: the folder now holds this config's results (every output hashed)
         record_run_digest(cfg, output_dir)
     return summary

@@ -106,9 +106,13 @@ def test_every_family_end_to_end_and_warm_rerun(tmp_path, upstream):
 def test_existing_results_are_not_recomputed(tmp_path):
     cfg = _compose(tmp_path, "speat.n_permutations=1000", "speat.per_layer=false")
     run_task(cfg)
-    (tmp_path / "out" / "report.md").unlink()
-    run_task(cfg)  # skipped: results.json exists and force=false
-    assert not (tmp_path / "out" / "report.md").exists()
+    report = tmp_path / "out" / "report.md"
+    written = report.stat().st_mtime_ns
+    run_task(cfg)  # skipped: every output the digest records verifies and force=false
+    assert report.stat().st_mtime_ns == written
+    report.unlink()
+    run_task(cfg)  # an output missing: recomputed
+    assert report.is_file()
 
 
 @pytest.mark.slow

@@ -21,6 +21,27 @@ MIN_FREE_BYTES = 1 << 16
 STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST}
 
 
+# folders a run writes to and the setting that moves each (registered by the entry point: the run folder,
+# the feature cache), so that a failed write names the setting to change; longest folder first wins
+STORAGE_SETTINGS: dict[Path, str] = {}
+GENERIC_STORAGE_SETTING = (
+    "paths.cache_dir=... or SPEECHBIAS_CACHE for the feature cache, paths.output_root=... for results"
+)
+
+
+def register_storage_setting(folder: str | Path, setting: str) -> None:
+    """A failed write below ``folder`` names ``setting`` (e.g. ``paths.cache_dir=...``) as the way on."""
+    STORAGE_SETTINGS[Path(folder).expanduser().absolute()] = setting
+
+
+def storage_setting(path: str | Path) -> str:
+    """The setting that moves the folder ``path`` lies in (:func:`register_storage_setting`), or a
+    generic hint naming the output and cache settings."""
+    path = Path(path).expanduser().absolute()
+    below = [f for f in STORAGE_SETTINGS if f == path or f in path.parents]
+    return STORAGE_SETTINGS[max(below, key=lambda f: len(f.parts))] if below else GENERIC_STORAGE_SETTING
+
+
 # checks run before a write replaces its target; one raises to stop the write (a SLURM job attempt's
 # fence of its job folder: speechbias.launch.slurm.attempt_fence)
 WRITE_GUARDS: list[Callable[[Path], None]] = []
@@ -90,7 +111,7 @@ def storage_error(path: Path, exc: BaseException) -> BaseException:
         return exc
     return StorageError(
         f"{path}: cannot write it ({problem}); free space there or point the run at another folder "
-        "(paths.cache_dir=... or SPEECHBIAS_CACHE for the feature cache, paths.output_root=... for results)"
+        f"({storage_setting(path)})"
     )
 
 

@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from speechbias.launch.aggregation_configs import register_aggregation_configs
 from speechbias.launch.config_checks import check_config_unless_checked
 from speechbias.launch.parent_watch import job_done, watch_sweep_parent
+from speechbias.launch.storage_check import register_run_folders
 from speechbias.project_paths import user_path
 from speechbias.run_context import register_choice_resolver
 from speechbias.tasks.run_markers import claim_checkpoints, finished_results, record_run_digest
@@ -32,6 +33,7 @@ from speechbias.launch.sweep_status import JobStatus, current_sweep_id, job_erro
 from speechbias.errors import (
     FULL_ERROR_HINT,
     ConfigError,
+    StorageError,
     error_line,
     find_user_error,
     full_error_requested,
@@ -189,11 +191,12 @@ def run_entry(cfg: DictConfig) -> dict | None:
     several_ranks = tasks is not None and tasks.ntasks > 1
     status = JobStatus("running", overrides=job_overrides(), sweep_id=current_sweep_id(), started=started)
     previous = read_status(output_dir) if rank == 0 else None  # the record of the run that left results here
-    if rank == 0:
-        status.write(output_dir)
+    register_run_folders(cfg, output_dir, multirun)  # a write that fails names the setting that moves its folder
     if multirun:
         watch_sweep_parent(output_dir if rank == 0 else None)  # a loky worker ends when the sweep's process dies
     try:
+        if rank == 0:
+            status.write(output_dir)  # a full or read-only run folder fails here: one line, like any write
         check_config_unless_checked(cfg)
         skipped = finished_results(cfg, output_dir) is not None
         if skipped:  # the task would skip itself too; this way a resumed sweep skips without importing torch
@@ -209,7 +212,7 @@ def run_entry(cfg: DictConfig) -> dict | None:
         status.traceback = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         earlier = read_status(output_dir) if several_ranks else None
         if not (earlier is not None and earlier.status == "failed" and earlier.started >= started - 600):
-            status.write(output_dir)  # the first rank to fail says why
+            write_status_if_possible(status, output_dir)  # the first rank to fail says why
         job_done()
         if multirun:
             job = " ".join(status.overrides) or str(output_dir)
@@ -230,12 +233,24 @@ def run_entry(cfg: DictConfig) -> dict | None:
         reused_status(previous, status)
     else:
         status.status, status.seconds = "ok", time.time() - started
-    if rank == 0:
-        status.write(output_dir)
+    if rank == 0 and not write_status_if_possible(status, output_dir) and not multirun:
+        sys.exit(1)  # the results are complete (their digest is written), the disk failed only the status
     job_done()
     if not multirun and rank == 0:
         print(results_line(output_dir, started))
     return summary
+
+
+def write_status_if_possible(status: JobStatus, output_dir: Path) -> bool:
+    """Write ``job_status.json``; on a full or read-only folder print its one line (not a second error
+    chained to the one that failed the run) and return False."""
+    try:
+        status.write(output_dir)
+        return True
+    except StorageError as exc:
+        if status.status != "failed":
+            print(error_line(exc), file=sys.stderr)
+        return False
 
 
 def run_task(cfg: DictConfig) -> dict:
@@ -255,7 +270,10 @@ def run_task(cfg: DictConfig) -> dict:
     if not callable(getattr(task, "run", None)):
         raise TypeError(f"task.run._target_ must build a task object with a run(config) method, got {task!r}")
     summary = task.run(config=resolved_config(cfg)) or {}
-    record_run_digest(cfg, output_dir)  # the folder now holds this config's results
+    from speechbias.report.run_writer import launching_process  # pandas: imported by the task already
+
+    if launching_process():  # rank zero: the folder now holds this config's results (every output hashed)
+        record_run_digest(cfg, output_dir)
     return summary
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from speechbias.fileio.atomic_file import atomic_write
+
 # one colour per model family, used by every figure so families read the same everywhere
 FAMILY_COLOURS = {
     "wav2vec2": "#1f77b4",
@@ -62,8 +64,10 @@ def save(fig, path: str | Path, caveat: str | None = None) -> Path:
         fig.text(0.5, 0.01, caveat, ha="center", va="bottom", fontsize=6, color="#b00000", wrap=True)
     else:
         fig.tight_layout()
-    fig.savefig(path, dpi=150)
-    pyplot().close(fig)
+    try:
+        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=150))  # the suffix of tmp is path's: .png
+    finally:
+        pyplot().close(fig)
     return path
 
 

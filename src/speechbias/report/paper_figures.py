@@ -37,6 +37,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from speechbias.fileio.atomic_file import atomic_write  # noqa: E402
 from speechbias.report import figures  # noqa: E402
 from speechbias.results.sweep_results import model_order  # noqa: E402
 
@@ -122,8 +123,10 @@ def save(fig, path: str | Path, caveat: str | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     if caveat:
         _write_caveat_below(fig, caveat)
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=DPI, bbox_inches="tight"))
+    finally:
+        plt.close(fig)
     return path
 
 

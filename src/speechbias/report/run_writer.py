@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from speechbias.fileio.atomic_file import atomic_write
+from speechbias.fileio.atomic_file import atomic_write, storage_error
 from speechbias.report.caveat import markdown_caveat
 
 TRACKER_LOG = "tracker_log.jsonl"
@@ -187,5 +187,12 @@ class RunWriter:
         # (~560 for the paper's 20,000 steps on MESS), and rewriting the whole record each time was
         # quadratic (1.9 s for 556 entries here, vs. milliseconds appended)
         self.output_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.path(TRACKER_LOG), "a", encoding="utf-8") as record:
-            record.write(json.dumps(entry, default=_json_default) + "\n")
+        path = self.path(TRACKER_LOG)
+        try:
+            with open(path, "a", encoding="utf-8") as record:
+                record.write(json.dumps(entry, default=_json_default) + "\n")
+        except OSError as exc:  # a full or read-only run folder: one line naming the file (StorageError)
+            error = storage_error(path, exc)
+            if error is exc:
+                raise
+            raise error from exc

@@ -18,7 +18,7 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import ModelCheckpoint, RichProgressBar
 
-from speechbias.fileio.atomic_file import atomic_write
+from speechbias.fileio.atomic_file import atomic_write, storage_error
 
 log = logging.getLogger(__name__)
 
@@ -163,10 +163,19 @@ def use_step_bounded_progress_bar(trainer: pl.Trainer) -> pl.Trainer:
 def fit_valence_head(
     trainer: pl.Trainer, module: pl.LightningModule, datamodule: pl.LightningDataModule, checkpoint_dir: str | Path
 ) -> pl.Trainer:
-    """``trainer.fit``, resuming from ``<checkpoint_dir>/last.ckpt`` when it exists."""
+    """``trainer.fit``, resuming from ``<checkpoint_dir>/last.ckpt`` when it exists. A checkpoint that
+    cannot be written (full or read-only disk; torch's writer raises its own RuntimeError, judged by the
+    file system's state) is a :class:`~speechbias.errors.StorageError` naming it."""
     last = Path(checkpoint_dir) / "last.ckpt"
     resume = str(last) if last.is_file() else None
     if resume:
         log.info("resuming from %s", resume)
-    trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
+    try:
+        trainer.fit(module, datamodule=datamodule, ckpt_path=resume)
+    except Exception as exc:
+        # an OSError of a move names its destination second (Lightning writes a temporary file, then moves it)
+        error = storage_error(Path(getattr(exc, "filename2", None) or getattr(exc, "filename", None) or last), exc)
+        if error is exc:
+            raise
+        raise error from exc
     return trainer

@@ -1,7 +1,10 @@
 """Whether a run folder already holds this run's results: the one skip-if-finished check of every task.
 
-A run folder is finished when its task's marker files exist (every task writes them last) and the
-run's digest (``run_digest.json``, written when a run completes) is there. The digest is what determines
+A run folder is finished when its task's marker files exist (every task writes them last), the run's
+digest (``run_digest.json``, written last, when a run completes) is there, and every output file it
+records (name, size, sha256: every file the run wrote into its folder but the bookkeeping of
+:data:`NOT_OUTPUTS`) is still there with that content. A file missing, emptied, cut short or changed
+gets one line naming it (``results.csv missing; recomputing``) and the run is recomputed. The digest is what determines
 the results: the resolved config without presentation keys (:data:`PRESENTATION_KEYS`: where outputs go,
 the logger, progress bars, ``force``, ...), the package version, and where it is cheap the upstream's
 identity (the hub commit of a cached hub id, the weight files of a local folder) and the sha256 of the
@@ -41,6 +44,20 @@ CHECKPOINTING_TASKS = {"train_ser"}
 # speechbias.result_neutral_keys (also what conf/sweep/folders.yaml leaves out of job folder names)
 PRESENTATION_KEYS = digest_excluded_keys()
 MAX_NAMED_KEYS = 4
+# files of a run folder that are not its results (rewritten by every run, or written after the digest):
+# not recorded in the digest, not verified; hidden files (temporary names) and subfolders neither
+NOT_OUTPUTS = frozenset(
+    {
+        RUN_DIGEST_FILE,
+        CHECKPOINT_DIGEST_FILE,
+        "job_status.json",  # speechbias.results.job_status: the job's status, written after the digest
+        "config.yaml",  # the entry point's copy of the config, rewritten by every run
+        "tracker_log.jsonl",  # report.run_writer.TRACKER_LOG: cleared when a run's writer is built
+        "wandb_run_id",  # report.wandb_run.RUN_ID_FILE: the job's W&B run, kept across resumes
+    }
+)
+NOT_OUTPUT_SUFFIXES = (".log",)  # Hydra's job log, appended by every run
+HASH_CHUNK = 1 << 20
 
 
 # keys below a presentation key that do change the results (the trainer's numeric precision)
@@ -146,10 +163,75 @@ def identity_digest(identity: dict) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
-def write_digest(path: Path, identity: dict) -> Path:
-    """Write ``identity`` and its digest (``{"digest": ..., "values": ..., "extra": ...}``) to ``path``."""
-    text = json.dumps({"digest": identity_digest(identity), **identity}, indent=1, sort_keys=True)
+def write_digest(path: Path, identity: dict, files: dict | None = None) -> Path:
+    """Write ``identity`` and its digest (``{"digest": ..., "values": ..., "extra": ...}``) to ``path``;
+    ``files`` (:func:`output_files`), when given, is kept beside them (not part of the digest)."""
+    record = {"digest": identity_digest(identity), **identity}
+    if files is not None:
+        record["files"] = files
+    text = json.dumps(record, indent=1, sort_keys=True)
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def _is_output(path: Path) -> bool:
+    name = path.name
+    return not (name.startswith(".") or name in NOT_OUTPUTS or name.endswith(NOT_OUTPUT_SUFFIXES))
+
+
+def file_fingerprint(path: Path) -> dict:
+    """``{"size": bytes, "sha256": hex}`` of a file's content (read in 1 MiB chunks)."""
+    sha = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(HASH_CHUNK):
+            sha.update(chunk)
+    return {"size": path.stat().st_size, "sha256": sha.hexdigest()}
+
+
+def output_files(output_dir: str | Path) -> dict[str, dict]:
+    """``{file name: file_fingerprint}`` of every output file of a run folder (its top-level regular
+    files but :data:`NOT_OUTPUTS`: a run writes its results only at the top of its folder)."""
+    return {
+        p.name: file_fingerprint(p)
+        for p in sorted(Path(output_dir).iterdir())
+        if p.is_file() and not p.is_symlink() and _is_output(p)
+    }
+
+
+def output_problem(output_dir: str | Path, files: dict[str, dict]) -> str | None:
+    """What is wrong with the first recorded output file that does not verify (``results.csv missing``,
+    ``results.json empty``, ``results.json cut short (258 of 516 bytes)``, ``layers.csv changed since
+    the run wrote it``), or None when every one is there with its recorded size and sha256."""
+    for name, want in sorted(files.items()):
+        path = Path(output_dir) / name
+        try:
+            size = path.stat().st_size
+            if not path.is_file():
+                return f"{name} is not a file"
+            if size != want.get("size"):
+                if size == 0:
+                    return f"{name} empty"
+                if size < int(want.get("size") or 0):
+                    return f"{name} cut short ({size} of {want['size']} bytes)"
+                return f"{name} changed since the run wrote it ({size} bytes, not {want.get('size')})"
+            if file_fingerprint(path)["sha256"] != want.get("sha256"):
+                return f"{name} changed since the run wrote it (another sha256)"
+        except FileNotFoundError:
+            return f"{name} missing"
+        except OSError as exc:
+            return f"{name} unreadable ({exc.strerror or type(exc).__name__})"
+    return None
+
+
+def _outputs_verified(output_dir: Path, record: dict | None) -> bool:
+    """Whether the output files ``record`` lists verify (a record without them, of an older version:
+    yes); if not, one line naming the file and why, and the digest is removed (the run recomputes)."""
+    files = (record or {}).get("files")
+    problem = output_problem(output_dir, files) if isinstance(files, dict) else None
+    if problem is None:
+        return True
+    log.warning("%s/%s; recomputing", output_dir, problem)
+    (output_dir / RUN_DIGEST_FILE).unlink(missing_ok=True)
+    return False
 
 
 def read_digest(path: Path) -> dict | None:
@@ -161,8 +243,9 @@ def read_digest(path: Path) -> dict | None:
 
 
 def record_run_digest(cfg: DictConfig, output_dir: str | Path) -> Path:
-    """Write ``run_digest.json`` (digest + what it was computed from) into a completed run's folder."""
-    return write_digest(Path(output_dir) / RUN_DIGEST_FILE, run_identity(cfg))
+    """Write ``run_digest.json`` (digest + what it was computed from + every output file's size and
+    sha256) into a completed run's folder, last (atomically: a run killed before has none)."""
+    return write_digest(Path(output_dir) / RUN_DIGEST_FILE, run_identity(cfg), output_files(output_dir))
 
 
 def changed_keys(old: dict, new: dict) -> list[str]:
@@ -194,31 +277,39 @@ def describe_change(old: dict, new: dict) -> str:
 
 
 def finished_marker(task: str, output_dir: str | Path, force: bool = False) -> Path | None:
-    """The first marker file of a finished ``task`` run in ``output_dir`` when all its markers and the
-    run digest exist and ``force`` is off, else None (the check a task object makes with its own name
-    and folder; whether the digest matches this run's config is :func:`finished_results`' question)."""
+    """The first marker file of a finished ``task`` run in ``output_dir`` when the run digest exists,
+    every output file it records verifies and all markers exist, and ``force`` is off, else None (the
+    check a task object makes with its own name and folder; whether the digest matches this run's config
+    is :func:`finished_results`' question). An output that does not verify: one line naming it."""
     if task in NEVER_SKIPPED or force:
         return None
-    markers = [Path(output_dir) / m for m in FINISHED_MARKERS.get(task, ("results.json",))]
-    if not all(m.is_file() for m in markers) or not (Path(output_dir) / RUN_DIGEST_FILE).is_file():
+    output_dir = Path(output_dir)
+    record = read_digest(output_dir / RUN_DIGEST_FILE)
+    if record is None or not _outputs_verified(output_dir, record):
         return None
-    return markers[0]
+    markers = [output_dir / m for m in FINISHED_MARKERS.get(task, ("results.json",))]
+    return markers[0] if all(m.is_file() for m in markers) else None
 
 
 def finished_results(cfg: DictConfig, output_dir: str | Path) -> Path | None:
     """The marker of ``output_dir`` when it holds this run's finished results (:func:`finished_marker`
-    of the task named in ``cfg`` and a digest equal to ``cfg``'s). Finished results of another config
-    (or without a digest) get one line saying what changed; their digest is removed so the tasks
-    recompute, and a run stopped before completing is never taken for finished."""
+    of the task named in ``cfg``: every recorded output verifies, and a digest equal to ``cfg``'s).
+    Finished results of another config (or without a digest) get one line saying what changed, an
+    output that does not verify one line naming it; their digest is removed so the tasks recompute, and
+    a run stopped before completing is never taken for finished."""
     task = str(OmegaConf.select(cfg, "task.name", default=""))
     force = bool(cfg.get("force", False))
-    markers = [Path(output_dir) / m for m in FINISHED_MARKERS.get(task, ("results.json",))]
-    if task in NEVER_SKIPPED or force or not all(m.is_file() for m in markers):
-        return None
-    digest_file = Path(output_dir) / RUN_DIGEST_FILE
+    output_dir = Path(output_dir)
+    markers = [output_dir / m for m in FINISHED_MARKERS.get(task, ("results.json",))]
+    digest_file = output_dir / RUN_DIGEST_FILE
     old = read_digest(digest_file)
+    recorded = isinstance((old or {}).get("files"), dict)
+    if task in NEVER_SKIPPED or force or not (recorded or all(m.is_file() for m in markers)):
+        return None
     new = run_identity(cfg)
     if old is not None and old.get("digest") == identity_digest(new):
+        if finished_marker(task, output_dir) is None:
+            return None  # an output missing or changed: named in one line, recomputed
         log.info("results already exist in %s for this config; skipping (force=true reruns)", output_dir)
         return markers[0]
     if old is None:

@@ -1,0 +1,63 @@
+"""The pre-launch storage estimate and the setting a failed write names, against sizes derived by hand."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from omegaconf import OmegaConf
+
+from speechbias.errors import StorageError
+from speechbias.fileio.atomic_file import register_storage_setting, storage_error, storage_setting
+from speechbias.launch.storage_check import Need, check_free_space, estimate_writes
+
+
+def _cfg(tmp_path, task="speat", **over):
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("clip_id,path,role\na,a.wav,X\nb,b.wav,Y\nc,/nowhere/c.wav,A\n")
+    base = {
+        "task": {"name": task},
+        "upstream": {"_target_": "speechbias.upstream.classical.FbankUpstream", "n_mels": 80},
+        "bias_test": {"manifest": str(manifest)},
+        "paths": {"cache_dir": str(tmp_path / "cache")},
+        "lr": 1e-4,
+    }
+    return OmegaConf.merge(base, over)
+
+
+def test_cache_estimate_is_an_entry_and_an_index_record_per_clip_not_cached(tmp_path):
+    block = os.statvfs(tmp_path).f_frsize
+    needs = estimate_writes(_cfg(tmp_path), tmp_path / "run")
+    cache = next(n for n in needs if n.folder == tmp_path / "cache")
+    # 3 clips, none indexed: each an entry of 3 statistics x 1 layer x 80 mels float32 (+512 header) and
+    # an index record, each rounded up to whole blocks
+    entry = -(-(3 * 80 * 4 + 512) // block) * block
+    assert cache.total == 3 * entry + 3 * block
+    assert cache.setting.startswith("paths.cache_dir=")
+
+
+def test_train_estimate_holds_two_checkpoints_of_each_head(tmp_path):
+    block = os.statvfs(tmp_path).f_frsize
+    one = estimate_writes(_cfg(tmp_path, task="train_ser"), tmp_path / "run")[0].parts["checkpoints"]
+    three = estimate_writes(_cfg(tmp_path, task="train_ser", lr=[1e-3, 1e-4, 1e-5]), tmp_path / "run")[0]
+    params = 1 + 80 * 256 + 2 * 256 + 1  # layer weight, Linear(80, 256), Linear(256, 1)
+    assert one == 2 * (-(-(12 * params + (64 << 10)) // block) * block)  # weights + Adam's 2 moments, float32
+    assert three.parts["checkpoints"] == 2 * (-(-(12 * 3 * params + (64 << 10)) // block) * block)
+
+
+def test_a_run_that_does_not_fit_is_one_line_naming_sizes_and_settings(tmp_path):
+    free = os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize
+    with pytest.raises(StorageError) as err:
+        check_free_space([Need(tmp_path / "run", "hydra.run.dir=...", {"run files": free + (1 << 30)})])
+    text = str(err.value)
+    assert "\n" not in text and "hydra.run.dir=..." in text and "storage_check.enabled=false" in text
+    check_free_space([Need(tmp_path / "run", "x", {"run files": 1})])  # fits: nothing raised
+
+
+def test_a_failed_write_names_the_setting_of_the_innermost_registered_folder(tmp_path):
+    register_storage_setting(tmp_path, "outer=...")
+    register_storage_setting(tmp_path / "cache", "paths.cache_dir=...")
+    assert storage_setting(tmp_path / "cache" / "stats" / "x.safetensors") == "paths.cache_dir=..."
+    assert storage_setting(tmp_path / "run" / "results.json") == "outer=..."
+    error = storage_error(tmp_path / "cache" / "e", OSError(28, "No space left on device"))
+    assert isinstance(error, StorageError) and "paths.cache_dir=..." in str(error)

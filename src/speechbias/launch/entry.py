@@ -205,7 +205,8 @@ def _run_job(cfg: DictConfig) -> dict | None:
     if rank == 0:
         running_job(output_dir)  # a stop signal from now on records it
         status.write(output_dir)
-    in_worker = multirun and watch_sweep_parent(output_dir if rank == 0 else None)  # ends when the sweep dies
+    if multirun:
+        watch_sweep_parent(output_dir if rank == 0 else None)  # a loky worker ends when the sweep's process dies
     try:
         check_config_unless_checked(cfg)
         skipped = finished_results(cfg, output_dir) is not None
@@ -218,9 +219,12 @@ def _run_job(cfg: DictConfig) -> dict | None:
     except RunStopped as stop:
         record_stop(stop)
         job_done()
-        if multirun and not in_worker and tasks is None:
-            raise  # the basic launcher: the sweep's process (ends_on_signals) shows the table and exits
-        if rank == 0 and not in_worker:  # a single run; a SLURM job (its log); a worker's sweep prints the table
+        if multirun and tasks is None:
+            # to the sweep's process, which shows the table and exits (ends_on_signals): the basic launcher's
+            # job runs in it; a parallel sweep's worker sends it back and waits (a worker that exited would
+            # make loky kill the other workers before they record their stop)
+            raise
+        if rank == 0:  # a single run; a SLURM job (in its log)
             print_stop_line(stop)
         exit_now(stop.exit_code)
     except Exception as exc:

@@ -82,10 +82,14 @@ class RunStopped(BaseException):
         """128 + the signal's number (143 for SIGTERM, 130 for SIGINT), as a shell reports it."""
         return 128 + self.signum
 
+    def __reduce__(self):  # a parallel sweep's worker sends it back to the sweep's process
+        return (RunStopped, (self.signum, self.phase))
+
     @property
     def error(self) -> str:
-        """The job's recorded error: ``stopped by SIGTERM during extraction``."""
-        return f"stopped by {self.signal_name} during {self.phase}"
+        """The job's recorded error: ``stopped by SIGTERM during extraction`` (no phase: a sweep's process
+        waiting for its workers)."""
+        return f"stopped by {self.signal_name}" + (f" during {self.phase}" if self.phase else "")
 
     def line(self, what: str = "") -> str:
         """The one line printed: ``speechbias: stopped by SIGTERM during extraction; rerun ...``."""
@@ -172,7 +176,10 @@ def _wrap_requeue_handler() -> None:
 def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
     if _State.stop is not None or (_State.requeue_under_way and signum == signal.SIGTERM):
         return  # a second signal while the first is handled; or SLURM's SIGTERM of submitit's requeue
-    stop = RunStopped(signum, phase_of(frame))
+    phase = phase_of(frame)
+    if _State.sweep is not None and phase == "start-up" and _State.job_dir is None:
+        phase = ""  # a sweep's process between jobs or waiting for its workers
+    stop = RunStopped(signum, phase)
     _State.stop = stop
     if not _State.guarded:  # before the entry script's body (its imports): nothing to record or unwind
         print_stop_line(stop)

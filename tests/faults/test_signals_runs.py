@@ -33,7 +33,7 @@ NOT_RESULTS = ["n_upstream_forwards"]
 def _assert_stopped(stopped, signum, phase, run_dir):
     assert stopped.returncode is not None, "the run ended before the signal was due"
     assert stopped.returncode == 128 + signum, stopped.stderr[-20:]
-    assert stopped.seconds < 5.0 <= STOP_BOUND_S, stopped.seconds
+    assert stopped.seconds < STOP_BOUND_S, stopped.seconds
     assert stopped.stderr == [expected_line(signum, phase)]
     status = json.loads((run_dir / "job_status.json").read_text())
     assert status["status"] == "failed"

@@ -7,7 +7,8 @@ keeps the last real outcome of its folder (``ok`` with the seconds of the run th
 says ``reused``; only a job with no earlier record reads ``skipped``. Jobs of a multirun do not raise, so
 every job runs and Hydra calls :class:`SweepStatusCallback` at the end, which reads the status files
 of this sweep's jobs, prints a table, writes ``<sweep_dir>/sweep_status.csv`` and exits 1 when a job
-failed. A job that never recorded its end (killed, out of memory, time limit) reads as ``failed``;
+failed (:func:`report_sweep`; a sweep stopped by SIGTERM or SIGINT prints it too, then exits 128 + the
+signal: :mod:`speechbias.launch.signals`). A job that never recorded its end (killed, out of memory, time limit) reads as ``failed``;
 the SLURM launcher records the reason SLURM gives (cancelled, time limit, node failure) with
 :func:`record_failure`.
 
@@ -218,7 +219,6 @@ def report_sweep(sweep_dir: Path, sweep_id: str) -> list[StatusRow]:
     path = write_status_csv(rows, sweep_dir / STATUS_CSV)
     try:
         print_status_table(rows, path)
-    except Exception:  # noqa: BLE001 - the csv and the exit status matter more than the table
-        log_table_error = sys.exc_info()[1]
-        print(f"sweep status table not shown ({log_table_error}); see {path}", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - the csv and the exit status matter more than the table
+        print(f"sweep status table not shown ({exc}); see {path}", file=sys.stderr)
     return rows

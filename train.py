@@ -8,14 +8,18 @@ Thin Hydra entry point like evaluate.py: compose ``conf/train.yaml``, run its ta
 
 from __future__ import annotations
 
-from pathlib import Path
+from speechbias.launch.signals import ends_on_signals, install_stop_handlers
 
-import hydra
-from omegaconf import DictConfig
+install_stop_handlers()  # first: SIGTERM/SIGINT end the command with one line and exit 128 + signal
 
-from speechbias.launch.config_checks import check_command_line
-from speechbias.launch.entry import register_project_root, run_entry
-from speechbias.launch.help_text import register_help_resolver
+from pathlib import Path  # noqa: E402
+
+import hydra  # noqa: E402
+from omegaconf import DictConfig  # noqa: E402
+
+from speechbias.launch.config_checks import check_command_line  # noqa: E402
+from speechbias.launch.entry import register_project_root, run_entry  # noqa: E402
+from speechbias.launch.help_text import register_help_resolver  # noqa: E402
 
 # paths.root_dir defaults to this folder, whatever the working directory (PROJECT_ROOT or
 # paths.root_dir=... override it)
@@ -29,6 +33,7 @@ def main(cfg: DictConfig) -> dict | None:
 
 
 if __name__ == "__main__":
-    # an unknown option (upstream=..., bias_test=..., aggregation=...): one line naming the close matches
-    check_command_line(Path(__file__).resolve().parent / "conf")
-    main()
+    with ends_on_signals():  # a stop signal: one line (a sweep's table first), exit 128 + signal
+        # an unknown option (upstream=..., bias_test=..., aggregation=...): one line naming the close matches
+        check_command_line(Path(__file__).resolve().parent / "conf")
+        main()

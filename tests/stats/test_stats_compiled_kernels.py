@@ -245,3 +245,31 @@ def test_without_numba_large_statistics_warn_once_and_give_the_same_numbers(monk
     p = permutation_test(x, y[:30], n_permutations=400_000, seed=3).p
     se = bootstrap_se(s_x=x, s_y=y, n_resamples=3_000, seed=3).se
     assert out.stdout.split() == [repr(p), repr(float(se.sum()))]
+
+
+def test_a_count_split_over_several_compiled_calls_equals_the_numpy_kernel():
+    # a call returns to Python every CALL_STEPS steps (a stop signal is handled there): the split draws what
+    # one loop draws
+    from speechbias.stats.compiled_kernels import CALL_STEPS
+
+    n, k = 2000, 300
+    centred = np.random.default_rng(9).normal(size=n)
+    centred -= centred.mean()
+    chunk = _selection_chunk(n)
+    n_permutations = 2 * (CALL_STEPS // (n * chunk)) * chunk + 3 * chunk + 5  # three calls, the last one partial
+    t_obs = float(centred[:k].sum()) / 4
+    numpy_count = _count_by_selection_sampling(centred, k, t_obs, n_permutations, np.random.default_rng(2))
+    at_least = t_obs - _tie_tolerance(centred)
+    assert count_by_selection(centred, k, at_least, n_permutations, chunk, np.random.default_rng(2)) == numpy_count
+
+
+def test_a_bootstrap_split_over_several_compiled_calls_is_bit_identical(monkeypatch):
+    # 2,000 + 2,000 targets, 3,000 resamples: the sizes' rows take more than one call of CALL_STEPS draws
+    rng = np.random.default_rng(21)
+    s_x, s_y = rng.normal(0.1, 1, 2000), rng.normal(0, 1, 2000)
+    numpy_result, compiled_result = _both_paths(
+        monkeypatch,
+        lambda: bootstrap_se(s_x=s_x, s_y=s_y, sizes=[500, 1000, 1500, 2000], n_resamples=3_000, seed=6),
+    )
+    assert np.array_equal(compiled_result.se, numpy_result.se)
+    assert (compiled_result.ci_low, compiled_result.ci_high) == (numpy_result.ci_low, numpy_result.ci_high)

@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from speechbias.launch.aggregation_configs import register_aggregation_configs
 from speechbias.launch.config_checks import check_config_unless_checked
 from speechbias.launch.parent_watch import job_done, watch_sweep_parent
+from speechbias.launch.signals import RunStopped, exit_now, print_stop_line, record_stop, running_job, stops_handled
 from speechbias.launch.storage_check import register_run_folders
 from speechbias.project_paths import user_path
 from speechbias.run_context import register_choice_resolver
@@ -179,19 +180,33 @@ def run_entry(cfg: DictConfig) -> dict | None:
     """The body of the entry points (see the module docstring); returns the task's summary metrics
     ({} for a run that found its results), or None for a failed job of a multirun.
 
+    SIGTERM and SIGINT stop the job (:mod:`speechbias.launch.signals`): it is recorded as failed with
+    the signal, a single run prints one line, and the process exits 128 + the signal (in a basic
+    launcher's sweep the stop goes on to the sweep's process, which prints the table).
+
     In a job of several ranks (a SLURM job of N tasks) rank zero records the job's status; a rank
     that fails records its error (unless another rank already did) and exits non-zero, so that
     ``srun --kill-on-bad-exit`` ends the other ranks at once instead of leaving them waiting in a
     collective until the time limit."""
+    with stops_handled():
+        return _run_job(cfg)
+
+
+def _run_job(cfg: DictConfig) -> dict | None:
+    """:func:`run_entry` inside its signal handling."""
     multirun = hydra_multirun()
     output_dir = Path(cfg.paths.output_dir)
     started = time.time()
     rank = process_rank()
     tasks = slurm_tasks()
     several_ranks = tasks is not None and tasks.ntasks > 1
-    status = JobStatus("running", overrides=job_overrides(), sweep_id=current_sweep_id(), started=started)
+    status = JobStatus(
+        "running", overrides=job_overrides(), sweep_id=current_sweep_id(), started=started, pid=os.getpid()
+    )
     previous = read_status(output_dir) if rank == 0 else None  # the record of the run that left results here
     register_run_folders(cfg, output_dir, multirun)  # a write that fails names the setting that moves its folder
+    if rank == 0:
+        running_job(output_dir)  # a stop signal from now on records it
     if multirun:
         watch_sweep_parent(output_dir if rank == 0 else None)  # a loky worker ends when the sweep's process dies
     try:
@@ -205,11 +220,23 @@ def run_entry(cfg: DictConfig) -> dict | None:
             if rank == 0 and not several_ranks:
                 claim_checkpoints(cfg, output_dir)  # a checkpoint of another config is never resumed
             summary = run_task(cfg)
+    except RunStopped as stop:
+        record_stop(stop)
+        job_done()
+        if multirun and tasks is None:
+            # to the sweep's process, which shows the table and exits (ends_on_signals): the basic launcher's
+            # job runs in it; a parallel sweep's worker sends it back and waits (a worker that exited would
+            # make loky kill the other workers before they record their stop)
+            raise
+        if rank == 0:  # a single run; a SLURM job (in its log)
+            print_stop_line(stop)
+        exit_now(stop.exit_code)
     except Exception as exc:
         status.status, status.seconds = "failed", time.time() - started
         status.error = job_error(exc) if rank == 0 or not several_ranks else f"rank {rank}: {job_error(exc)}"
         log_traceback_to_files(exc)
         status.traceback = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        running_job(None)
         earlier = read_status(output_dir) if several_ranks else None
         if not (earlier is not None and earlier.status == "failed" and earlier.started >= started - 600):
             write_status_if_possible(status, output_dir)  # the first rank to fail says why
@@ -233,6 +260,7 @@ def run_entry(cfg: DictConfig) -> dict | None:
         reused_status(previous, status)
     else:
         status.status, status.seconds = "ok", time.time() - started
+    running_job(None)
     if rank == 0 and not write_status_if_possible(status, output_dir) and not multirun:
         sys.exit(1)  # the results are complete (their digest is written), the disk failed only the status
     job_done()

@@ -7,7 +7,8 @@ keeps the last real outcome of its folder (``ok`` with the seconds of the run th
 says ``reused``; only a job with no earlier record reads ``skipped``. Jobs of a multirun do not raise, so
 every job runs and Hydra calls :class:`SweepStatusCallback` at the end, which reads the status files
 of this sweep's jobs, prints a table, writes ``<sweep_dir>/sweep_status.csv`` and exits 1 when a job
-failed. A job that never recorded its end (killed, out of memory, time limit) reads as ``failed``;
+failed (:func:`report_sweep`; a sweep stopped by SIGTERM or SIGINT prints it too, then exits 128 + the
+signal: :mod:`speechbias.launch.signals`). A job that never recorded its end (killed, out of memory, time limit) reads as ``failed``;
 the SLURM launcher records the reason SLURM gives (cancelled, time limit, node failure) with
 :func:`record_failure`.
 
@@ -33,6 +34,7 @@ from omegaconf import DictConfig
 
 from speechbias.fileio.atomic_file import atomic_write
 from speechbias.launch.parent_watch import SWEEP_PID_ENV
+from speechbias.launch.signals import sweep_ended, sweep_started
 from speechbias.results.job_status import NO_END, STATUS_FILE, JobStatus, read_status
 from speechbias.run_context import SWEEP_ID_ENV
 from speechbias.errors import find_user_error, message_line
@@ -198,15 +200,25 @@ class SweepStatusCallback(Callback):
         os.environ[SWEEP_ID_ENV] = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
         os.environ[SWEEP_PID_ENV] = str(os.getpid())  # local workers end when this process dies (parent_watch)
         self.sweep_dir = Path(str(config.hydra.sweep.dir))
+        sweep_started(self.sweep_dir, os.environ[SWEEP_ID_ENV])  # a stop signal reaches its workers, shows the table
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         sweep_dir = self.sweep_dir or Path(str(config.hydra.sweep.dir))
-        rows = collect_statuses(sweep_dir, current_sweep_id() or None)
-        path = write_status_csv(rows, sweep_dir / STATUS_CSV)
+        sweep_ended()
+        rows = report_sweep(sweep_dir, current_sweep_id())
         os.environ.pop(SWEEP_ID_ENV, None)
         os.environ.pop(SWEEP_PID_ENV, None)
-        try:
-            print_status_table(rows, path)
-        finally:  # a failed job makes the sweep exit 1 even if the table could not be shown
-            if any(r.status == "failed" for r in rows):
-                sys.exit(1)
+        if any(r.status == "failed" for r in rows):
+            sys.exit(1)
+
+
+def report_sweep(sweep_dir: Path, sweep_id: str) -> list[StatusRow]:
+    """The rows of multirun ``sweep_id`` (every one below ``sweep_dir`` when ""), written to
+    ``sweep_status.csv`` and printed as a table (a table that cannot be shown still returns the rows)."""
+    rows = collect_statuses(sweep_dir, sweep_id or None)
+    path = write_status_csv(rows, sweep_dir / STATUS_CSV)
+    try:
+        print_status_table(rows, path)
+    except Exception as exc:  # noqa: BLE001 - the csv and the exit status matter more than the table
+        print(f"sweep status table not shown ({exc}); see {path}", file=sys.stderr)
+    return rows

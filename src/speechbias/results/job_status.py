@@ -9,6 +9,7 @@ why a folder it reads holds no results.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -22,7 +23,8 @@ NO_END = "no end recorded (the job was killed, ran out of memory or time, or is 
 class JobStatus:
     """One job's record. ``status``: ok | skipped | failed | running; ``seconds``: wall time of the job;
     ``error``: the one-line reason of a failure; ``sweep_id``: the multirun that started the job;
-    ``reused``: the job found the results of an earlier run (status and seconds are that run's)."""
+    ``reused``: the job found the results of an earlier run (status and seconds are that run's);
+    ``pid``: the process that ran it; ``signal``: the signal that stopped it (``SIGTERM``, ``SIGINT``)."""
 
     status: str
     overrides: list[str] = field(default_factory=list)
@@ -32,6 +34,8 @@ class JobStatus:
     sweep_id: str = ""
     started: float = 0.0
     reused: bool = False
+    pid: int = 0
+    signal: str = ""
 
     def write(self, job_dir: str | Path) -> Path:
         text = json.dumps(asdict(self), indent=1)
@@ -46,6 +50,19 @@ def read_status(job_dir: str | Path) -> JobStatus | None:
         return JobStatus(**{k: v for k, v in data.items() if k in JobStatus.__dataclass_fields__})
     except (OSError, ValueError, TypeError):
         return None
+
+
+def mark_stopped(job_dir: str | Path, error: str, signal_name: str) -> bool:
+    """Record a running job as failed by a stop signal (``error``: ``stopped by SIGTERM during ...``);
+    a job that recorded its end keeps it. Returns True when it wrote."""
+    status = read_status(job_dir)
+    if status is None or status.status != "running":
+        return False
+    status.status, status.error, status.signal = "failed", error, signal_name
+    if status.started:
+        status.seconds = time.time() - status.started
+    status.write(job_dir)
+    return True
 
 
 def _last_error_in_logs(job_dir: Path) -> str:

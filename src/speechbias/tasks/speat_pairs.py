@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
+import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from speechbias.aggregation import Aggregation
@@ -44,28 +45,57 @@ def pair_folder(job_dir: Path, test: str, aggregation: str) -> Path:
     return Path(job_dir) / test / aggregation
 
 
-def pair_config(config: dict, test: BiasTest, aggregation: Aggregation, folder: Path, config_dir) -> DictConfig:
-    """The job's resolved config as the pair's one-pair job would have it: ``bias_test`` composed for
-    the test's name (its interpolations filled from the job's paths, seed and selection),
-    ``aggregation`` the pair's, the task's lists empty, the output folder the pair's."""
-    cfg = OmegaConf.create(config)
-    try:
-        cfg.bias_test = bias_test_config(test.name, config_dir) if config_dir else cfg.bias_test
-    except ValueError:  # a user's manifest named otherwise: the job's node names it
-        pass
-    cfg.aggregation = {"_target_": f"{Aggregation.__module__}.Aggregation", **aggregation.__dict__}
-    cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
-    run = OmegaConf.select(cfg, "task.run", default=None)
-    if run is not None:
-        run.bias_test, run.aggregation = cfg.bias_test, cfg.aggregation
-        for key, names in (("bias_tests", "entries"), ("aggregations", "names")):
-            if OmegaConf.select(run, f"{key}.{names}", default=None) is not None:
-                run[key][names] = []
-        if OmegaConf.select(run, "writer.output_dir", default=None) is not None:
-            run.writer.output_dir = str(folder)
-    if OmegaConf.select(cfg, "paths.output_dir", default=None) is not None:
-        cfg.paths.output_dir = str(folder)
-    return cfg
+class PairConfigs:
+    """Each pair's config: the job's resolved config as the pair's one-pair job would have it (``bias_test``
+    composed for the test's name, its interpolations filled from the job's paths, seed and selection;
+    ``aggregation`` the pair's; the task's lists empty; the output folder the pair's).
+
+    :meth:`pair` gives it twice: as a DictConfig (the run digest's input; one per test, set to the pair in
+    place: creating a whole config per pair cost ~40 ms, most of a pair's time) and as a plain dict
+    (config.yaml, the tracker's run config).
+    """
+
+    def __init__(self, config: dict, config_dir, job_dir: Path):
+        self.config = config
+        self.config_dir = config_dir
+        self.job_dir = Path(job_dir)
+        self._tests: dict[str, tuple[DictConfig, dict]] = {}
+
+    def _test(self, test: BiasTest) -> tuple[DictConfig, dict]:
+        if test.name not in self._tests:
+            cfg = OmegaConf.create(self.config)
+            try:
+                cfg.bias_test = bias_test_config(test.name, self.config_dir) if self.config_dir else cfg.bias_test
+            except ValueError:  # a user's manifest named otherwise: the job's node names it
+                pass
+            plain = OmegaConf.to_container(cfg, resolve=True)
+            run = plain.get("task", {}).get("run")
+            if isinstance(run, dict):
+                run["bias_test"] = plain["bias_test"]
+                for key, names in (("bias_tests", "entries"), ("aggregations", "names")):
+                    if isinstance(run.get(key), dict) and names in run[key]:
+                        run[key][names] = []
+            self._tests[test.name] = (OmegaConf.create(plain), plain)
+        return self._tests[test.name]
+
+    def pair(self, test: BiasTest, aggregation: Aggregation) -> tuple[DictConfig, dict]:
+        """(the pair's config, the same as a dict); the DictConfig is shared by the test's pairs."""
+        cfg, plain = self._test(test)
+        folder = str(pair_folder(self.job_dir, test.name, aggregation.name))
+        node = {"_target_": f"{Aggregation.__module__}.Aggregation", **aggregation.__dict__}
+        changes = {"aggregation": node, "task.run.aggregation": node, "paths.output_dir": folder}
+        changes["task.run.writer.output_dir"] = folder
+        plain = dict(plain)  # the job's dict is shared: copied along the paths that change
+        for key, value in changes.items():
+            if OmegaConf.select(cfg, key, default=None) is not None:
+                OmegaConf.update(cfg, key, value, merge=False)
+                *parents, last = key.split(".")
+                where = plain
+                for part in parents:
+                    where[part] = dict(where[part])
+                    where = where[part]
+                where[last] = value
+        return cfg, plain
 
 
 class SpeatPairs:
@@ -89,16 +119,12 @@ class SpeatPairs:
         paths = list(dict.fromkeys(str(p) for m in manifests.values() for p in m["path"]))
         row_of = {p: i for i, p in enumerate(paths)}
         todo = [(t, a) for t in self.tests for a in self.aggregations]
-        configs = {
-            (t.name, a.name): pair_config(config or {}, t, a, self._folder(t, a), self.config_dir) for t, a in todo
-        }
-        finished = {
-            key: finished_results(cfg, pair_folder(task.writer.output_dir, *key)) for key, cfg in configs.items()
-        }
+        configs = PairConfigs(config or {}, self.config_dir, task.writer.output_dir)
         rows: dict[tuple[str, str], dict] = {}
-        for key, marker in finished.items():
+        for t, a in todo:
+            marker = finished_results(configs.pair(t, a)[0], self._folder(t, a))
             if marker is not None:
-                rows[key] = pd.read_json(marker).iloc[0].to_dict()
+                rows[(t.name, a.name)] = pd.read_json(marker).iloc[0].to_dict()
         missing = [(t, a) for t, a in todo if (t.name, a.name) not in rows]
         if missing:
             statistics, n_forwards = statistics_of(paths)
@@ -120,7 +146,7 @@ class SpeatPairs:
                         manifests[test.name],
                         statistics.rows(index),
                         {**info, "n_upstream_forwards": n_forwards},
-                        configs[(test.name, aggregation.name)],
+                        *configs.pair(test, aggregation),
                     )
                 except Exception as exc:  # the other pairs still run, as the other jobs of a one-pair sweep do
                     log.error("SpEAT %s on %s (%s) failed: %s", test.name, info["upstream"], aggregation.name, exc)
@@ -143,6 +169,7 @@ class SpeatPairs:
         statistics: StackedStatistics,
         run_info: dict,
         cfg: DictConfig,
+        plain: dict,
     ) -> dict:
         """One pair, as its one-pair job computes and writes it (files, tracker record, digest last)."""
         task = self.task
@@ -150,7 +177,8 @@ class SpeatPairs:
         demo = is_demo_test(test.name) and not test.user_manifest
         writer = RunWriter(folder, caveat=DEMO_CAVEAT if demo else task.writer.caveat)
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(folder / "config.yaml", lambda tmp: OmegaConf.save(cfg, tmp))
+        text = yaml.dump(plain, Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True)
+        atomic_write(folder / "config.yaml", lambda tmp: tmp.write_text(text, encoding="utf-8"))
         layer_convention = task.upstream.fingerprint_fields().get("layer_convention")
         results = SpeatResults(test, manifest, aggregation, writer, run_info, task.speat, task.seed, layer_convention)
         row = results.compute(statistics)
@@ -158,7 +186,7 @@ class SpeatPairs:
             writer,
             job_type="speat",
             name=f"{run_info['upstream']}/{test.name}/{aggregation.name}",
-            config=OmegaConf.to_container(cfg),
+            config=plain,
             group=task.writer.output_dir.parent.name,  # the sweep, as for a one-pair job
             tags=[run_info["upstream"], run_info["family"], test.name, aggregation.name],
         )

@@ -88,6 +88,7 @@ EXPECTED = {
         "python evaluate.py upstream=hf model_id=/models/my-wavlm bias_test=young_old",
         "python evaluate.py upstream=wavlm_large upstream.randomize=true",
         "python evaluate.py aggregation=max_q3",
+        "python evaluate.py 'bias_test=[demo_voice,demo_accent]' 'aggregation=[mean_sum,max_q3]'",
         "python evaluate.py -m 'upstream=glob(*,exclude=[tiny_*,hf,s3prl,fbank,mfcc,random_*])' "
         "bias_test=female_male,young_old",
         "python evaluate.py -m experiment=paper_speat hydra/launcher=parallel",

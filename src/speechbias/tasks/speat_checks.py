@@ -35,5 +35,5 @@ def listed_bias_tests(cfg: DictConfig) -> list[tuple[str, DictConfig]]:
     for name in names:
         job = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k not in ("bias_test", "hydra")])
         job.bias_test = bias_test_config(name, folder)
-        out.append((f"bias_test={name}", job.bias_test))
+        out.append(("bias_test", job.bias_test))
     return out

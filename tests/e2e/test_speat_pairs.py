@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -46,11 +47,13 @@ def cache(tmp_path_factory) -> Path:
     return folder / "cache"
 
 
-def _evaluate(cwd: Path, cache: Path, *overrides: str, runner: list[str] | None = None, check: bool = True) -> str:
+def _evaluate(
+    cwd: Path, cache: Path, *overrides: str, runner: list[str] | None = None, check: bool = True, fast=FAST
+) -> str:
     env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline", SPEECHBIAS_CACHE=str(cache))
     env.pop("HYDRA_FULL_ERROR", None)
     proc = subprocess.run(
-        [sys.executable, *(runner or []), str(REPO / "evaluate.py"), *overrides, *FAST],
+        [sys.executable, *(runner or []), str(REPO / "evaluate.py"), *overrides, *fast],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -75,6 +78,13 @@ def test_each_pair_writes_the_files_of_its_one_pair_job_bit_for_bit(cache, tmp_p
                 assert pair == (alone / name).read_bytes(), f"{test}/{aggregation}/{name}"
             assert (job / test / aggregation / "report.md").is_file()
             assert (job / test / aggregation / "run_digest.json").is_file()
+    # the job that filled the cache (the extraction loop, then the same pairs) computed the same numbers
+    cold = cache.parent / "cold"
+    for test in TESTS:
+        for aggregation in AGGREGATIONS:
+            a, b = (pd.read_csv(f / test / aggregation / "results.csv") for f in (cold, job))
+            assert a.loc[0, "n_upstream_forwards"] > 0 and b.loc[0, "n_upstream_forwards"] == 0
+            pd.testing.assert_frame_equal(a.drop(columns="n_upstream_forwards"), b.drop(columns="n_upstream_forwards"))
     table = pd.read_csv(job / "pairs.csv")
     assert list(table["pair_dir"]) == [f"{t}/{a}" for t in TESTS for a in AGGREGATIONS]
     assert len(json.loads((job / "results.json").read_text())) == 4
@@ -110,6 +120,38 @@ def test_a_stopped_job_computes_only_its_missing_pairs(cache, tmp_path):
     assert (job / "results.json").is_file() and (job / "run_digest.json").is_file()
     again = _evaluate(tmp_path, cache, *LISTS, f"hydra.run.dir={job}")
     assert "results already exist" in again and "read once" not in again
+
+
+def test_a_killed_job_run_again_computes_the_rest(cache, tmp_path):
+    """Killed (SIGKILL) once its first pair is written, the job run again reuses the pairs it finished
+    and computes the others: the files of an uninterrupted job."""
+    many = ("aggregation=[mean_sum,mean_mean,mean_min,mean_max,mean_first,mean_last,max_sum,max_mean,max_max,max_q3]",)
+    # each pair long enough that the kill lands mid-job
+    slow = ("upstream=fbank", "logger=none", "speat.n_permutations=200000")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline", SPEECHBIAS_CACHE=str(cache))
+    job, whole = tmp_path / "job", tmp_path / "whole"
+    command = [sys.executable, str(REPO / "evaluate.py"), LISTS[0], *many, *slow]
+    proc = subprocess.Popen(
+        [*command, f"hydra.run.dir={job}"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True,
+    )  # fmt: skip
+    for line in proc.stdout:
+        if "SpEAT demo_voice on fbank (mean_sum): d=" in line:
+            proc.send_signal(signal.SIGKILL)
+            break
+    proc.wait(timeout=600)
+    assert proc.returncode == -signal.SIGKILL
+    assert not (job / "results.json").exists()
+    done = sorted(p.parent.relative_to(job) for p in job.glob("*/*/run_digest.json"))
+    assert 1 <= len(done) < 20, done
+    out = _evaluate(tmp_path, cache, LISTS[0], *many, f"hydra.run.dir={job}", fast=slow)
+    assert f"({len(done)} of 20 already finished)" in out, out[-2000:]
+    _evaluate(tmp_path, cache, LISTS[0], *many, f"hydra.run.dir={whole}", fast=slow)
+    pairs = sorted(p.relative_to(whole) for p in whole.glob("*/*/results.csv"))
+    assert len(pairs) == 20
+    for pair in pairs:
+        for name in PAIR_FILES:
+            assert (job / pair.parent / name).read_bytes() == (whole / pair.parent / name).read_bytes(), pair
 
 
 def _table(path: Path) -> pd.DataFrame:

@@ -190,10 +190,10 @@ class SpeatPairs:
             group=task.writer.output_dir.parent.name,  # the sweep, as for a one-pair job
             tags=[run_info["upstream"], run_info["family"], test.name, aggregation.name],
         )
+        record_run_digest(cfg, folder)  # the pair's folder now holds its finished results
         log.info(
             "SpEAT %s on %s (%s): d=%.3f p=%.4g", test.name, run_info["upstream"], aggregation.name, row["d"], row["p"]
         )
-        record_run_digest(cfg, folder)  # the pair's folder now holds its finished results
         return row
 
     def _write_job_summary(self, todo: list, rows: list[dict]) -> None:

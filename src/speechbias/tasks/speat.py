@@ -52,7 +52,8 @@ TASK_NAME = "speat"
 
 
 class SpeatTask:
-    """SpEAT of one bias test on one upstream with one aggregation.
+    """SpEAT of one bias test on one upstream with one aggregation; or of every (test, aggregation) pair of
+    the lists a job is given (``bias_tests``, ``aggregations``), one run folder per pair.
 
     Args:
         bias_test: the test (targets X, Y; attributes A, B); its manifest is loaded by :meth:`run`.

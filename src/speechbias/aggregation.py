@@ -72,6 +72,16 @@ class Aggregation:
         return aggregate_layers(per_layer, self.layer)
 
 
+def aggregations_named(names) -> list[Aggregation]:
+    """The strategies named ``<temporal>_<layer>`` (``mean_sum``, ``max_q3``), in the order given: the
+    options a SpEAT job is given as a list (``aggregation=[mean_sum,max_q3]``); ValueError for another name."""
+    out = []
+    for name in names:
+        temporal, _, layer = str(name).partition("_")
+        out.append(Aggregation(temporal, layer))
+    return out
+
+
 def aggregate_layers(per_layer: np.ndarray, layer: str) -> np.ndarray:
     """Reduce or select over the layer axis of an (N, L, D) array -> (N, D) float64."""
     import numpy as np

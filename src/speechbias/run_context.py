@@ -4,7 +4,10 @@
 points call before composing) is the option chosen for a config group, e.g. ``hubert_xl`` for
 ``upstream``: task configs pass it to their task as the run's readable name.
 ``${speechbias.folder_name_excluded_keys:}`` is the list of override keys job folder names leave out
-(:func:`speechbias.result_neutral_keys.folder_name_excluded_keys`).
+(:func:`speechbias.result_neutral_keys.folder_name_excluded_keys`), plus the keys given as arguments.
+``${speechbias.listed_options:<group>}`` is the list of options a job's overrides give a config group as a list
+(``bias_test=[a,b]``: Hydra merges them into one node and its choices leave the group out), ``[]`` when the
+group got one option (a SpEAT job computes every listed pair: tasks/speat_pairs.py).
 ``${speechbias.config_dir:}`` is the run's primary config folder (where train.py's bias tests are named).
 ``${speechbias.process_id:}`` is the id of the process that composed the config (cached in it, as Hydra's
 ``${now:}`` is, so a sweep's workers resolve the same value): with the sub-second time it makes the run and
@@ -21,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from speechbias.result_neutral_keys import folder_name_excluded_keys
 
 CHOICE_RESOLVER = "speechbias.choice"
+LISTED_OPTIONS_RESOLVER = "speechbias.listed_options"
 CONFIG_DIR_RESOLVER = "speechbias.config_dir"
 PROCESS_ID_RESOLVER = "speechbias.process_id"
 FOLDER_NAME_EXCLUDED_RESOLVER = "speechbias.folder_name_excluded_keys"
@@ -38,6 +42,30 @@ def config_choice(cfg: DictConfig | None, group: str, fallback: str = "") -> str
         if choices is not None and choices.get(group):
             return str(choices.get(group))
         return fallback
+
+
+def listed_options(cfg: DictConfig | None, group: str) -> list[str]:
+    """The option names the job's overrides give config group ``group`` as a list (``bias_test=[a,b]``,
+    also from ``hydra.sweeper.params``: a sweep point's overrides), in the order given, repeats dropped;
+    ``[]`` when its last override names one option, or there is none. The overrides are those of ``cfg``'s
+    ``hydra`` node when it has one (a config composed for a check), else the running app's."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    overrides = OmegaConf.select(cfg, "hydra.overrides.task", default=None) if cfg is not None else None
+    if overrides is None:
+        try:
+            from hydra.core.hydra_config import HydraConfig
+
+            overrides = HydraConfig.get().overrides.task if HydraConfig.initialized() else []
+        except ValueError:
+            overrides = []
+    names: list[str] = []
+    for override in OverridesParser.create().parse_overrides([str(o) for o in overrides]):
+        if override.is_delete() or override.key_or_group != group or override.package is not None:
+            continue
+        value = override.value()
+        names = [str(v) for v in value] if isinstance(value, list) else []
+    return list(dict.fromkeys(names))
 
 
 def primary_config_dir(cfg: DictConfig | None = None) -> str | None:
@@ -61,17 +89,23 @@ def primary_config_dir(cfg: DictConfig | None = None) -> str | None:
 
 
 def register_choice_resolver() -> None:
-    """Register ``${speechbias.choice:<group>}``, ``${speechbias.config_dir:}``, ``${speechbias.process_id:}``
+    """Register ``${speechbias.choice:<group>}``, ``${speechbias.listed_options:<group>}``, ``${speechbias.config_dir:}``, ``${speechbias.process_id:}``
     and ``${speechbias.folder_name_excluded_keys:}`` (idempotent)."""
     OmegaConf.register_new_resolver(
         CHOICE_RESOLVER, lambda group, *, _root_: config_choice(_root_, group), replace=True
+    )
+    OmegaConf.register_new_resolver(
+        LISTED_OPTIONS_RESOLVER, lambda group, *, _root_: listed_options(_root_, group), replace=True
     )
     OmegaConf.register_new_resolver(CONFIG_DIR_RESOLVER, lambda *, _root_: primary_config_dir(_root_), replace=True)
     # cached like Hydra's ${now:}: the id of the process that composed the config, also where a sweep's
     # workers (joblib, SLURM) resolve hydra.sweep.dir again from its pickled copy
     OmegaConf.register_new_resolver(PROCESS_ID_RESOLVER, lambda: str(os.getpid()), replace=True, use_cache=True)
     # conf/sweep/folders.yaml's exclude_keys: the one list of result-neutral keys
-    OmegaConf.register_new_resolver(FOLDER_NAME_EXCLUDED_RESOLVER, folder_name_excluded_keys, replace=True)
+    # (+ any keys given: ${speechbias.folder_name_excluded_keys:aggregation,bias_test}, the lists of a paper experiment)
+    OmegaConf.register_new_resolver(
+        FOLDER_NAME_EXCLUDED_RESOLVER, lambda *extra: [*folder_name_excluded_keys(), *extra], replace=True
+    )
 
 
 def upstream_info(upstream, name: str | None = None) -> dict:

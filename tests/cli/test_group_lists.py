@@ -1,6 +1,7 @@
-"""`aggregation=[mean_sum,max_q3]` (a list where a run takes one option of a config group): Hydra merges the
+"""`upstream=[fbank,mfcc]` (a list where a run takes one option of a config group): Hydra merges the
 options into one config and the run computed only the last one, exiting 0. Now one line, exit 1, before
-anything runs; lists of values (train.py's lr=[...], bias_tests=[...]) are untouched."""
+anything runs. A SpEAT job takes lists of bias tests and aggregations (every pair from one read of the
+cache: tests/e2e/test_speat_pairs.py); lists of values (train.py's lr=[...], bias_tests=[...]) are untouched."""
 
 from __future__ import annotations
 
@@ -18,24 +19,52 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
-    ("override", "group"),
-    [("aggregation=[mean_sum,max_q3]", "aggregation"), ("bias_test=[demo_voice,demo_accent]", "bias_test")],
+    ("overrides", "group"),
+    [
+        (["upstream=[fbank,mfcc]"], "upstream"),
+        (["task=report", "aggregation=[mean_sum,max_q3]"], "aggregation"),  # only a SpEAT job takes lists
+        (["task=wer_disparity", "bias_test=[demo_voice,demo_accent]"], "bias_test"),
+    ],
 )
-def test_a_list_of_group_options_is_refused_naming_the_sweep_to_run(override, group):
+def test_a_list_of_group_options_is_refused_naming_the_sweep_to_run(overrides, group):
     with pytest.raises(ConfigError, match=rf"^{group}=\[.*\]: a run takes one {group}; .* -m {group}=\S+,\S+$"):
-        check_group_options([override], REPO / "conf")
-    check_group_options([override.replace("[", "").replace("]", "")], REPO / "conf")  # the sweep form passes
+        check_group_options(overrides, REPO / "conf")
+    check_group_options([o.replace("[", "").replace("]", "") for o in overrides], REPO / "conf")  # the sweep form
     check_group_options(["lr=[1e-3,1e-4]", "bias_tests=[demo_voice,demo_accent]"], REPO / "conf")
+
+
+def test_a_speat_job_takes_lists_of_bias_tests_and_aggregations():
+    check_group_options(["bias_test=[demo_voice,demo_accent]", "aggregation=[mean_sum,max_q3]"], REPO / "conf")
+    check_group_options(["task=speat", "aggregation=[mean_sum,max_q3]"], REPO / "conf")
 
 
 def test_as_typed_it_is_one_line_and_exit_1_with_nothing_computed(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     env.pop("HYDRA_FULL_ERROR", None)
-    command = [sys.executable, str(REPO / "evaluate.py"), "aggregation=[mean_sum,max_q3]", "logger=none"]
+    command = [sys.executable, str(REPO / "evaluate.py"), "upstream=[fbank,mfcc]", "logger=none"]
     proc = subprocess.run(
         [*command, f"paths.output_root={tmp_path / 'out'}"], cwd=tmp_path, env=env, capture_output=True, text=True
     )
     lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
     assert proc.returncode == 1 and len(lines) == 1, lines
-    assert "compute only max_q3" in lines[0] and "-m aggregation=mean_sum,max_q3" in lines[0]
+    assert "compute only mfcc" in lines[0] and "-m upstream=fbank,mfcc" in lines[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_a_list_job_of_several_processes_is_one_line_and_exit_1(tmp_path):
+    """A list job reads the cache once in one process; under DDP each job takes one pair."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    env.pop("HYDRA_FULL_ERROR", None)
+    command = [
+        sys.executable,
+        str(REPO / "evaluate.py"),
+        "bias_test=[demo_voice,demo_accent]",
+        "trainer=ddp_sim",
+        "logger=none",
+        f"paths.output_root={tmp_path / 'out'}",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+    ]
+    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+    lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
+    assert proc.returncode == 1 and len(lines) == 1, lines
+    assert "bias_test=[demo_voice,demo_accent]: a job of several pairs runs in one process" in lines[0]

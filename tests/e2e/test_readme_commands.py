@@ -88,6 +88,7 @@ EXPECTED = {
         "python evaluate.py upstream=hf model_id=/models/my-wavlm bias_test=young_old",
         "python evaluate.py upstream=wavlm_large upstream.randomize=true",
         "python evaluate.py aggregation=max_q3",
+        "python evaluate.py 'bias_test=[demo_voice,demo_accent]' 'aggregation=[mean_sum,max_q3]'",
         "python evaluate.py -m 'upstream=glob(*,exclude=[tiny_*,hf,s3prl,fbank,mfcc,random_*])' "
         "bias_test=female_male,young_old",
         "python evaluate.py -m experiment=paper_speat hydra/launcher=parallel",
@@ -180,11 +181,16 @@ TOKEN_SUBSTITUTIONS = {
 }
 # experiment -> sweeper params that cut its sweep to the offline stand-ins (unless the command sets them)
 SWEEP_CUTS = {
-    "paper_speat": {"upstream": "fbank", "bias_test": "demo_voice"},
+    # a list: one job of both tests, as the experiment's one job per model
+    "paper_speat": {"upstream": "fbank", "bias_test": "[demo_voice,demo_accent]"},
     "paper_se_curves": {"upstream": "fbank", "bias_test": "demo_voice"},
     "paper_uk": {"upstream": "fbank", "bias_test": "demo_voice"},
     "paper_alternates": {"upstream": "fbank", "bias_test": "demo_voice"},
-    "paper_aggregation": {"upstream": "fbank", "bias_test": "demo_voice", "aggregation": "mean_mean,max_q3"},
+    "paper_aggregation": {
+        "upstream": "fbank",
+        "bias_test": "[demo_voice,demo_accent]",
+        "aggregation": "[mean_mean,max_q3]",
+    },
     "demo": {"upstream": "fbank,tiny_wav2vec2", "bias_test": "demo_voice"},
     "paper_propagation": {"upstream": "fbank", "lr": "1e-3"},
 }

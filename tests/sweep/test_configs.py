@@ -61,9 +61,21 @@ def _sweep_values(conf_dir, params: dict) -> dict[str, list[str]]:
         if override.is_sweep_override():
             v = override.value()
             out[key] = v.filter(_options(conf_dir, key)) if isinstance(v, Glob) else [str(x) for x in v.list]
-        else:
-            out[key] = [str(override.value())]
+        else:  # one value; a list ("[a,b]") is one job's list (a SpEAT job of several pairs)
+            v = override.value()
+            out[key] = [str(x) for x in v] if isinstance(v, list) else [str(v)]
     return out
+
+
+def _n_jobs(params: dict) -> int:
+    """The jobs of a sweep: the product of its sweeps' lengths (a list is one value)."""
+    parser = OverridesParser.create()
+    n = 1
+    for key, value in params.items():
+        override = parser.parse_overrides([f"{key}={value}"])[0]
+        if override.is_sweep_override():
+            n *= len(override.value().list)
+    return n
 
 
 @pytest.mark.parametrize(
@@ -92,6 +104,8 @@ def test_paper_experiments_sweep_the_16_models_over_their_tests(conf_dir, name, 
     assert set(values["bias_test"]) == tests and tests <= set(_options(conf_dir, "bias_test"))
     aggregations = values.get("aggregation", [cfg.hydra.runtime.choices.aggregation])
     assert len(aggregations) == n_aggregations and set(aggregations) <= set(_options(conf_dir, "aggregation"))
+    if name in ("paper_speat", "paper_aggregation"):  # one job per model: its tests (and aggregations) as lists
+        assert _n_jobs(cfg.hydra.sweeper.params) == 16
     if n_aggregations == 30:
         assert not any(a.endswith("_sum") for a in aggregations)
     else:

@@ -88,6 +88,22 @@ def test_one_missing_data_root_for_several_tests_is_one_line_naming_them(repo_ro
         assert f"bias_test={test}" in errors[0]
 
 
+def test_each_test_of_a_job_s_list_is_checked(repo_root, tmp_path):
+    """A job given a list of tests (``bias_test=[a,b]``, one job of several pairs) checks each of them."""
+    proc, _ = _sweep(
+        repo_root,
+        tmp_path,
+        "upstream=fbank",
+        "bias_test=[demo_voice,female_male]",
+        f"paths.data_root={tmp_path / 'nonexistent'}",
+    )
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
+    assert proc.returncode == 1 and len(errors) == 1, proc.stderr
+    assert errors[0].startswith(f"error: paths.data_root={tmp_path / 'nonexistent'}: no such folder")
+    assert "bias_test=female_male builds its stimuli" in errors[0]
+    assert not (tmp_path / "sweep").exists()
+
+
 def test_a_sweep_whose_inputs_are_there_is_launched(repo_root, tmp_path):
     proc, _ = _sweep(
         repo_root,

@@ -238,13 +238,25 @@ def check_group_options(overrides: Sequence[str], config_dir: str | Path) -> Non
             for name in names:
                 if name not in options:
                     raise unknown_option(group, name, options)
-            if is_list and len(names) > 1:
+            if is_list and len(names) > 1 and not (group in LISTED_GROUPS and speat_task(parsed)):
                 raise list_of_options(group, names)
 
 
+# groups a SpEAT job (evaluate.py, task=speat) takes as lists: every (test, aggregation) pair is computed
+# from one read of the cache (tasks/speat_pairs.py)
+LISTED_GROUPS = ("bias_test", "aggregation")
+
+
+def speat_task(parsed) -> bool:
+    """Whether parsed overrides leave evaluate.py's default task, speat (no ``task=`` other than speat)."""
+    tasks = [o.value() for o in parsed if o.key_or_group == "task" and not o.is_delete()]
+    return not tasks or tasks[-1] == "speat"
+
+
 def list_of_options(group: str, names: Sequence[str]) -> ConfigError:
-    """``group=[a,b]``: Hydra would merge the options into one config (the last one's values win), so a
-    run would compute one of them and exit 0; a run takes one option of a group, a sweep several."""
+    """``group=[a,b]`` of a group other than :data:`LISTED_GROUPS` of a SpEAT job: Hydra would merge the
+    options into one config (the last one's values win), so a run would compute one of them and exit 0;
+    a run takes one option of such a group, a sweep several."""
     return ConfigError(
         f"{group}=[{','.join(names)}]: a run takes one {group}; Hydra would merge these into one config "
         f"and compute only {names[-1]}. Run them as a sweep: -m {group}={','.join(names)}"

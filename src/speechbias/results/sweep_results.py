@@ -10,6 +10,12 @@ so its presence means the run finished). Its ``results.csv`` says what kind of r
 
 Folders holding :data:`REPORT_MARKER` (a sweep report's own output) are skipped, as is everything
 under them. Hydra job folders (``.hydra/``) without results are listed as incomplete.
+
+A SpEAT job of several pairs (``bias_test=[a,b] aggregation=[...]``, tasks/speat_pairs.py) writes each
+pair into ``<job>/<test>/<aggregation>/``, a run folder read like any other (its overrides: the job's, with
+the pair's test and aggregation in place of the lists), and ``pairs.csv`` (:data:`PAIRS_FILE`) plus its
+``results.json`` into the job folder: that folder is one finished job, its pairs are runs, not jobs;
+a job stopped before its last pair is one incomplete job, and its finished pairs are read.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ log = logging.getLogger(__name__)
 REPORT_MARKER = ".speechbias_sweep_report"
 # a SpEAT result is identified by what produced it; the same key twice means a duplicated run
 SPEAT_KEY = ("fingerprint", "test", "aggregation", "seed", "n_permutations")
+# the job folder table of a SpEAT job of several pairs (speechbias.tasks.speat_pairs.PAIRS_TABLE + ".csv")
+PAIRS_FILE = "pairs.csv"
 FAMILY_ORDER = ("wav2vec2", "hubert", "wavlm", "whisper", "s3prl", "classical", "tiny")
 
 
@@ -45,7 +53,8 @@ class SweepResults:
     ``predictions``: predicted valence per target clip and head (for pooling over learning rates).
     ``incomplete``: job folders (relative paths) with a Hydra config but no results.
     ``incomplete_reasons``: why, per incomplete folder (its ``job_status.json`` error or log line).
-    ``finished``: run folders (relative paths) with results, repeated runs included.
+    ``finished``: job or run folders (relative paths) with results, repeated runs included (a job of
+    several pairs once: its pairs' folders are runs in the tables, not jobs).
     """
 
     sweep_dirs: list[Path]
@@ -75,8 +84,10 @@ class SweepResults:
         return len(self.speat) + int(n_ser)
 
 
-def _walk_runs(sweep_dir: Path, exclude: Sequence[Path]) -> Iterable[tuple[Path, bool]]:
-    """(folder, has_results) for every run or Hydra job folder below ``sweep_dir``, in sorted order."""
+def _walk_runs(sweep_dir: Path, exclude: Sequence[Path]) -> Iterable[tuple[Path, str]]:
+    """(folder, kind) for every run or Hydra job folder below ``sweep_dir``, in sorted order. Kinds:
+    ``run`` (a job's or run's results), ``job`` (a finished job of several pairs: :data:`PAIRS_FILE`),
+    ``pair`` (one pair's results inside such a job), ``incomplete`` (a job folder without results)."""
     excluded = {p.resolve() for p in exclude}
     for root, dirs, files in os.walk(sweep_dir):
         here = Path(root)
@@ -85,9 +96,29 @@ def _walk_runs(sweep_dir: Path, exclude: Sequence[Path]) -> Iterable[tuple[Path,
             continue
         dirs[:] = sorted(d for d in dirs if d not in (".hydra", ".submitit", "wandb", "lightning_logs"))
         if "results.json" in files and "results.csv" in files:
-            yield here, True
+            yield here, "pair" if _pair_folder(here, sweep_dir) else "run"
+        elif "results.json" in files and PAIRS_FILE in files:
+            yield here, "job"
         elif ".hydra" in os.listdir(here) and here != sweep_dir:
-            yield here, False
+            yield here, "incomplete"
+
+
+def _pair_folder(folder: Path, sweep_dir: Path) -> bool:
+    """Whether ``folder`` is a pair's folder ``<job>/<test>/<aggregation>`` of a job of several pairs."""
+    job = folder.parent.parent
+    inside = job == sweep_dir or sweep_dir in job.parents
+    return inside and not (folder / ".hydra").is_dir() and ((job / ".hydra").is_dir() or (job / PAIRS_FILE).is_file())
+
+
+def _pair_overrides(job_overrides: str, row: pd.Series) -> str:
+    """A pair's overrides: its job's, the list values of ``bias_test`` and ``aggregation`` replaced by the
+    pair's test and aggregation (what its one-pair job's overrides say)."""
+    pair = {"bias_test": row.get("test"), "aggregation": row.get("aggregation")}
+    words = []
+    for word in job_overrides.split():
+        key = word.split("=", 1)[0]
+        words.append(f"{key}={pair[key]}" if key in pair and "=[" in word else word)
+    return " ".join(words)
 
 
 def _overrides(run_dir: Path) -> str:
@@ -179,15 +210,21 @@ def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str
             raise ConfigError(f"sweep_dir {d}: no such folder ({missing_sweep_folder_hint(d)})")
     speat, layers, se, prop, preds, incomplete, reasons, finished = [], [], [], [], [], [], {}, []
     for sweep in dirs:
-        for run_dir, done in _walk_runs(sweep, [Path(p) for p in exclude]):
+        for run_dir, kind in _walk_runs(sweep, [Path(p) for p in exclude]):
             rel = str(run_dir.relative_to(sweep)) if len(dirs) == 1 else str(run_dir)
-            if not done:
+            if kind == "incomplete":
                 incomplete.append(rel)
                 reasons[rel] = incomplete_reason(run_dir)
                 continue
-            finished.append(rel)
+            if kind != "pair":
+                finished.append(rel)  # a job (or run) folder; a pair is one of its job's runs
+            if kind == "job":
+                continue
             results = _read_csv(run_dir / "results.csv")
-            tags = {"run_dir": rel, "overrides": _overrides(run_dir)}
+            overrides = _overrides(run_dir)
+            if kind == "pair" and not results.empty:
+                overrides = _pair_overrides(_overrides(run_dir.parent.parent), results.iloc[0])
+            tags = {"run_dir": rel, "overrides": overrides}
             results = _mark_random_control(results, tags["overrides"])
             if is_speat_table(results):
                 mtime = (run_dir / "results.json").stat().st_mtime_ns

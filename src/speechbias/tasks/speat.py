@@ -1,4 +1,6 @@
-"""Task ``speat``: one upstream x one bias test x one aggregation -> d, p, report.
+"""Task ``speat``: one upstream x one bias test x one aggregation -> d, p, report; or, given lists
+(``bias_test=[a,b]``, ``aggregation=[mean_sum,max_q3]``), every pair from one read of the cache
+(:mod:`speechbias.tasks.speat_pairs`, one run folder per pair).
 
 conf/task/speat.yaml builds :class:`SpeatTask` with its collaborators; :meth:`SpeatTask.run` runs the
 extraction predict loop (cached) with the SpEAT callback, which writes results.csv/json, report.md and
@@ -17,12 +19,13 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from speechbias.aggregation import Aggregation
+from speechbias.errors import ConfigError
 from speechbias.speat.results import SpeatResults
 from speechbias.speat.settings import SpeatSettings
 from speechbias.features.cache import FeatureCache
@@ -49,7 +52,8 @@ TASK_NAME = "speat"
 
 
 class SpeatTask:
-    """SpEAT of one bias test on one upstream with one aggregation.
+    """SpEAT of one bias test on one upstream with one aggregation; or of every (test, aggregation) pair of
+    the lists a job is given (``bias_tests``, ``aggregations``), one run folder per pair.
 
     Args:
         bias_test: the test (targets X, Y; attributes A, B); its manifest is loaded by :meth:`run`.
@@ -63,6 +67,10 @@ class SpeatTask:
         tracker: where the writer's record is logged at the end (W&B, or nothing).
         speat: what is computed (permutations, per-layer d, bootstrap SE curve).
         extraction: the extraction loop's settings (``extraction.*``).
+        bias_tests / aggregations: the options given as lists (``${speechbias.listed_options:...}``);
+            when either is not empty the job computes every pair of ``bias_tests or [bias_test]`` x
+            ``aggregations or [aggregation]`` (:class:`~speechbias.tasks.speat_pairs.SpeatPairs`);
+            ``config_dir``: the folder of ``bias_test/`` (each pair's config is composed from it).
         seed: permutations and resamples (and torch's generator, seeded before extraction: the entry
             point leaves it to this task, :attr:`seeds_torch_when_needed`); force: rerun even when
             results.json exists.
@@ -84,6 +92,9 @@ class SpeatTask:
         extraction: ExtractionSettings | None = None,
         seed: int = 0,
         force: bool = False,
+        bias_tests: Sequence[BiasTest] = (),
+        aggregations: Sequence[Aggregation] = (),
+        config_dir: str | None = None,
     ):
         self.bias_test = bias_test
         self.upstream = upstream
@@ -97,6 +108,9 @@ class SpeatTask:
         self.extraction = extraction or ExtractionSettings()
         self.seed = int(seed)
         self.force = bool(force)
+        self.bias_tests = list(bias_tests or ())
+        self.aggregations = list(aggregations or ())
+        self.config_dir = config_dir
         self.demo = is_demo_test(bias_test.name) and not bias_test.user_manifest  # a user's manifest is no demo
         if self.writer.caveat is None and self.demo:
             self.writer.caveat = DEMO_CAVEAT
@@ -104,6 +118,8 @@ class SpeatTask:
     def run(self, config: dict | None = None) -> dict:
         """Extract (cached), compute and write SpEAT; returns the result row (``d``, ``p``, ...).
         ``config``: the run's resolved config, the tracker's run config. A finished run is read back."""
+        if self.bias_tests or self.aggregations:
+            return self._run_pairs(config)
         done = finished_marker(TASK_NAME, self.writer.output_dir, self.force)
         if done is not None:
             return pd.read_json(done).iloc[0].to_dict()
@@ -151,6 +167,48 @@ class SpeatTask:
             if self.demo:
                 warn_once_per_sweep(log, DEMO_CAVEAT, self.writer.output_dir)
         return summary
+
+    def _run_pairs(self, config: dict | None) -> dict:
+        """Every (test, aggregation) pair of the job's lists, from one read of the cache (the extraction
+        loop first when a clip is not cached); returns ``{"n_pairs": ...}``. One process only."""
+        from speechbias.tasks.speat_pairs import SpeatPairs
+
+        tests = self.bias_tests or [self.bias_test]
+        aggregations = self.aggregations or [self.aggregation]
+        if not single_process(self.trainer):
+            lists = " ".join(
+                f"{k}=[{','.join(n)}]"
+                for k, n in (("bias_test", [t.name for t in tests]), ("aggregation", [a.name for a in aggregations]))
+                if len(n) > 1
+            )
+            raise ConfigError(
+                f"{lists}: a job of several pairs runs in one process (it reads the cache once); "
+                "give it one trainer device (trainer=cpu or trainer=gpu), or run one pair per DDP job"
+            )
+        done = finished_marker(TASK_NAME, self.writer.output_dir, self.force)
+        if done is not None:
+            return {"n_pairs": len(pd.read_json(done))}
+        info = upstream_info(self.upstream, self.upstream_name)
+        pairs = SpeatPairs(self, tests, aggregations, self.config_dir)
+        rows = pairs.run(config, info, self._statistics)
+        if any(is_demo_test(t.name) and not t.user_manifest for t in tests):
+            warn_once_per_sweep(log, DEMO_CAVEAT, self.writer.output_dir)
+        return {"n_pairs": len(rows)}
+
+    def _statistics(self, paths: list[str]):
+        """(the statistics of ``paths`` in order, read from the cache once; the upstream forwards this
+        took): the cache alone when every clip is there, else the extraction loop (no callback) first."""
+        statistics = fully_cached_statistics(paths, self.cache, self.upstream.fingerprint)
+        if statistics is not None:
+            log.info("%s: 0 of %d clips needed an upstream forward (every clip cached)", self.upstream.name, len(paths))
+            return statistics, 0
+        from speechbias.features.extraction import extract_statistics
+
+        seed_torch(self.seed)
+        upstream = built_upstream(self.upstream)
+        trainer = self.trainer(callbacks=[])
+        statistics, n_forwards = extract_statistics(upstream, paths, self.cache, trainer, **self.extraction.kwargs())
+        return statistics, n_forwards
 
     def _extract_and_compute(self, manifest: pd.DataFrame, info: dict) -> tuple[dict, bool]:
         """The extraction loop with the SpEAT callback (the upstream built, torch seeded first);

@@ -1,7 +1,10 @@
-"""The SpEAT task's config checks (``task=speat``): a writable cache and a usable bias test (its settings,
-``speat.*`` and ``extraction.*``, are in every evaluate.py config: launch.config_checks checks them)."""
+"""The SpEAT task's config checks (``task=speat``): a writable cache and a usable bias test (each of a job's
+listed tests: ``bias_test=[a,b]``); its settings, ``speat.*`` and ``extraction.*``, are in every evaluate.py
+config: launch.config_checks checks them."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -9,7 +12,28 @@ from speechbias.tasks.input_checks import check_bias_test, check_cache_folder
 
 
 def check_config(cfg: DictConfig) -> None:
-    """The cache folder takes files; the bias test's manifest (or its corpus folders) checks out."""
+    """The cache folder takes files; the bias test's manifest (or its corpus folders) checks out; a job
+    given a list of tests checks each as ``bias_test=<name>`` composes it (its node is their merge)."""
     check_cache_folder(cfg)
-    if OmegaConf.select(cfg, "bias_test", default=None) is not None:
-        check_bias_test(cfg.bias_test, "bias_test", OmegaConf.select(cfg, "paths.cache_dir", default=None), cfg)
+    cache_dir = OmegaConf.select(cfg, "paths.cache_dir", default=None)
+    for key, node in listed_bias_tests(cfg):
+        check_bias_test(node, key, cache_dir, cfg)
+
+
+def listed_bias_tests(cfg: DictConfig) -> list[tuple[str, DictConfig]]:
+    """(key shown in errors, node) of each bias test of ``cfg``: ``bias_test``, or ``bias_test=<name>``
+    for each name of a list, composed from the run's config folder with ``cfg``'s paths, seed, selection."""
+    from speechbias.config_composition import bias_test_config
+    from speechbias.run_context import listed_options, primary_config_dir
+
+    names = listed_options(cfg, "bias_test")
+    if not names:
+        node = OmegaConf.select(cfg, "bias_test", default=None)
+        return [] if node is None else [("bias_test", node)]
+    folder = primary_config_dir(cfg) or str(Path(str(OmegaConf.select(cfg, "paths.root_dir", default="."))) / "conf")
+    out = []
+    for name in names:
+        job = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k not in ("bias_test", "hydra")])
+        job.bias_test = bias_test_config(name, folder)
+        out.append(("bias_test", job.bias_test))
+    return out

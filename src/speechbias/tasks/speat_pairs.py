@@ -1,0 +1,211 @@
+"""A SpEAT job of several (bias test, aggregation) pairs: one read of the cache, one run folder per pair.
+
+``python evaluate.py 'bias_test=[a,b]' 'aggregation=[mean_sum,max_q3]'`` (or ``hydra.sweeper.params``
+giving the lists, as ``experiment=paper_speat`` does) is one job. :class:`SpeatPairs` reads the
+statistics of every clip of every listed test once (the cache; the extraction loop first when a clip is
+not cached), then computes each pair with :class:`~speechbias.speat.results.SpeatResults` into
+``<job>/<test>/<aggregation>/``: the files, rows, figures and tracker entries a one-pair job writes
+(results.csv/json, layers.csv, report.md, figures, tracker_log.jsonl, config.yaml, run_digest.json),
+with the job's seed, so each pair's numbers equal its one-pair job's bit for bit. The job folder gets
+``pairs.csv`` (one row per pair: its folder and result row) and ``results.json`` (the same rows), written
+last. A rerun of a killed job skips the pairs whose folder holds their finished results
+(:func:`~speechbias.tasks.run_markers.finished_results`: markers and a digest of the pair's config).
+One process only: a job of several processes (DDP) takes one pair.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from speechbias.aggregation import Aggregation
+from speechbias.config_composition import bias_test_config
+from speechbias.features.cached_statistics import StackedStatistics
+from speechbias.fileio.atomic_file import atomic_write
+from speechbias.report.caveat import DEMO_CAVEAT, is_demo_test
+from speechbias.report.run_writer import RunWriter, markdown_table
+from speechbias.speat.results import SpeatResults
+from speechbias.stimuli.bias_test import BiasTest
+from speechbias.tasks.run_markers import finished_results, record_run_digest
+
+log = logging.getLogger(__name__)
+
+# the job folder's table of its pairs (test, aggregation, folder, d, p, ...): what marks a multi-pair job
+# folder for the sweep report (results/sweep_results.py reads the pairs' own folders)
+PAIRS_TABLE = "pairs"
+
+
+def pair_folder(job_dir: Path, test: str, aggregation: str) -> Path:
+    """``<job>/<test>/<aggregation>``: one complete run folder per pair."""
+    return Path(job_dir) / test / aggregation
+
+
+class PairConfigs:
+    """Each pair's config: the job's resolved config as the pair's one-pair job would have it (``bias_test``
+    composed for the test's name, its interpolations filled from the job's paths, seed and selection;
+    ``aggregation`` the pair's; the task's lists empty; the output folder the pair's).
+
+    :meth:`pair` gives it twice: as a DictConfig (the run digest's input; one per test, set to the pair in
+    place: creating a whole config per pair cost ~40 ms, most of a pair's time) and as a plain dict
+    (config.yaml, the tracker's run config).
+    """
+
+    def __init__(self, config: dict, config_dir, job_dir: Path):
+        self.config = config
+        self.config_dir = config_dir
+        self.job_dir = Path(job_dir)
+        self._tests: dict[str, tuple[DictConfig, dict]] = {}
+
+    def _test(self, test: BiasTest) -> tuple[DictConfig, dict]:
+        if test.name not in self._tests:
+            cfg = OmegaConf.create(self.config)
+            try:
+                cfg.bias_test = bias_test_config(test.name, self.config_dir) if self.config_dir else cfg.bias_test
+            except ValueError:  # a user's manifest named otherwise: the job's node names it
+                pass
+            plain = OmegaConf.to_container(cfg, resolve=True)
+            run = plain.get("task", {}).get("run")
+            if isinstance(run, dict):
+                run["bias_test"] = plain["bias_test"]
+                for key, names in (("bias_tests", "entries"), ("aggregations", "names")):
+                    if isinstance(run.get(key), dict) and names in run[key]:
+                        run[key][names] = []
+            self._tests[test.name] = (OmegaConf.create(plain), plain)
+        return self._tests[test.name]
+
+    def pair(self, test: BiasTest, aggregation: Aggregation) -> tuple[DictConfig, dict]:
+        """(the pair's config, the same as a dict); the DictConfig is shared by the test's pairs."""
+        cfg, plain = self._test(test)
+        folder = str(pair_folder(self.job_dir, test.name, aggregation.name))
+        node = {"_target_": f"{Aggregation.__module__}.Aggregation", **aggregation.__dict__}
+        changes = {"aggregation": node, "task.run.aggregation": node, "paths.output_dir": folder}
+        changes["task.run.writer.output_dir"] = folder
+        plain = dict(plain)  # the job's dict is shared: copied along the paths that change
+        for key, value in changes.items():
+            if OmegaConf.select(cfg, key, default=None) is not None:
+                OmegaConf.update(cfg, key, value, merge=False)
+                *parents, last = key.split(".")
+                where = plain
+                for part in parents:
+                    where[part] = dict(where[part])
+                    where = where[part]
+                where[last] = value
+        return cfg, plain
+
+
+class SpeatPairs:
+    """Every (test, aggregation) pair of one job on one upstream.
+
+    ``task``: the job's :class:`~speechbias.tasks.speat.SpeatTask` (upstream, cache, writer, tracker,
+    settings, seed); ``tests`` x ``aggregations``: the pairs, test-major.
+    """
+
+    def __init__(self, task, tests: Sequence[BiasTest], aggregations: Sequence[Aggregation], config_dir=None):
+        self.task = task
+        self.tests = list(tests)
+        self.aggregations = list(aggregations)
+        self.config_dir = config_dir
+
+    def run(self, config: dict | None, info: dict, statistics_of) -> list[dict]:
+        """Compute (or reuse) every pair; returns their result rows (test-major). ``statistics_of(paths)``
+        gives (the statistics of ``paths`` in order, the number of upstream forwards it took)."""
+        task = self.task
+        manifests = {t.name: t.load() for t in self.tests}
+        paths = list(dict.fromkeys(str(p) for m in manifests.values() for p in m["path"]))
+        row_of = {p: i for i, p in enumerate(paths)}
+        todo = [(t, a) for t in self.tests for a in self.aggregations]
+        configs = PairConfigs(config or {}, self.config_dir, task.writer.output_dir)
+        rows: dict[tuple[str, str], dict] = {}
+        for t, a in todo:
+            marker = finished_results(configs.pair(t, a)[0], self._folder(t, a))
+            if marker is not None:
+                rows[(t.name, a.name)] = pd.read_json(marker).iloc[0].to_dict()
+        missing = [(t, a) for t, a in todo if (t.name, a.name) not in rows]
+        if missing:
+            statistics, n_forwards = statistics_of(paths)
+            log.info(
+                "%s: statistics of %d clips read once for %d pair(s) (%d of %d already finished)",
+                info["upstream"],
+                len(paths),
+                len(missing),
+                len(todo) - len(missing),
+                len(todo),
+            )
+            failed: list[tuple[str, Exception]] = []
+            for test, aggregation in missing:
+                index = [row_of[str(p)] for p in manifests[test.name]["path"]]
+                try:
+                    rows[(test.name, aggregation.name)] = self._compute(
+                        test,
+                        aggregation,
+                        manifests[test.name],
+                        statistics.rows(index),
+                        {**info, "n_upstream_forwards": n_forwards},
+                        *configs.pair(test, aggregation),
+                    )
+                except Exception as exc:  # the other pairs still run, as the other jobs of a one-pair sweep do
+                    log.error("SpEAT %s on %s (%s) failed: %s", test.name, info["upstream"], aggregation.name, exc)
+                    failed.append((f"{test.name}/{aggregation.name}", exc))
+            if failed:  # the job is not finished: a rerun computes these pairs again, and only these
+                log.error("%d of %d pair(s) failed: %s", len(failed), len(todo), ", ".join(k for k, _ in failed))
+                raise failed[0][1]
+        ordered = [rows[(t.name, a.name)] for t, a in todo]
+        self._write_job_summary(todo, ordered)
+        return ordered
+
+    def _folder(self, test: BiasTest, aggregation: Aggregation) -> Path:
+        return pair_folder(self.task.writer.output_dir, test.name, aggregation.name)
+
+    def _compute(
+        self,
+        test: BiasTest,
+        aggregation: Aggregation,
+        manifest: pd.DataFrame,
+        statistics: StackedStatistics,
+        run_info: dict,
+        cfg: DictConfig,
+        plain: dict,
+    ) -> dict:
+        """One pair, as its one-pair job computes and writes it (files, tracker record, digest last)."""
+        task = self.task
+        folder = self._folder(test, aggregation)
+        demo = is_demo_test(test.name) and not test.user_manifest
+        writer = RunWriter(folder, caveat=DEMO_CAVEAT if demo else task.writer.caveat)
+        folder.mkdir(parents=True, exist_ok=True)
+        text = yaml.dump(plain, Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True)
+        atomic_write(folder / "config.yaml", lambda tmp: tmp.write_text(text, encoding="utf-8"))
+        layer_convention = task.upstream.fingerprint_fields().get("layer_convention")
+        results = SpeatResults(test, manifest, aggregation, writer, run_info, task.speat, task.seed, layer_convention)
+        row = results.compute(statistics)
+        task.tracker.publish(
+            writer,
+            job_type="speat",
+            name=f"{run_info['upstream']}/{test.name}/{aggregation.name}",
+            config=plain,
+            group=task.writer.output_dir.parent.name,  # the sweep, as for a one-pair job
+            tags=[run_info["upstream"], run_info["family"], test.name, aggregation.name],
+        )
+        record_run_digest(cfg, folder)  # the pair's folder now holds its finished results
+        log.info(
+            "SpEAT %s on %s (%s): d=%.3f p=%.4g", test.name, run_info["upstream"], aggregation.name, row["d"], row["p"]
+        )
+        return row
+
+    def _write_job_summary(self, todo: list, rows: list[dict]) -> None:
+        """``pairs.csv``/``pairs.json`` (one row per pair and its folder), then ``results.json`` (the job's
+        marker of a finished job: the same rows), through the job's writer."""
+        job = self.task.writer
+        table = pd.DataFrame(rows)
+        table.insert(0, "pair_dir", [f"{t.name}/{a.name}" for t, a in todo])
+        job.table(PAIRS_TABLE, table)
+        shown = [c for c in ("pair_dir", "test", "aggregation", "d", "p", "n_permutations") if c in table.columns]
+        job.report(
+            f"SpEAT job: {len(rows)} pairs",
+            [("Pairs (each folder is a complete run: results, layers, report.md)", markdown_table(table[shown]))],
+        )
+        job.json("results.json", [dict(r, pair_dir=f"{t.name}/{a.name}") for (t, a), r in zip(todo, rows)])

@@ -192,3 +192,35 @@ def test_a_cold_job_builds_no_upstream_to_be_decided(tmp_path, demo, monkeypatch
     warm(tmp_path, demo, "tiny_wav2vec2")
     assert ForwardNeeds().statistics_only(job(tmp_path, demo, "upstream=tiny_wav2vec2"))
     assert built == ["speechbias.upstream.hf.HFUpstream.from_config_dict"]  # built once, for its fingerprint
+
+
+def test_a_list_job_needs_every_listed_test_cached(tmp_path, demo):
+    """``bias_test=[demo_accent,demo_voice]``: the job's ``bias_test`` node is the merge of the two (the
+    last wins), but the job reads both tests' clips: the last test cached alone is not enough."""
+    shutil.copy(REPO / "experiments" / "demo" / "demo_accent.csv", demo)
+    shutil.copytree(REPO / "experiments" / "demo" / "audio" / "demo_accent", demo / "audio" / "demo_accent")
+
+    def list_job():
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base=None):
+            return compose(
+                "evaluate",
+                overrides=[
+                    f"paths.cache_dir={tmp_path / 'cache'}",
+                    f"paths.demo_dir={demo}",
+                    "upstream=tiny_wav2vec2",
+                    "bias_test=[demo_accent,demo_voice]",
+                ],
+                return_hydra_config=True,
+            )
+
+    warm(tmp_path, demo, "tiny_wav2vec2")  # demo_voice's clips (with the attributes A, B)
+    assert not ForwardNeeds().statistics_only(list_job())
+    accent = [demo / p for p in pd.read_csv(demo / "demo_accent.csv")["path"]]
+    cache = FeatureCache(tmp_path / "cache")
+    fingerprint = instantiate(job(tmp_path, demo, "upstream=tiny_wav2vec2").upstream).fingerprint
+    stats = np.zeros((3, 2, 4), dtype=np.float32)
+    for path in accent:
+        sha = hashlib.sha256(path.name.encode()).hexdigest()
+        cache.remember_audio(path, sha, 16000)
+        cache.put(fingerprint, sha, ClipStatistics(mean=stats[0], min=stats[1], max=stats[2], n_frames=5))
+    assert ForwardNeeds().statistics_only(list_job())

@@ -30,6 +30,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from speechbias.run_context import listed_options
+
 log = logging.getLogger(__name__)
 
 # tasks whose run computes from cached statistics alone when every clip is cached (tasks/speat.py's warm path)
@@ -42,20 +44,24 @@ DECISION_NEUTRAL_KEYS = ("aggregation", "speat", "logger", "force", "check_audio
 
 
 def job_stimulus_paths(job: DictConfig) -> list[str] | None:
-    """Every clip the job reads (its bias test's manifest paths, in manifest order), or None when that
-    cannot be told without building stimuli (a corpus-built test whose manifest is not written yet, a
-    bias test config of another shape). The one place that knows where a job's stimuli are in its config."""
+    """Every clip the job reads (each of its bias tests' manifest paths, in manifest order: one test, or
+    each of a list ``bias_test=[a,b]``), or None when that cannot be told without building stimuli (a
+    corpus-built test whose manifest is not written yet, a bias test config of another shape). The one
+    place that knows where a job's stimuli are in its config."""
     from hydra.utils import instantiate
 
     from speechbias.stimuli.bias_test import BiasTest
+    from speechbias.tasks.speat_checks import listed_bias_tests
 
-    node = OmegaConf.select(job, "bias_test", default=None)
-    if not isinstance(node, DictConfig) or "_target_" not in node:
-        return None
-    test = instantiate(node)
-    if not isinstance(test, BiasTest) or test.manifest is None or not Path(test.manifest).is_file():
-        return None
-    return [str(p) for p in test.load()["path"]]
+    paths: list[str] = []
+    for _key, node in listed_bias_tests(job):
+        if not isinstance(node, DictConfig) or "_target_" not in node:
+            return None
+        test = instantiate(node)
+        if not isinstance(test, BiasTest) or test.manifest is None or not Path(test.manifest).is_file():
+            return None
+        paths += [str(p) for p in test.load()["path"]]
+    return list(dict.fromkeys(paths)) or None
 
 
 def decision_key(overrides: Sequence[str]) -> tuple[str, ...]:
@@ -91,6 +97,7 @@ class ForwardNeeds:
         """Whether ``job`` (a composed job config) needs no forward (see the module docstring)."""
         try:
             key = tuple(_text(job, k) for k in ("task.name", "trainer", "upstream", "bias_test", "task.run.cache"))
+            key += (",".join(listed_options(job, "bias_test")),)  # a list's node is its tests' merge
         except Exception:  # noqa: BLE001 - a config that does not resolve: the job reports it itself
             return False
         if key not in self._answers:

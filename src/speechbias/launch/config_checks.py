@@ -87,7 +87,12 @@ def check_settings_values(cfg: DictConfig, groups=None) -> None:
 def _has_node(cfg: DictConfig, key: str) -> bool:
     parent, _, name = key.rpartition(".")
     node = OmegaConf.select(cfg, parent, default=None) if parent else cfg
-    return isinstance(node, DictConfig) and name in node and node._get_node(name)._is_none() is False
+    # public OmegaConf calls only (an interpolation is not resolved here; a None or '???' value is no node)
+    return (
+        isinstance(node, DictConfig)
+        and name in node
+        and (OmegaConf.is_interpolation(node, name) or node[name] is not None)
+    )
 
 
 def check_config(cfg: DictConfig) -> None:

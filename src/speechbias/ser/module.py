@@ -174,6 +174,7 @@ class ValenceRegressor(pl.LightningModule):
                 self.log(
                     metric_key("ser/train/mse", lr, len(self.lrs)), value, on_step=True, on_epoch=False, batch_size=1
                 )
+            self.log("step", float(self.global_step), on_step=True, on_epoch=False, batch_size=1)  # as above
             self._train_loss_sum, self._train_loss_count = None, 0
 
     def validation_step(self, batch: dict, batch_idx: int) -> None:
@@ -200,6 +201,9 @@ class ValenceRegressor(pl.LightningModule):
         first[1:] = index[1:] != index[:-1]
         span = self.high - self.low
         target_orig = target[first].double() * span + self.low
+        # Lightning's documented x-axis override: a logged ``step`` is the loggers' step (by default they
+        # get the batches that stepped, and a batch here is a chunk of several optimiser steps)
+        self.log("step", float(self.global_step), sync_dist=False)
         for k, lr in enumerate(self.lrs):
             pred_orig = pred[k, first].double() * span + self.low
             mse = float(torch.mean((pred_orig - target_orig) ** 2))

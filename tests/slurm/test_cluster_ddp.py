@@ -126,3 +126,43 @@ def test_a_rank_that_dies_ends_the_whole_job_at_once(tmp_path):
     )
     assert "\n" not in row["error"]
     print(f"\nthe job ended {ended_s:.1f} s after its rank 1 was killed")
+
+
+def test_two_ranks_never_resume_another_configs_checkpoints(tmp_path, one_process_train):
+    """A 2-task job started in a folder whose checkpoints another config wrote (lr=1e-4, one process):
+    rank 0 moves them aside and records this config's digest before any rank builds its Trainer; rank 1
+    waits for that, so neither resumes the stale checkpoint and the job equals the reference run."""
+    sweep = tmp_path / "sweep"
+    stale = run(
+        "train.py",
+        "upstream=fbank",
+        "max_steps=300",
+        "lr=1e-4",
+        "logger=none",
+        f"hydra.run.dir={sweep / 'job'}",
+        cache=tmp_path / "cache",
+    )
+    assert stale.returncode == 0, stale.stderr[-3000:]
+    assert (sweep / "job" / "checkpoints" / "last.ckpt").is_file()
+    two = run(
+        "train.py",
+        "-m",
+        "upstream=fbank",
+        f"max_steps={TRAIN_STEPS}",
+        "logger=none",
+        *TWO_TASK_JOB,
+        f"hydra.sweep.dir={sweep}",
+        "hydra.sweep.subdir=job",
+        cache=tmp_path / "cache",
+    )
+    assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
+    job = sweep / "job"
+    assert ran_two_ranks(sweep)
+    assert (job / "checkpoints.stale-1" / "last.ckpt").is_file()
+    logs = "".join(p.read_text() for p in job.rglob("*.log"))
+    assert "resuming from" not in logs
+    a = pd.read_csv(one_process_train / "results.csv").set_index("test")
+    b = pd.read_csv(job / "results.csv").set_index("test")
+    assert list(b["best_step"]) == list(a["best_step"])
+    for column in ("best_dev_mse", "cohens_d"):
+        assert list(b[column]) == pytest.approx(list(a[column]), rel=1e-4), column

@@ -27,7 +27,12 @@ from speechbias.launch.signals import RunStopped, exit_now, print_stop_line, rec
 from speechbias.launch.storage_check import register_run_folders
 from speechbias.project_paths import user_path
 from speechbias.run_context import register_choice_resolver
-from speechbias.tasks.run_markers import claim_checkpoints, finished_results, record_run_digest
+from speechbias.tasks.run_markers import (
+    await_checkpoint_claim,
+    claim_checkpoints,
+    finished_results,
+    record_run_digest,
+)
 from speechbias.seeding import seed_run
 from speechbias.launch.slurm.job_environment import SlurmTasks, process_rank, slurm_tasks
 from speechbias.launch.sweep_status import JobStatus, current_sweep_id, job_error, read_status, reused_status
@@ -217,8 +222,10 @@ def _run_job(cfg: DictConfig) -> dict | None:
         if skipped:  # the task would skip itself too; this way a resumed sweep skips without importing torch
             summary = {}
         else:
-            if rank == 0 and not several_ranks:
+            if rank == 0:
                 claim_checkpoints(cfg, output_dir)  # a checkpoint of another config is never resumed
+            elif several_ranks:
+                await_checkpoint_claim(cfg, output_dir)  # every rank resumes the same checkpoint, or none
             summary = run_task(cfg)
     except RunStopped as stop:
         record_stop(stop)

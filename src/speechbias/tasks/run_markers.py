@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -333,7 +334,8 @@ def claim_checkpoints(cfg: DictConfig, output_dir: str | Path) -> None:
     ``checkpoint_digest.json``). Checkpoints of another config, or without a digest (an older version), are moved
     aside to ``checkpoints.stale-<n>`` (nothing is deleted) with one line naming the changed keys, and the
     run starts fresh; then the folder records this config's digest. A run killed and rerun with the same
-    config resumes where it stopped. Only the launching process calls it (not each DDP rank)."""
+    config resumes where it stopped. Only rank zero calls it; the other ranks of a job whose ranks start
+    together (a SLURM job of N tasks) wait for it (:func:`await_checkpoint_claim`)."""
     if str(OmegaConf.select(cfg, "task.name", default="")) not in CHECKPOINTING_TASKS:
         return
     folder = Path(output_dir) / CHECKPOINT_DIR
@@ -352,3 +354,19 @@ def claim_checkpoints(cfg: DictConfig, output_dir: str | Path) -> None:
                     folder, why or "version or models", stale.name)  # fmt: skip
     Path(output_dir).mkdir(parents=True, exist_ok=True)
     write_digest(digest_file, new)
+
+
+def await_checkpoint_claim(cfg: DictConfig, output_dir: str | Path, timeout_s: float = 300.0) -> None:
+    """On a rank other than zero of a job whose ranks start together: return once rank zero has made the
+    checkpoints folder this config's (:func:`claim_checkpoints` writes the digest last, after moving stale
+    checkpoints aside), so that every rank resumes from the same checkpoint or none does. Raises
+    ``RuntimeError`` after ``timeout_s`` seconds (rank zero failed before its claim: srun ends the job)."""
+    if str(OmegaConf.select(cfg, "task.name", default="")) not in CHECKPOINTING_TASKS:
+        return
+    digest = identity_digest(run_identity(cfg))
+    digest_file = Path(output_dir) / CHECKPOINT_DIGEST_FILE
+    deadline = time.monotonic() + timeout_s
+    while (read_digest(digest_file) or {}).get("digest") != digest:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{digest_file}: rank 0 did not claim the job's checkpoints within {timeout_s:.0f} s")
+        time.sleep(0.2)

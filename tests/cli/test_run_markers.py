@@ -13,6 +13,7 @@ from speechbias.tasks.run_markers import (
     finished_marker,
     finished_results,
     record_run_digest,
+    without_keys,
 )
 
 
@@ -38,6 +39,22 @@ def test_config_values_resolve_and_leave_presentation_keys_out(tmp_path):
     assert values["paths.data_root"] == '"/data"'  # decides the stimuli: kept
     for key in ("logger.kind", "paths.output_dir", "paths.cache_dir", "force", "task.run.writer.output_dir"):
         assert key not in values
+
+
+def test_config_values_of_a_few_keys_patch_those_of_a_config_that_differs_only_there(tmp_path):
+    # a list job's pair: its test's values, walked once, with the keys the pair sets walked again
+    base = _cfg(tmp_path)
+    pair = _cfg(tmp_path, aggregation={"temporal": "max", "layer": "q3", "extra": [1, 2]}, seed=3)
+    keys = ("aggregation", "task.run.aggregation", "seed", "paths.output_dir")  # every key that differs
+    patched = {**without_keys(config_values(base), keys), **config_values(pair, only=keys)}
+    assert patched == config_values(pair)
+    assert patched["aggregation.extra[1]"] == "2" and patched["task.run.aggregation.layer"] == '"q3"'
+    assert set(config_values(pair, only=("aggregation",))) == {
+        "aggregation.temporal",
+        "aggregation.layer",
+        "aggregation.extra[0]",
+        "aggregation.extra[1]",
+    }
 
 
 def _finish(tmp_path, cfg):

@@ -35,12 +35,18 @@ def report_title(row: dict) -> str:
 
 
 def report_sections(
-    row: dict, layers: pd.DataFrame | None, se: pd.DataFrame | None, bias_test, layer_convention: str | None = None
+    row: dict,
+    layers: pd.DataFrame | None,
+    se: pd.DataFrame | None,
+    bias_test,
+    layer_convention: str | None = None,
+    results: pd.DataFrame | None = None,
 ) -> list[tuple[str, str]]:
     """report.md's ``(heading, markdown)`` sections: the result, how to read it, d at every layer
     (with ``layer_profile.png``, or the line saying why a one-layer upstream has none) and the
-    bootstrap SE curve, the last two when computed."""
-    results = pd.DataFrame([row])
+    bootstrap SE curve, the last two when computed. ``results``: ``pd.DataFrame([row])`` when the
+    caller has it (a list job's pairs: one frame less each)."""
+    results = pd.DataFrame([row]) if results is None else results
     table = results[[c for c in REPORT_COLUMNS if c in results.columns]]
     human_known = "human_iat_d" in table.columns and pd.notna(table["human_iat_d"].iloc[0])
     if "human_iat_d" in table.columns and not human_known:
@@ -124,8 +130,9 @@ def write_speat_outputs(
         writer.figure("layer_profile", fig, tracker_key=f"speat/{test}/layer_profile")
     if se is not None:
         writer.table("se_curve", se)
-    writer.report(report_title(row), report_sections(row, layers, se, bias_test, layer_convention))
+    results = pd.DataFrame([row])
+    writer.report(report_title(row), report_sections(row, layers, se, bias_test, layer_convention, results))
     writer.metrics({f"speat/{test}/d": row["d"], f"speat/{test}/p": row["p"]})
     # results.json last: its presence marks the run as finished (a rerun skips it), so a run killed
     # before this line leaves no results.json and is redone in full
-    writer.table("results", pd.DataFrame([row]), tracker_key=f"speat/{test}/results")
+    writer.table("results", results, tracker_key=f"speat/{test}/results")

@@ -313,4 +313,9 @@ def ends_on_signals() -> Iterator[None]:
             except Exception:  # noqa: BLE001 - the line and the exit code matter more than the table
                 pass
         print_stop_line(stop, "sweep " if sweep is not None else "")
+        if "joblib.externals.loky" in sys.modules:
+            # a parallel sweep's process (its jobs ran in loky workers; no model here): the interpreter's
+            # own exit, whose loky handler releases the workers' locks; after os._exit loky's resource
+            # tracker warned about them on stderr
+            raise SystemExit(stop.exit_code) from None
         exit_now(stop.exit_code)

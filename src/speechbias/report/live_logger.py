@@ -23,6 +23,7 @@ class LiveRunLogger(Logger):
     def __init__(self, run):
         super().__init__()
         self._run = run
+        self.logged = False  # whether metrics reached the run from this process
 
     @property
     def name(self) -> str:
@@ -40,6 +41,7 @@ class LiveRunLogger(Logger):
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
         if self._run is not None:
             wandb_run.log_metrics(self._run, {**metrics, **({STEP_KEY: step} if step is not None else {})})
+            self.logged = True
 
     @rank_zero_only
     def log_hyperparams(self, params, *args, **kwargs) -> None:

@@ -54,12 +54,14 @@ class Tracker:
         self.tags = list(tags or [])
         self.files_dir = files_dir
         self._live = None  # the W&B run a Lightning Trainer logs to (lightning_logger), until publish
+        self._live_logger = None  # its Lightning logger (LiveRunLogger)
 
     def __repr__(self) -> str:
         return f"Tracker(kind={self.kind!r})"
 
     def __getstate__(self) -> dict:
-        return {**self.__dict__, "_live": None}  # a live W&B run stays in the process that started it
+        # a live W&B run (and its logger) stays in the process that started it
+        return {**self.__dict__, "_live": None, "_live_logger": None}
 
     def lightning_logger(self, output_dir: str | Path, job_type: str | None = None) -> dict:
         """Keyword arguments for a Lightning Trainer: ``{"logger": CSVLogger}`` for ``kind: csv``
@@ -89,8 +91,8 @@ class Tracker:
             return {}
         from speechbias.report.live_logger import LiveRunLogger
 
-        self._live = run
-        return {"logger": LiveRunLogger(run)}
+        self._live, self._live_logger = run, LiveRunLogger(run)
+        return {"logger": self._live_logger}
 
     def publish(
         self,
@@ -111,9 +113,11 @@ class Tracker:
         """
         if self.kind != "wandb":
             return
-        live = self._live is not None
-        if live:  # the run the Trainer logged its losses to: named and completed here
-            run, self._live = self._live, None
+        # the training's history reached the live run only when its logger logged in this process (not
+        # under ddp_spawn, whose workers train with a copy that holds no run): else it is replayed
+        watched = self._live is not None and getattr(self._live_logger, "logged", False)
+        if self._live is not None:  # the run the Trainer logged its losses to: named and completed here
+            run, self._live, self._live_logger = self._live, None, None
             wandb_run.describe(run, name=name, tags=[*tags, *self.tags], config=config)
         else:
             run = wandb_run.start_run(
@@ -131,7 +135,7 @@ class Tracker:
         if run is None:
             return
         try:
-            log_recorded(run, writer, history=not live)
+            log_recorded(run, writer, history=not watched)
             if on_run is not None:
                 on_run(run)
         finally:

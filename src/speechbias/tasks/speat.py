@@ -147,26 +147,26 @@ class SpeatTask:
         else:
             summary, global_zero = self._extract_and_compute(manifest, info)
         if global_zero:  # one tracker run, not one per DDP rank
-            name = f"{info['upstream']}/{self.bias_test.name}/{self.aggregation.name}"
-            self.tracker.publish(
-                self.writer,
-                job_type=TASK_NAME,
-                name=name,
-                config=config,
-                tags=[info["upstream"], info["family"], self.bias_test.name, self.aggregation.name],
-            )
+            self.publish_pair(self.writer, info, self.bias_test.name, self.aggregation.name, config)
         if summary:
-            log.info(
-                "SpEAT %s on %s (%s): d=%.3f p=%.4g",
-                self.bias_test.name,
-                info["upstream"],
-                self.aggregation.name,
-                summary["d"],
-                summary["p"],
-            )
+            log_result(self.bias_test.name, info["upstream"], self.aggregation.name, summary)
             if self.demo:
                 warn_once_per_sweep(log, DEMO_CAVEAT, self.writer.output_dir)
         return summary
+
+    def publish_pair(
+        self, writer: RunWriter, info: dict, test: str, aggregation: str, config: dict | None, group: str | None = None
+    ) -> None:
+        """Log one pair's run folder (``writer``'s record) to the tracker: one run named
+        ``<upstream>/<test>/<aggregation>``, tagged with them (a one-pair job, or each pair of a list job)."""
+        self.tracker.publish(
+            writer,
+            job_type=TASK_NAME,
+            name=f"{info['upstream']}/{test}/{aggregation}",
+            config=config,
+            group=group,
+            tags=[info["upstream"], info["family"], test, aggregation],
+        )
 
     def _run_pairs(self, config: dict | None) -> dict:
         """Every (test, aggregation) pair of the job's lists, from one read of the cache (the extraction
@@ -245,6 +245,11 @@ class SpeatTask:
         if trainer.is_global_zero and trainer.world_size > 1:
             return pd.read_json(self.writer.path("results.json")).iloc[0].to_dict()
         return {}
+
+
+def log_result(test: str, upstream: str, aggregation: str, row: dict) -> None:
+    """The one console line of a computed pair: ``SpEAT <test> on <upstream> (<aggregation>): d=... p=...``."""
+    log.info("SpEAT %s on %s (%s): d=%.3f p=%.4g", test, upstream, aggregation, row["d"], row["p"])
 
 
 # trainer strategies that run one process (anything else may start or join other ranks)

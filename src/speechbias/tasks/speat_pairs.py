@@ -32,6 +32,7 @@ from speechbias.report.run_writer import RunWriter, markdown_table
 from speechbias.speat.results import SpeatResults
 from speechbias.stimuli.bias_test import BiasTest
 from speechbias.tasks.run_markers import config_values, finished_results, record_run_digest, without_keys
+from speechbias.tasks.speat import log_result
 
 log = logging.getLogger(__name__)
 
@@ -193,18 +194,10 @@ class SpeatPairs:
         layer_convention = task.upstream.fingerprint_fields().get("layer_convention")
         results = SpeatResults(test, manifest, aggregation, writer, run_info, task.speat, task.seed, layer_convention)
         row = results.compute(statistics)
-        task.tracker.publish(
-            writer,
-            job_type="speat",
-            name=f"{run_info['upstream']}/{test.name}/{aggregation.name}",
-            config=plain,
-            group=task.writer.output_dir.parent.name,  # the sweep, as for a one-pair job
-            tags=[run_info["upstream"], run_info["family"], test.name, aggregation.name],
-        )
+        group = task.writer.output_dir.parent.name  # the sweep, as for a one-pair job
+        task.publish_pair(writer, run_info, test.name, aggregation.name, plain, group)
         record_run_digest(cfg, folder, values)  # the pair's folder now holds its finished results
-        log.info(
-            "SpEAT %s on %s (%s): d=%.3f p=%.4g", test.name, run_info["upstream"], aggregation.name, row["d"], row["p"]
-        )
+        log_result(test.name, run_info["upstream"], aggregation.name, row)
         return row
 
     def _write_job_summary(self, todo: list, rows: list[dict]) -> None:

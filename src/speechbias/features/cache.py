@@ -92,6 +92,10 @@ class FeatureCache:
     def entry_path(self, fingerprint: str, audio_sha: str) -> Path:
         return self.root / "stats" / fingerprint / audio_sha[:2] / f"{audio_sha}.safetensors"
 
+    def has_entry_for_any_upstream(self, audio_sha: str) -> bool:
+        """Whether some upstream's entry file of the clip ``audio_sha`` exists (any fingerprint; not read)."""
+        return any(p.is_file() for p in self.root.glob(str(self.entry_path("*", audio_sha).relative_to(self.root))))
+
     def has(self, fingerprint: str, audio_sha: str) -> bool:
         """Whether a valid entry exists: reads and verifies it like :meth:`get` (an invalid entry
         counts as absent, so the caller recomputes it, and is reported once)."""

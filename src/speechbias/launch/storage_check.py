@@ -171,22 +171,24 @@ def uncached_clips(cfg: DictConfig, clips: set[Path]) -> tuple[int, int]:
     """(clips without a cache entry, clips the audio index does not know). The entry is looked up under the
     upstream's own fingerprint where its config gives it (fbank, mfcc); for a model whose fingerprint needs
     it built, a clip counts as cached when any model's entry of its audio exists (a lower bound)."""
-    cache = OmegaConf.select(cfg, "paths.cache_dir", default=None)
-    if not cache or not clips:
+    cache_dir = OmegaConf.select(cfg, "paths.cache_dir", default=None)
+    if not cache_dir or not clips:
         return len(clips), len(clips)
-    from speechbias.fileio.audio_index import AudioIndex
+    from speechbias.features.cache import FeatureCache
 
-    index = AudioIndex(str(cache))
-    stats = Path(str(cache)) / "stats"
+    cache = FeatureCache(str(cache_dir))
     fingerprint = _config_fingerprint(OmegaConf.select(cfg, "upstream", default=None))
-    folders = [stats / fingerprint] if fingerprint else ([p for p in stats.iterdir()] if stats.is_dir() else [])
     missing = unknown = 0
     for clip in clips:
-        facts = index.lookup(clip) if clip.is_file() else None
-        if facts is None:
+        record = cache.lookup_audio(clip) if clip.is_file() else None
+        if record is None:
             unknown += 1
             missing += 1
-        elif not any((f / facts.sha256[:2] / f"{facts.sha256}.safetensors").is_file() for f in folders):
+        elif not (
+            cache.entry_path(fingerprint, record[0]).is_file()
+            if fingerprint
+            else cache.has_entry_for_any_upstream(record[0])
+        ):
             missing += 1
     return missing, unknown
 

@@ -23,7 +23,6 @@ bias test) counts as needing a forward: the job keeps the configured resources a
 
 from __future__ import annotations
 
-import glob
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -74,11 +73,6 @@ def decision_key(overrides: Sequence[str]) -> tuple[str, ...]:
     return tuple(o for o in overrides if not neutral(o))
 
 
-def _cached_for_any_upstream(cache, audio_sha: str) -> bool:
-    """Whether some upstream's entry of the clip ``audio_sha`` exists (its entry path, any fingerprint)."""
-    return next(iter(glob.iglob(str(cache.entry_path("*", audio_sha)))), None) is not None
-
-
 def _text(job: DictConfig, key: str) -> str:
     """The resolved value at ``key`` as text (a node as YAML): what a decision is remembered by."""
     value = OmegaConf.select(job, key, default=None)
@@ -125,8 +119,8 @@ class ForwardNeeds:
                 return False
             cache = instantiate(job.task.run.cache)
             records = index_records(paths, cache)
-            if any(record is None for record in records.values()) or not _cached_for_any_upstream(
-                cache, next(iter(records.values()))[0]
+            if any(record is None for record in records.values()) or not cache.has_entry_for_any_upstream(
+                next(iter(records.values()))[0]
             ):
                 return False  # a clip never decoded, changed, or cached for no upstream: cold; nothing built
             fingerprint = self._fingerprint(upstream, upstream_key)

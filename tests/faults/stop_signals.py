@@ -17,6 +17,16 @@ import soundfile as sf
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
+# a train.py run long enough to interrupt after its first last.ckpt (every 2 epochs), short enough to finish
+TRAIN_TO_INTERRUPT = (
+    "upstream=fbank",
+    "logger=none",
+    "bias_tests=[demo_voice]",
+    "++trainer.enable_progress_bar=false",
+    "max_steps=3000",
+    "checkpoint_every_n_epochs=2",
+    "ser_data.val_every_n_epochs=20",
+)
 # the README's promise is 5 s, which the watchdog of launch/signals holds (it ends the process at 4 s);
 # measured stops take 0.01-0.85 s. This bound tells "stopped by the signal" from "ran on to its end" with
 # room for a loaded CI machine: a behaviour check, not a speed goal (no timed tests)

@@ -16,17 +16,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
+from faults.stop_signals import ENV, REPO, TRAIN_TO_INTERRUPT
+
 EVALUATE = ("logger=none", "speat.n_permutations=200000", "speat.se_curve=true", "speat.n_resamples=2000")
-TRAIN = (
-    "logger=none",
-    "bias_tests=[demo_voice]",
-    "++trainer.enable_progress_bar=false",
-    "max_steps=3000",
-    "checkpoint_every_n_epochs=2",
-    "ser_data.val_every_n_epochs=20",
-)
+TRAIN = TRAIN_TO_INTERRUPT  # upstream=fbank, as train.py's default
 # what differs between a run that extracted and one that read the cache: not a result
 NOT_RESULTS = ["n_upstream_forwards"]
 

@@ -17,6 +17,7 @@ import torch
 
 from faults.stop_signals import (
     STOP_BOUND_S,
+    TRAIN_TO_INTERRUPT,
     cache_entries,
     command,
     expected_line,
@@ -122,15 +123,7 @@ def test_evaluate_stopped_in_a_long_permutation_test(tmp_path):
     _same_results(run_dir, reference)
 
 
-TRAIN = (
-    "upstream=fbank",
-    "logger=none",
-    "bias_tests=[demo_voice]",
-    "++trainer.enable_progress_bar=false",
-    "max_steps=3000",
-    "checkpoint_every_n_epochs=2",
-    "ser_data.val_every_n_epochs=20",
-)
+TRAIN = TRAIN_TO_INTERRUPT
 
 
 @pytest.mark.slow

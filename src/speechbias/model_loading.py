@@ -266,12 +266,23 @@ def local_weights_digest(folder: Path, contents: bool = False) -> list[list] | s
     return h.hexdigest()
 
 
-def loaded_commit(config) -> str | None:
-    """The hub commit a transformers config was loaded from, where the release records it
-    (:func:`speechbias.library_internals.transformers.config_commit`)."""
-    from speechbias.library_internals.transformers import config_commit
+def cached_commit(model_id: str, revision: str | None = None, cache_dir: str | None = None) -> str | None:
+    """The commit ``revision`` of hub id ``model_id`` resolves to in the local Hugging Face cache (the
+    snapshot folder holding its config.json; a file read, no network), or None when it is not cached.
 
-    return config_commit(config)
+    Loading is cache-first (:func:`load_pretrained`), so after a load this is the commit that was loaded.
+    transformers 5 no longer records it on the config (``_commit_hash``, None there): it is read from
+    the cache, for the upstreams' fingerprints, the run digest and the speech-LLM adapters alike.
+    """
+    if Path(model_id).expanduser().is_dir():
+        return None  # a local folder has no commit
+    try:
+        found = huggingface_hub.try_to_load_from_cache(
+            model_id, "config.json", cache_dir=cache_dir, revision=revision or None
+        )
+    except ValueError:  # not a valid hub id
+        return None
+    return Path(found).parent.name if isinstance(found, str) else None
 
 
 def resolve_device(device: str = "auto") -> str:

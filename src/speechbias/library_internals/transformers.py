@@ -7,11 +7,6 @@ checked with (a clear error outside them).
   builds the model), so a weight its first pass could not reach (a weight-normed one: the initializer
   fills a temporary computed by the parametrization) has no public way back to the family's rule once
   the parametrization is baked into a plain parameter.
-* :func:`config_commit`: ``PretrainedConfig._commit_hash``, the hub commit a config was loaded from
-  (transformers has no public one). Some releases set it, others (5.24) resolve revisions per load and
-  never do (None there). Kept because it is a fingerprint field: finding the commit another way (e.g.
-  ``huggingface_hub.try_to_load_from_cache``) would change every cache key. Read, never required: outside
-  the checked versions it is still read (an absent attribute gives None).
 """
 
 from __future__ import annotations
@@ -35,8 +30,3 @@ def init_module_weights(model: nn.Module, module: nn.Module) -> None:
             "per-module initializer (PreTrainedModel._init_weights) speechbias's random init was checked with"
         )
     model._init_weights(module)
-
-
-def config_commit(config) -> str | None:
-    """The hub commit ``config`` (a transformers ``PretrainedConfig``) was loaded from, or None."""
-    return getattr(config, "_commit_hash", None)

@@ -126,21 +126,11 @@ def _file_sha256(path: Path) -> str | None:
         return None
 
 
-def _hub_commit(model_id: str, revision: str | None, cache_dir: str | None) -> str | None:
-    """The commit a hub id's ``revision`` points at in the local Hugging Face cache (a file read)."""
-    import huggingface_hub
-
-    found = huggingface_hub.try_to_load_from_cache(
-        model_id, "config.json", cache_dir=cache_dir, revision=revision or None
-    )
-    return Path(found).parent.name if isinstance(found, str) else None
-
-
 def model_identity(values: dict[str, str]) -> dict[str, object]:
     """Cheap identity of the models the config names (``<group>.model_id`` keys): ``<group>.weights``, the
     weight files (names, sizes, mtimes) of a local folder, else ``<group>.commit``, the commit its revision
     points at in the local Hugging Face cache (None before the first download)."""
-    from speechbias.model_loading import local_weights_digest
+    from speechbias.model_loading import cached_commit, local_weights_digest
 
     identity: dict[str, object] = {}
     for key, raw in values.items():
@@ -157,7 +147,7 @@ def model_identity(values: dict[str, str]) -> dict[str, object]:
             else:
                 revision = json.loads(values.get(f"{group}.revision", "null"))
                 cache = json.loads(values.get(f"{group}.cache_dir", "null"))
-                identity[f"{group}.commit"] = _hub_commit(model_id, revision, cache)
+                identity[f"{group}.commit"] = cached_commit(model_id, revision, cache)
         except (OSError, ValueError) as exc:  # an unreadable folder or an id the hub cannot hold
             identity[f"{group}.commit"] = f"unknown ({type(exc).__name__})"
     return identity

@@ -31,11 +31,11 @@ from transformers import PretrainedConfig
 from speechbias.library_internals.torch import drop_weight_norm_compat_hooks
 from speechbias.library_internals.transformers import init_module_weights
 from speechbias.model_loading import (
+    cached_commit,
     check_weights_available,
     load_pretrained,
     local_dir,
     local_weights_digest,
-    loaded_commit,
     sha256_json,
 )
 from speechbias.upstream.base import Upstream
@@ -180,7 +180,8 @@ class HFUpstream(Upstream):
             )
             self.config_sha256 = sha256_json(hf_config.to_dict())
         self.family = _family_of(hf_config, family, source)
-        self.resolved_commit = loaded_commit(hf_config)
+        # the hub commit the cache resolves the revision to (the one loaded: loading is cache-first)
+        self.resolved_commit = cached_commit(model_id, revision, cache_dir) if model_id and local_path is None else None
         if not self.randomize:
             check_weights_available(model_id, revision=revision, cache_dir=cache_dir)
         self._load_kwargs = load_kwargs

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from hydra.utils import get_class
 
 from speechbias.fileio.audio import SAMPLE_RATE, load_audio
-from speechbias.model_loading import load_pretrained, loaded_commit, resolve_device
+from speechbias.model_loading import cached_commit, load_pretrained, resolve_device
 from speechbias.sllm.adapters.base import ChatInput, SamplingParams, SpeechLLM, resolve_dtype
 
 
@@ -84,7 +84,7 @@ class ChatTemplateAudioLLM(SpeechLLM):
             "model_id": self.model_id,
             "model_class": self.model_class,
             "revision": self.revision,
-            "commit": loaded_commit(self.model.config),
+            "commit": cached_commit(self.model_id, self.revision),
             "dtype": str(self.dtype),
             "system_prompt": self.system_prompt,
             "transformers": transformers.__version__,

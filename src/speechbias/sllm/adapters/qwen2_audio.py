@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from speechbias.fileio.audio import load_audio
-from speechbias.model_loading import load_pretrained, loaded_commit, resolve_device
+from speechbias.model_loading import cached_commit, load_pretrained, resolve_device
 from speechbias.sllm.adapters.base import ChatInput, SamplingParams, SpeechLLM, resolve_dtype
 
 
@@ -59,7 +59,7 @@ class Qwen2AudioAdapter(SpeechLLM):
             "adapter": "qwen2_audio",
             "model_id": self.model_id,
             "revision": self.revision,
-            "commit": loaded_commit(self.model.config),
+            "commit": cached_commit(self.model_id, self.revision),
             "dtype": str(self.dtype),
             "system_prompt": self.system_prompt,
             "transformers": transformers.__version__,

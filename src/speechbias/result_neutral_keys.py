@@ -47,6 +47,7 @@ TASK_NODE_NEUTRAL_KEYS = (
     "task.run.writer",
     "task.run.tracker",
     "task.run.cache",
+    "task.run.upstream.feature_cache_dir",  # where the upstream's fingerprint records are kept
     "task.run.trainer",
     "task.run.progress",
     "task.run.extraction.batch_size",

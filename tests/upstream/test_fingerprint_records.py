@@ -128,6 +128,7 @@ def test_a_recorded_fingerprint_is_the_built_upstreams(tmp_path, saved_hubert, m
     for name, (config, kwargs) in _cases(tmp_path, saved_hubert).items():
         records = tmp_path / f"features-{name}"
         first = DeferredUpstream(OmegaConf.create(config), feature_cache_dir=str(records))
+        assert first.fingerprint_without_build() is None and first._upstream is None, name
         built_answers = _answers(first)
         assert first._upstream is not None, name  # no record yet: built to answer
         assert len(list((records / "upstream_fingerprints").rglob("*.json"))) == 1, name
@@ -135,6 +136,7 @@ def test_a_recorded_fingerprint_is_the_built_upstreams(tmp_path, saved_hubert, m
         second = DeferredUpstream(OmegaConf.create(config), feature_cache_dir=str(records))
         assert _answers(second) == built_answers == _answers(_direct(kwargs)), name
         assert second._upstream is None, name  # answered from the record
+        assert DeferredUpstream(config, feature_cache_dir=str(records)).fingerprint_without_build() == first.fingerprint
         second.build()  # the build compares its fingerprint with the record's
 
 

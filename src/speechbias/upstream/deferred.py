@@ -118,6 +118,12 @@ class DeferredUpstream(FingerprintedModel):
             self._upstream = upstream
         return self._upstream
 
+    def fingerprint_without_build(self) -> str | None:
+        """The fingerprint when the config or a record gives it, else None (nothing is built)."""
+        if self._upstream is None and self._identity_before_build() is None:
+            return None
+        return self.fingerprint
+
     def fingerprint_fields(self) -> dict:
         """What determines the upstream's outputs (see ``Upstream.fingerprint_fields``)."""
         if self._upstream is None and self._identity_before_build() is not None:

@@ -12,9 +12,11 @@ A job is statistics-only (:meth:`ForwardNeeds.statistics_only`) when, read from 
   :data:`speechbias.upstream.deferred.CONFIG_FINGERPRINTS`) and its trainer runs on the CPU
   (:data:`CPU_ACCELERATORS`): extraction is a CPU computation then.
 
-No model is built where the fingerprint follows from the config, nor where a clip has no audio-index record
-or the first clip no entry for any upstream (a cold job, whatever the upstream); any other upstream is built as the task builds it (an ``HFUpstream``
-reads its config, not its weights), once per distinct upstream config. Entry
+No model is built where the fingerprint follows from the config or from the fingerprint record an earlier
+build of the same HF upstream left in the feature cache (:mod:`speechbias.upstream.fingerprint_records`),
+nor where a clip has no audio-index record or the first clip no entry for any upstream (a cold job, whatever
+the upstream); any other upstream is built as the task builds it (an ``HFUpstream`` reads its config, not
+its weights), once per distinct upstream config. Entry
 files are checked for existence, not read (a warm sweep of the paper's 16 models would read gigabytes on
 the submitting host); an entry found damaged in the job is recomputed there (on the CPU).
 Whatever cannot be told (a manifest not built yet, an upstream that does not build, an unknown task or
@@ -110,14 +112,14 @@ class ForwardNeeds:
         try:
             if not single_process(instantiate(job.trainer)):
                 return False
-            upstream = DeferredUpstream(job.upstream)
+            cache = instantiate(job.task.run.cache)
+            upstream = DeferredUpstream(job.upstream, feature_cache_dir=str(cache.root))  # records: no torch
             accelerator = OmegaConf.select(job, "trainer.accelerator", default=None)
             if upstream.target in CONFIG_FINGERPRINTS and accelerator in CPU_ACCELERATORS:
                 return True
             paths = job_stimulus_paths(job)
             if paths is None:
                 return False
-            cache = instantiate(job.task.run.cache)
             records = index_records(paths, cache)
             if any(record is None for record in records.values()) or not cache.has_entry_for_any_upstream(
                 next(iter(records.values()))[0]

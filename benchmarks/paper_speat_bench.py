@@ -1,0 +1,189 @@
+"""``experiment=paper_speat`` from a warm cache as 16 jobs vs. its statistics' CPU time, side by side in one run.
+
+Issue 33's goal: the 16 jobs (one per model, each the six U.S. tests from one cache read) cost at most 1.5x
+the CPU time of their statistics. Reduced sizes (say so when quoting): the paper's 16 models are replaced by
+16 tiny random wav2vec2 upstreams (``tiny_wav2vec2``, 32 wide, seeds 0-15) with the paper models' layer
+counts (12, 24, 24, 12, 24, 48, 12, 12, 24, 6, 6, 12, 12, 24, 24, 32 transformer blocks: wav2vec2 base,
+large, large-lv60, HuBERT base, large, XL, WavLM base, base+, large, Whisper base, base.en, small, small.en,
+medium, medium.en, large), and the six U.S. tests by six synthetic tests of the paper's sizes (60 clips per
+target role, one set of 40 per attribute role shared by the six, 1-s noise clips; as
+``speat_pairs_bench.py --paper-sizes``). The settings are paper_speat's: mean_sum, 10^6 permutations for d,
+d at every layer (``speat.per_layer=true``), no SE curve; ``logger=none``.
+
+Measured, each from the same warm cache (filled by a first pass, not counted; the upstream is the config's
+HF model, so each job reads its fingerprint record and imports no torch):
+
+* 16 processes: each model's ``python evaluate.py 'bias_test=[six tests]' upstream=...`` as its own process
+  (a SLURM array task each), CPU time summed over the 16 (``wait4`` rusage) and wall;
+* the sweep: ``python evaluate.py -m 'bias_test=[six tests]' upstream=<the 16>`` with the basic launcher
+  (experiment=paper_speat's "one job after another": 16 jobs in one process), CPU and wall;
+* statistics: in one fresh process per model, the same statistics from the same cached arrays: each test's
+  aggregation, permutation test and per-layer tests (:func:`speechbias.speat.results.speat_by_layer`),
+  the CPU time of those calls alone (reading the cache once is printed beside).
+
+Usage: python benchmarks/paper_speat_bench.py [--models 16] [--targets 60] [--attributes 40]
+       [--permutations 1000000] [--work DIR (reuse its clips and cache)]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from speat_pairs_bench import paper_sized_tests  # noqa: E402
+
+GOAL_RATIO = 1.5
+# transformer blocks of the paper's 16 models, in experiment=paper_speat's order
+PAPER_BLOCKS = (12, 24, 24, 12, 24, 48, 12, 12, 24, 6, 6, 12, 12, 24, 24, 32)
+
+STATISTICS = r"""
+import json, sys, time
+from pathlib import Path
+import pandas as pd
+from omegaconf import OmegaConf
+from hydra import compose, initialize_config_dir
+from speechbias import stats
+from speechbias.aggregation import aggregations_named
+from speechbias.features.cache import FeatureCache
+from speechbias.features.cached_statistics import fully_cached_statistics
+from speechbias.launch.entry import register_project_root
+from speechbias.roles import split_roles
+from speechbias.run_context import register_choice_resolver
+from speechbias.speat.results import speat_by_layer
+from speechbias.speat.settings import PER_LAYER_PERMUTATIONS
+from speechbias.upstream.deferred import DeferredUpstream
+
+repo, config_dir, cache_dir, overrides, manifests, n_perm = sys.argv[1:7]
+register_project_root(repo)
+register_choice_resolver()
+with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+    cfg = compose("evaluate", overrides=json.loads(overrides))
+fingerprint = DeferredUpstream(OmegaConf.to_container(cfg.upstream), feature_cache_dir=cache_dir).fingerprint
+manifests = {t: (pd.read_csv(csv), Path(csv).parent) for t, csv in json.loads(manifests).items()}
+for m, root in manifests.values():
+    m["path"] = [str((root / p).resolve()) for p in m["path"]]
+manifests = {t: m for t, (m, _) in manifests.items()}
+paths = list(dict.fromkeys(p for m in manifests.values() for p in m["path"]))
+t0 = time.process_time()
+statistics = fully_cached_statistics(paths, FeatureCache(cache_dir), fingerprint)
+read = time.process_time() - t0
+assert statistics is not None, "cache not warm"
+row = {p: i for i, p in enumerate(paths)}
+(agg,) = aggregations_named(["mean_sum"])
+n_perm = int(n_perm)
+t0 = time.process_time()
+for test, m in manifests.items():
+    part = statistics.rows([row[p] for p in m["path"]])
+    roles = m["role"].to_numpy()
+    per_layer = part.stat(agg.temporal)
+    parts = split_roles(agg(per_layer), roles)
+    stats.speat(parts["X"], parts["Y"], parts["A"], parts["B"], n_permutations=n_perm, seed=0)
+    speat_by_layer(per_layer, roles, min(n_perm, PER_LAYER_PERMUTATIONS), 0)
+print(f"STATISTICS {time.process_time() - t0:.4f} {read:.4f}")
+"""
+
+
+def child_cpu(command: list[str], env: dict, cwd: Path) -> tuple[float, float, str]:
+    """(CPU seconds of the child and its children, wall seconds, output) of one command."""
+    before = os.times()
+    start = time.perf_counter()
+    proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = os.times()
+    if proc.returncode != 0:
+        sys.exit(f"failed ({proc.returncode}): {' '.join(command)}\n{proc.stderr[-3000:]}")
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return cpu, wall, proc.stdout + proc.stderr
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", type=int, default=16, help="the first N of the 16 paper models' layer counts")
+    parser.add_argument("--targets", type=int, default=60, help="clips per target role")
+    parser.add_argument("--attributes", type=int, default=40, help="clips per attribute role")
+    parser.add_argument("--permutations", type=int, default=1_000_000)
+    parser.add_argument("--work", type=Path, help="a previous run's folder: its clips, conf and cache reused")
+    args = parser.parse_args()
+
+    if args.work and (args.work / "manifests.json").is_file():
+        work = args.work.resolve()
+        manifests = json.loads((work / "manifests.json").read_text())
+        conf = work / "conf"
+    else:
+        work = (args.work or Path(tempfile.mkdtemp(prefix="paper_speat_bench-"))).resolve()
+        work.mkdir(parents=True, exist_ok=True)
+        manifests, conf = paper_sized_tests(work, 6, args.targets, args.attributes)
+        (work / "manifests.json").write_text(json.dumps(manifests))
+    cache = work / "cache"
+    env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline", SPEECHBIAS_CACHE=str(cache))
+    env.pop("HYDRA_FULL_ERROR", None)
+    tests = f"bias_test=[{','.join(manifests)}]"
+    settings = [
+        "aggregation=mean_sum",
+        f"speat.n_permutations={args.permutations}",
+        "speat.per_layer=true",
+        "speat.se_curve=false",
+        "logger=none",
+    ]
+    import yaml
+
+    tiny = yaml.safe_load((REPO / "conf/upstream/tiny_wav2vec2.yaml").read_text())
+    names = []
+    for seed, blocks in enumerate(PAPER_BLOCKS[: args.models]):  # one upstream option per model
+        names.append(f"bench_tiny_{seed:02d}")
+        node = {**tiny, "seed": seed, "display_name": f"tiny-{blocks}-blocks-{seed}"}
+        node["config"] = {**tiny["config"], "num_hidden_layers": blocks}
+        (conf / "upstream" / f"{names[-1]}.yaml").write_text(yaml.safe_dump(node, sort_keys=False))
+    models = [[f"upstream={name}"] for name in names]
+    evaluate = [sys.executable, str(REPO / "evaluate.py"), "--config-path", str(conf)]
+    print(
+        f"{len(models)} tiny models (blocks {','.join(str(b) for b in PAPER_BLOCKS[: args.models])}) x 6 "
+        f"paper-sized tests, {args.permutations:,} permutations, d per layer; warming the cache ...",
+        flush=True,
+    )
+    for i, model in enumerate(models):
+        child_cpu([*evaluate, tests, *model, *settings, f"hydra.run.dir={work / 'warm' / str(i)}"], env, work)
+
+    jobs_cpu = jobs_wall = 0.0
+    per_job = []
+    for i, model in enumerate(models):
+        run_dir = work / "jobs" / str(i)
+        cpu, wall, out = child_cpu([*evaluate, tests, *model, *settings, f"hydra.run.dir={run_dir}"], env, work)
+        assert "0 of" in out and "needed an upstream forward" in out, out[-2000:]
+        jobs_cpu, jobs_wall = jobs_cpu + cpu, jobs_wall + wall
+        per_job.append(cpu)
+    sweep = [*evaluate, "-m", tests, f"upstream={','.join(names)}", *settings, f"hydra.sweep.dir={work / 'sweep'}"]
+    sweep_cpu, sweep_wall, out = child_cpu(sweep, env, work)
+    assert out.count("needed an upstream forward") == len(models), out[-2000:]
+    statistics = read = 0.0
+    for model in models:
+        command = [sys.executable, "-c", STATISTICS, str(REPO), str(conf), str(cache), json.dumps(model)]
+        _, _, out = child_cpu([*command, json.dumps(manifests), str(args.permutations)], env, work)
+        s, r = map(float, next(ln for ln in out.splitlines() if ln.startswith("STATISTICS")).split()[1:])
+        statistics, read = statistics + s, read + r
+
+    print(f"\n{'':40} {'CPU s':>8} {'wall s':>8}")
+    print(f"{f'{len(models)} jobs (one process each)':40} {jobs_cpu:8.2f} {jobs_wall:8.2f}")
+    print(f"{'  per job: least / most':40} {min(per_job):8.2f} {max(per_job):8.2f}")
+    print(f"{f'-m sweep of the {len(models)} (basic launcher)':40} {sweep_cpu:8.2f} {sweep_wall:8.2f}")
+    print(f"{'statistics (aggregate + test + layers)':40} {statistics:8.2f} {'nan':>8}")
+    print(f"{'  cache reads, once per model':40} {read:8.2f} {'nan':>8}")
+    print()
+    for name, cpu in ((f"{len(models)} processes", jobs_cpu), ("-m sweep", sweep_cpu)):
+        ratio = cpu / statistics
+        verdict = "met" if ratio <= GOAL_RATIO else "NOT met"
+        print(f"{name} / statistics CPU: {ratio:.2f}x (goal <= {GOAL_RATIO}x: {verdict}); "
+              f"beyond the statistics {(cpu - statistics) / len(models):.2f} CPU-s a job")  # fmt: skip
+    print(f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}; outputs in {work}")
+
+
+if __name__ == "__main__":
+    main()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from omegaconf import OmegaConf
@@ -149,3 +152,15 @@ def test_uk_female_male_on_the_real_speaker_list():
     for seed in (0, 1):
         clips = T.uk_female_male(saa, np.random.default_rng(seed)).clips
         assert clips.groupby("role").size().to_dict() == {"X": 12, "Y": 12}
+
+
+def test_the_modules_a_speat_run_imports_leave_scipy_stats_out():
+    """Every SpEAT run's config builds its tests through the registry (``load_bias_tests``), which imports the
+    selection procedures; their diagnostics import scipy.stats (~0.7 CPU-s) only when they run."""
+    code = (
+        "import sys, speechbias.launch.entry, speechbias.stimuli.registry, speechbias.tasks.speat, "
+        "speechbias.tasks.speat_pairs, speechbias.speat.results; "
+        "print(sorted(m for m in ('scipy.stats', 'statsmodels') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from speechbias.config_composition import bias_test_config
+from speechbias.config_composition import bias_test_config, bias_test_configs
 from speechbias.stimuli import paper_lists as lists
 from speechbias.stimuli.bias_test import BiasTest
 from speechbias.stimuli.paper_lists import PaperList
@@ -211,6 +211,7 @@ def load_bias_tests(
     paths = paths if isinstance(paths, DictConfig) else OmegaConf.create(paths)
     folder = Path(config_dir if config_dir is not None else Path(str(paths.root_dir)) / "conf")
     context = {"paths": paths, "seed": seed, **({"selection": selection} if selection is not None else {})}
+    bias_test_configs([e for e in entries if isinstance(e, str)], folder)  # composed together, then reused
     nodes = [bias_test_entry_config(e, folder) for e in entries]
     tests = [hydra.utils.instantiate(OmegaConf.merge(context, {"bias_test": node}).bias_test) for node in nodes]
     names = [t.name for t in tests]

@@ -52,64 +52,76 @@ class PairConfigs:
     ``aggregation`` the pair's; the task's lists empty; the output folder the pair's).
 
     :meth:`pair` gives it as a plain dict (config.yaml, the tracker's run config) and as its
-    :func:`~speechbias.tasks.run_markers.config_values` (the run digest's input): the test's config,
-    resolved and walked once, with the keys a pair sets copied and walked again (a DictConfig per pair,
-    or one per test updated in place, cost ~2 ms a pair); :meth:`test_config` is the test's as a
-    DictConfig (the task's name and ``force``, for a rerun's check of a pair's folder).
+    :func:`~speechbias.tasks.run_markers.config_values` (the run digest's input). The job's config is
+    resolved and walked once; a test's sets the keys of its bias test (resolved in the job's config:
+    resolving a whole config per test cost ~20 ms) and a pair's the keys of its aggregation and folder,
+    each copied along its path and walked again (a DictConfig per pair, or one per test updated in place,
+    cost ~2 ms a pair). :meth:`test_config` is a test's as a DictConfig (the task's name and ``force``, for
+    a rerun's check of a pair's folder).
     """
 
     def __init__(self, config: dict, config_dir, job_dir: Path):
         self.config = config
         self.config_dir = config_dir
         self.job_dir = Path(job_dir)
-        self._tests: dict[str, dict] = {}
+        self._job: tuple[DictConfig, dict, dict[str, str]] | None = None
+        self._tests: dict[str, tuple[dict, dict[str, str]]] = {}
         self._configs: dict[str, DictConfig] = {}
         # per test: the keys a pair sets that its config has, and its values without those keys
         self._values: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {}
 
-    def _test(self, test: BiasTest) -> dict:
-        if test.name not in self._tests:
+    def _job_config(self) -> tuple[DictConfig, dict, dict[str, str]]:
+        """(the job's config as a DictConfig, resolved, its config values)."""
+        if self._job is None:
             cfg = OmegaConf.create(self.config)
-            try:
-                cfg.bias_test = bias_test_config(test.name, self.config_dir) if self.config_dir else cfg.bias_test
-            except ValueError:  # a user's manifest named otherwise: the job's node names it
-                pass
             plain = OmegaConf.to_container(cfg, resolve=True)
-            run = plain.get("task", {}).get("run")
+            self._job = (cfg, plain, config_values(plain))
+        return self._job
+
+    def _test(self, test: BiasTest) -> tuple[dict, dict[str, str]]:
+        """(the test's config, resolved, its config values)."""
+        if test.name not in self._tests:
+            cfg, job, job_values = self._job_config()
+            try:
+                node = bias_test_config(test.name, self.config_dir) if self.config_dir else None
+            except ValueError:  # a user's manifest named otherwise: the job's node names it
+                node = None
+            if node is None:
+                resolved = job["bias_test"]
+            else:
+                cfg.bias_test = node  # resolved in the job's config (its paths, seed, selection)
+                resolved = OmegaConf.to_container(cfg.bias_test, resolve=True)
+            changes = {"bias_test": resolved}
+            run = _dotted(job, "task.run")
             if isinstance(run, dict):
-                run["bias_test"] = plain["bias_test"]
+                changes["task.run.bias_test"] = resolved
                 for key, names in (("bias_tests", "entries"), ("aggregations", "names")):
                     if isinstance(run.get(key), dict) and names in run[key]:
-                        run[key][names] = []
-            self._tests[test.name] = plain
+                        changes[f"task.run.{key}.{names}"] = []
+            plain = _with_changes(job, changes)
+            keys = tuple(changes)
+            self._tests[test.name] = (plain, {**without_keys(job_values, keys), **config_values(plain, only=keys)})
         return self._tests[test.name]
 
     def test_config(self, test: BiasTest) -> DictConfig:
         """The test's config (before a pair's keys are set) as a DictConfig."""
         if test.name not in self._configs:
-            self._configs[test.name] = OmegaConf.create(self._test(test))
+            self._configs[test.name] = OmegaConf.create(self._test(test)[0])
         return self._configs[test.name]
 
     def pair(self, test: BiasTest, aggregation: Aggregation) -> tuple[dict, dict[str, str]]:
         """(the pair's config as a dict, its config values). The dict shares with the test's what a pair
         does not set (nothing of it is changed)."""
-        test_plain = self._test(test)
+        test_plain, test_values = self._test(test)
         folder = str(pair_folder(self.job_dir, test.name, aggregation.name))
         node = {"_target_": f"{Aggregation.__module__}.Aggregation", **aggregation.__dict__}
         changes = {"aggregation": node, "task.run.aggregation": node, "paths.output_dir": folder}
         changes["task.run.writer.output_dir"] = folder
         if test.name not in self._values:
             present = tuple(k for k in changes if _dotted(test_plain, k) is not None)
-            self._values[test.name] = (present, without_keys(config_values(test_plain), present))
+            self._values[test.name] = (present, without_keys(test_values, present))
         present, kept = self._values[test.name]
-        plain = dict(test_plain)  # the test's dict is shared: copied along the paths that change
-        for key in present:
-            *parents, last = key.split(".")
-            where = plain
-            for part in parents:
-                where[part] = dict(where[part])
-                where = where[part]
-            where[last] = changes[key]
+        plain = _with_changes(test_plain, {key: changes[key] for key in present})
         return plain, {**kept, **config_values(plain, only=present)}
 
 
@@ -120,6 +132,20 @@ def _dotted(plain: dict, key: str):
             return None
         plain = plain.get(part)
     return plain
+
+
+def _with_changes(plain: dict, changes: dict) -> dict:
+    """``plain`` with the value at each dotted key of ``changes`` set, each dict on the keys' paths copied
+    (``plain`` is left as it was and shares the rest)."""
+    out = dict(plain)
+    for key, value in changes.items():
+        *parents, last = key.split(".")
+        where = out
+        for part in parents:
+            where[part] = dict(where[part])
+            where = where[part]
+        where[last] = value
+    return out
 
 
 class SpeatPairs:

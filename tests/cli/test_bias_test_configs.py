@@ -9,7 +9,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
-from speechbias.config_composition import bias_test_config
+from speechbias.config_composition import bias_test_config, bias_test_configs, known_bias_tests
 from tests.conftest import CONF_DIR
 
 
@@ -22,6 +22,18 @@ def _evaluate_node(name: str):
 def test_the_node_is_the_one_evaluate_py_composes(name):
     # the corpus-built tests take their builder and manifest from conf/bias_test_base/corpus_built.yaml
     assert OmegaConf.to_container(bias_test_config(name, CONF_DIR)) == OmegaConf.to_container(_evaluate_node(name))
+
+
+def test_tests_composed_together_are_each_the_node_evaluate_py_composes(tmp_path):
+    conf = tmp_path / "conf"  # a folder of its own: nothing composed from it yet
+    shutil.copytree(CONF_DIR, conf)
+    names = known_bias_tests(conf)
+    nodes = bias_test_configs(["demo_voice", *names], conf)  # a name given twice is composed once
+    assert list(nodes) == ["demo_voice", *(n for n in names if n != "demo_voice")]
+    for name in names:
+        assert OmegaConf.to_container(nodes[name]) == OmegaConf.to_container(_evaluate_node(name)), name
+    with pytest.raises(ValueError, match=r"no bias test 'nope'"):
+        bias_test_configs(["demo_voice", "nope"], conf)
 
 
 def test_inside_another_hydra_it_composes_from_the_folder_given_and_leaves_that_hydra_as_it_was(tmp_path):

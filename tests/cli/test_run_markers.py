@@ -57,6 +57,19 @@ def test_config_values_of_a_few_keys_patch_those_of_a_config_that_differs_only_t
     }
 
 
+def test_config_values_of_a_resolved_config_are_those_of_its_config(tmp_path):
+    # a list job's pair config is a resolved dict: its values as the config's, every list walked into
+    cfg = _cfg(tmp_path, aggregation={"temporal": "max", "layer": "q3", "extra": [1, {"a": None}], "none": {}})
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    values = config_values(plain)
+    assert values["task.run.aggregation.layer"] == '"q3"' and values["aggregation.extra[0]"] == "1"
+    assert values["aggregation.extra[1].a"] == "null" and values["aggregation.none"] == "{}"
+    assert "paths.output_dir" not in values and "logger.kind" not in values
+    assert values == config_values(cfg)
+    only = ("aggregation", "task.run.aggregation")
+    assert config_values(plain, only=only) == {k: v for k, v in values.items() if "aggregation" in k}
+
+
 def _finish(tmp_path, cfg):
     run = tmp_path / "run"
     run.mkdir(exist_ok=True)

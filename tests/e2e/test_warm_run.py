@@ -35,7 +35,7 @@ RUN_FILES = (
 )
 # the default demo (fbank on demo_voice) with fewer permutations, so a cold run stays short
 SMALL = ("speat.n_permutations=2000", "logger=none")
-HEAVY_MODULES = ("pytorch_lightning", "lightning_fabric", "torch", "transformers", "torchaudio", "matplotlib")
+HEAVY_MODULES = ("pytorch_lightning", "lightning_fabric", "torch", "transformers", "torchaudio", "matplotlib", "scipy")
 
 
 def _evaluate(run_dir: Path, cache: Path, *overrides: str) -> set[str]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from omegaconf import OmegaConf
@@ -149,3 +152,20 @@ def test_uk_female_male_on_the_real_speaker_list():
     for seed in (0, 1):
         clips = T.uk_female_male(saa, np.random.default_rng(seed)).clips
         assert clips.groupby("role").size().to_dict() == {"X": 12, "Y": 12}
+
+
+def test_the_modules_a_speat_run_imports_leave_the_recipes_and_scipy_stats_out():
+    """Every SpEAT run's config builds its tests through the registry (``load_bias_tests``): importing it
+    imports neither its recipes' procedures (every selection procedure, corpus and published-list reader:
+    built on first use of ``RECIPES``) nor scipy.stats (~0.7 CPU-s; the selection diagnostics, imported
+    with a corpus-built test's builder, import it only when they run)."""
+    code = (
+        "import sys, speechbias.launch.entry, speechbias.stimuli.registry, speechbias.tasks.speat, "
+        "speechbias.tasks.speat_pairs, speechbias.speat.results, speechbias.stimuli.selection; "
+        "print(sorted(m for m in ('scipy.stats', 'statsmodels', 'speechbias.stimuli.paper_lists', "
+        "'speechbias.stimuli.selection.targets') if m in sys.modules)); "
+        "from speechbias.stimuli.registry import RECIPES, recipe; "
+        "print(recipe('female_male') is RECIPES['female_male'], 'speechbias.stimuli.paper_lists' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:2] == ["[]", "True True"]

@@ -16,26 +16,27 @@ Adding a paper test: a YAML of five keys (copy one: its defaults list, ``name``,
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import hydra
 import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from speechbias.config_composition import bias_test_config
-from speechbias.stimuli import paper_lists as lists
+from speechbias.config_composition import bias_test_config, bias_test_configs
 from speechbias.stimuli.bias_test import BiasTest
-from speechbias.stimuli.paper_lists import PaperList
-from speechbias.stimuli.selection import targets as T
-from speechbias.stimuli.selection.attributes import eu_emotion_attributes, mess_attributes
-from speechbias.stimuli.selection.result import Selection
-from speechbias.stimuli.selection.sources import CorpusSources
+
+if TYPE_CHECKING:
+    from speechbias.stimuli.paper_lists import PaperList
+    from speechbias.stimuli.selection.result import Selection
+    from speechbias.stimuli.selection.sources import CorpusSources
 
 # (clip tables of the recipe's corpora, in order, rng, **params) -> targets with roles X, Y
-TargetFn = Callable[..., Selection]
+TargetFn = Callable[..., "Selection"]
 
 
 @dataclass(frozen=True)
@@ -47,10 +48,6 @@ class AttributeSet:
     corpus: str
     ours: Callable[[pd.DataFrame, np.random.Generator], Selection]
     paper: Callable[[str | Path, CorpusSources, bool], Selection]
-
-
-MESS = AttributeSet("mess", mess_attributes, lists.paper_mess_attributes)
-EU_EMOTION = AttributeSet("eu_emotion", eu_emotion_attributes, lists.paper_eu_emotion_attributes)
 
 
 @dataclass(frozen=True)
@@ -75,113 +72,137 @@ class Recipe:
 
 
 SAA = "speech_accent_archive"  # folder of the archive's published lists
-RECIPES: dict[str, Recipe] = {
-    r.name: r
-    for r in (
-        Recipe(
-            "female_male",
-            ("female", "male"),
-            ("saa",),
-            T.female_male,
-            MESS,
-            PaperList(f"{SAA}/male_female/clip_info.csv", lists.saa_sex_pairs),
-        ),
-        Recipe(
-            "us_foreign",
-            ("us", "foreign"),
-            ("saa",),
-            T.us_foreign,
-            MESS,
-            PaperList(f"{SAA}/us_korean/clip_info.csv", lists.saa_language_pairs),
-        ),
-        Recipe(
-            "young_old",
-            ("young", "old"),
-            ("saa",),
-            T.young_old,
-            MESS,
-            PaperList(f"{SAA}/usa_young_old/clip_info.csv", lists.saa_age_ranks),
-        ),
-        Recipe(
-            "human_synthesized",
-            ("human", "synthesized"),
-            ("saa", "synthesized"),
-            T.human_synthesized,
-            MESS,
-            PaperList("human_synthesized/clip_info.csv", lists.saa_and_synthesized),
-        ),
-        Recipe(
-            "abled_disabled",
-            ("abled", "disabled"),
-            ("torgo",),
-            T.abled_disabled,
-            MESS,
-            PaperList("TORGO/clip_info.csv", lists.torgo_pairs),
-        ),
-        Recipe(
-            "european_african_american",
-            ("european_american", "african_american"),
-            ("buckeye", "coraal"),
-            T.european_african_american,
-            MESS,
-            PaperList("coraal_buckeye_joined/clip_info.csv", lists.interview_segment_pairs),
-        ),
-        Recipe(
-            "uk_young_old",
-            ("young", "old"),
-            ("saa",),
-            T.uk_young_old,
-            EU_EMOTION,
-            PaperList(f"{SAA}/british_young_old/clip_info.csv", lists.saa_age_ranks),
-        ),
-        Recipe(
-            "uk_british_foreign",
-            ("british", "foreign"),
-            ("romero_rivas",),
-            T.uk_british_foreign,
-            EU_EMOTION,
-            PaperList("audio_iats/romero_rivas_et_al/clip_info.csv", lists.romero_rivas_pairs),
-        ),
-        Recipe("uk_female_male", ("female", "male"), ("saa",), T.uk_female_male, EU_EMOTION),
-        Recipe("abled_disabled_uaspeech", ("abled", "disabled"), ("uaspeech",), T.abled_disabled_uaspeech, MESS),
-        Recipe(
-            "human_synthesized_mitchell",
-            ("human", "synthesized"),
-            ("mitchell",),
-            T.human_synthesized_mitchell,
-            MESS,
-            PaperList("audio_iats/mitchell_et_al/audio_info.csv", lists.mitchell_by_voice),
-        ),
-        Recipe(
-            "female_male_mitchell",
-            ("female", "male"),
-            ("mitchell",),
-            T.female_male_mitchell,
-            MESS,
-            PaperList("audio_iats/mitchell_et_al/audio_info.csv", lists.mitchell_by_sex),
-        ),
-        Recipe(
-            "us_foreign_pantos_perkins",
-            ("us", "foreign"),
-            ("pantos_perkins",),
-            T.us_foreign_pantos_perkins,
-            MESS,
-            PaperList("audio_iats/pantos_perkins/clip_info.csv", lists.pantos_perkins_pairs),
-        ),
-    )
-}
+# RECIPES, MESS, EU_EMOTION: built on first use (module __getattr__), since their procedures import every
+# selection procedure, corpus reader and published-list reader (~40-60 ms), which a run that loads its tests
+# by name (load_bias_tests, every SpEAT run's config) does not need
+LAZY = ("RECIPES", "MESS", "EU_EMOTION")
+
+
+def __getattr__(name: str):
+    """``RECIPES`` (test name -> :class:`Recipe`) and the attribute sets ``MESS``, ``EU_EMOTION``, built once."""
+    if name in LAZY:
+        return _registrations()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.cache
+def _registrations() -> dict:
+    from speechbias.stimuli import paper_lists as lists
+    from speechbias.stimuli.paper_lists import PaperList
+    from speechbias.stimuli.selection import targets as T
+    from speechbias.stimuli.selection.attributes import eu_emotion_attributes, mess_attributes
+
+    MESS = AttributeSet("mess", mess_attributes, lists.paper_mess_attributes)
+    EU_EMOTION = AttributeSet("eu_emotion", eu_emotion_attributes, lists.paper_eu_emotion_attributes)
+    recipes = {
+        r.name: r
+        for r in (
+            Recipe(
+                "female_male",
+                ("female", "male"),
+                ("saa",),
+                T.female_male,
+                MESS,
+                PaperList(f"{SAA}/male_female/clip_info.csv", lists.saa_sex_pairs),
+            ),
+            Recipe(
+                "us_foreign",
+                ("us", "foreign"),
+                ("saa",),
+                T.us_foreign,
+                MESS,
+                PaperList(f"{SAA}/us_korean/clip_info.csv", lists.saa_language_pairs),
+            ),
+            Recipe(
+                "young_old",
+                ("young", "old"),
+                ("saa",),
+                T.young_old,
+                MESS,
+                PaperList(f"{SAA}/usa_young_old/clip_info.csv", lists.saa_age_ranks),
+            ),
+            Recipe(
+                "human_synthesized",
+                ("human", "synthesized"),
+                ("saa", "synthesized"),
+                T.human_synthesized,
+                MESS,
+                PaperList("human_synthesized/clip_info.csv", lists.saa_and_synthesized),
+            ),
+            Recipe(
+                "abled_disabled",
+                ("abled", "disabled"),
+                ("torgo",),
+                T.abled_disabled,
+                MESS,
+                PaperList("TORGO/clip_info.csv", lists.torgo_pairs),
+            ),
+            Recipe(
+                "european_african_american",
+                ("european_american", "african_american"),
+                ("buckeye", "coraal"),
+                T.european_african_american,
+                MESS,
+                PaperList("coraal_buckeye_joined/clip_info.csv", lists.interview_segment_pairs),
+            ),
+            Recipe(
+                "uk_young_old",
+                ("young", "old"),
+                ("saa",),
+                T.uk_young_old,
+                EU_EMOTION,
+                PaperList(f"{SAA}/british_young_old/clip_info.csv", lists.saa_age_ranks),
+            ),
+            Recipe(
+                "uk_british_foreign",
+                ("british", "foreign"),
+                ("romero_rivas",),
+                T.uk_british_foreign,
+                EU_EMOTION,
+                PaperList("audio_iats/romero_rivas_et_al/clip_info.csv", lists.romero_rivas_pairs),
+            ),
+            Recipe("uk_female_male", ("female", "male"), ("saa",), T.uk_female_male, EU_EMOTION),
+            Recipe("abled_disabled_uaspeech", ("abled", "disabled"), ("uaspeech",), T.abled_disabled_uaspeech, MESS),
+            Recipe(
+                "human_synthesized_mitchell",
+                ("human", "synthesized"),
+                ("mitchell",),
+                T.human_synthesized_mitchell,
+                MESS,
+                PaperList("audio_iats/mitchell_et_al/audio_info.csv", lists.mitchell_by_voice),
+            ),
+            Recipe(
+                "female_male_mitchell",
+                ("female", "male"),
+                ("mitchell",),
+                T.female_male_mitchell,
+                MESS,
+                PaperList("audio_iats/mitchell_et_al/audio_info.csv", lists.mitchell_by_sex),
+            ),
+            Recipe(
+                "us_foreign_pantos_perkins",
+                ("us", "foreign"),
+                ("pantos_perkins",),
+                T.us_foreign_pantos_perkins,
+                MESS,
+                PaperList("audio_iats/pantos_perkins/clip_info.csv", lists.pantos_perkins_pairs),
+            ),
+        )
+    }
+    return {"RECIPES": recipes, "MESS": MESS, "EU_EMOTION": EU_EMOTION}
 
 
 def recipe(test: str) -> Recipe:
     """The recipe of paper test ``test``; ValueError naming the known tests otherwise."""
-    if test not in RECIPES:
-        raise ValueError(f"test {test!r} is not a SpEAT paper test; known: {sorted(RECIPES)}")
-    return RECIPES[test]
+    recipes = _registrations()["RECIPES"]
+    if test not in recipes:
+        raise ValueError(f"test {test!r} is not a SpEAT paper test; known: {sorted(recipes)}")
+    return recipes[test]
 
 
 def published_tests() -> list[str]:
     """Names of the paper tests whose targets the authors published (selection=paper)."""
-    return sorted(name for name, r in RECIPES.items() if r.paper_list is not None)
+    return sorted(name for name, r in _registrations()["RECIPES"].items() if r.paper_list is not None)
 
 
 # --- bias tests by name (conf/bias_test/<name>.yaml) ---------------------------------------------
@@ -211,6 +232,7 @@ def load_bias_tests(
     paths = paths if isinstance(paths, DictConfig) else OmegaConf.create(paths)
     folder = Path(config_dir if config_dir is not None else Path(str(paths.root_dir)) / "conf")
     context = {"paths": paths, "seed": seed, **({"selection": selection} if selection is not None else {})}
+    bias_test_configs([e for e in entries if isinstance(e, str)], folder)  # composed together, then reused
     nodes = [bias_test_entry_config(e, folder) for e in entries]
     tests = [hydra.utils.instantiate(OmegaConf.merge(context, {"bias_test": node}).bias_test) for node in nodes]
     names = [t.name for t in tests]

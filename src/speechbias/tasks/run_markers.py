@@ -73,27 +73,28 @@ def _presentation(key: str) -> bool:
     return _under(key, PRESENTATION_KEYS) and not _under(key, RESULT_KEYS_UNDER_PRESENTATION)
 
 
-def config_values(cfg: DictConfig, only: tuple[str, ...] | None = None) -> dict[str, str]:
+def config_values(cfg: DictConfig | dict, only: tuple[str, ...] | None = None) -> dict[str, str]:
     """The resolved config as ``{dotted key: JSON of the value}``, presentation keys left out. A value
     that cannot be resolved here (an interpolation only a running app can fill) is kept as written.
+    ``cfg``: a DictConfig (a value a resolver gives as a list or dict is one value), or a config resolved to
+    plain dicts and lists (``OmegaConf.to_container(cfg, resolve=True)``; the values of the DictConfig
+    ``OmegaConf.create`` makes of it).
 
     ``only``: the values at and below these dotted keys alone (none of ``cfg``'s others is walked): the
     values of a config that differs from an already walked one only there are the walked ones without
     the keys under ``only`` (:func:`without_keys`) and these (a SpEAT list job's pairs, ~15 ms a walk).
     """
     flat: dict[str, str] = {}
+    mapping, sequence_type = (DictConfig, ListConfig) if isinstance(cfg, DictConfig) else (dict, list)
 
     def wanted(full: str) -> bool:
         return only is None or any(_under(full, (o,)) or o.startswith(full + ".") for o in only)
 
     def walk(node, prefix: str) -> None:
-        items = (
-            [(f"[{i}]", i) for i in range(len(node))]
-            if isinstance(node, ListConfig)
-            else [(str(k), k) for k in node.keys()]
-        )
+        sequence = isinstance(node, sequence_type)
+        items = [(f"[{i}]", i) for i in range(len(node))] if sequence else [(str(k), k) for k in node.keys()]
         if not items:
-            flat[prefix] = "[]" if isinstance(node, ListConfig) else "{}"
+            flat[prefix] = "[]" if sequence else "{}"
         for name, key in items:
             full = f"{prefix}{name}" if name.startswith("[") else (f"{prefix}.{name}" if prefix else name)
             if not wanted(full):
@@ -105,7 +106,7 @@ def config_values(cfg: DictConfig, only: tuple[str, ...] | None = None) -> dict[
             except Exception:  # noqa: BLE001 - any resolution error: keep the value as written
                 flat[full] = json.dumps(str(OmegaConf.to_container(node, resolve=False)[key]))
                 continue
-            if isinstance(child, (DictConfig, ListConfig)):
+            if isinstance(child, (mapping, sequence_type)):
                 walk(child, full)
             else:
                 flat[full] = json.dumps(child, sort_keys=True, default=str)
@@ -153,7 +154,7 @@ def model_identity(values: dict[str, str]) -> dict[str, object]:
     return identity
 
 
-def run_identity(cfg: DictConfig, values: dict[str, str] | None = None) -> dict:
+def run_identity(cfg: DictConfig | None, values: dict[str, str] | None = None) -> dict:
     """What determines a run's results: its config values, the package version, and the identity of
     its models and of its bias test's manifest (see the module docstring). ``values``: ``cfg``'s
     :func:`config_values` when the caller has them already."""
@@ -249,10 +250,10 @@ def read_digest(path: Path) -> dict | None:
         return None
 
 
-def record_run_digest(cfg: DictConfig, output_dir: str | Path, values: dict[str, str] | None = None) -> Path:
+def record_run_digest(cfg: DictConfig | None, output_dir: str | Path, values: dict[str, str] | None = None) -> Path:
     """Write ``run_digest.json`` (digest + what it was computed from + every output file's size and
     sha256) into a completed run's folder, last (atomically: a run killed before has none). ``values``:
-    ``cfg``'s :func:`config_values` when the caller has them already."""
+    ``cfg``'s :func:`config_values` when the caller has them already (``cfg`` is then not needed)."""
     identity = run_identity(cfg, values)
     return write_digest(Path(output_dir) / RUN_DIGEST_FILE, identity, output_files(output_dir))
 
@@ -300,9 +301,10 @@ def finished_marker(task: str, output_dir: str | Path, force: bool = False) -> P
     return markers[0] if all(m.is_file() for m in markers) else None
 
 
-def finished_results(cfg: DictConfig, output_dir: str | Path) -> Path | None:
+def finished_results(cfg: DictConfig, output_dir: str | Path, values: dict[str, str] | None = None) -> Path | None:
     """The marker of ``output_dir`` when it holds this run's finished results (:func:`finished_marker`
-    of the task named in ``cfg``: every recorded output verifies, and a digest equal to ``cfg``'s).
+    of the task named in ``cfg``: every recorded output verifies, and a digest equal to ``cfg``'s;
+    ``values``: the run's :func:`config_values` when the caller has them, ``cfg`` then names the task).
     Finished results of another config (or without a digest) get one line saying what changed, an
     output that does not verify one line naming it; their digest is removed so the tasks recompute, and
     a run stopped before completing is never taken for finished."""
@@ -315,7 +317,7 @@ def finished_results(cfg: DictConfig, output_dir: str | Path) -> Path | None:
     recorded = isinstance((old or {}).get("files"), dict)
     if task in NEVER_SKIPPED or force or not (recorded or all(m.is_file() for m in markers)):
         return None
-    new = run_identity(cfg)
+    new = run_identity(cfg, values)
     if old is not None and old.get("digest") == identity_digest(new):
         if finished_marker(task, output_dir) is None:
             return None  # an output missing or changed: named in one line, recomputed

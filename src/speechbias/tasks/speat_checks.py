@@ -23,7 +23,7 @@ def check_config(cfg: DictConfig) -> None:
 def listed_bias_tests(cfg: DictConfig) -> list[tuple[str, DictConfig]]:
     """(key shown in errors, node) of each bias test of ``cfg``: ``bias_test``, or ``bias_test=<name>``
     for each name of a list, composed from the run's config folder with ``cfg``'s paths, seed, selection."""
-    from speechbias.config_composition import bias_test_config
+    from speechbias.config_composition import bias_test_configs
     from speechbias.run_context import listed_options, primary_config_dir
 
     names = listed_options(cfg, "bias_test")
@@ -31,9 +31,10 @@ def listed_bias_tests(cfg: DictConfig) -> list[tuple[str, DictConfig]]:
         node = OmegaConf.select(cfg, "bias_test", default=None)
         return [] if node is None else [("bias_test", node)]
     folder = primary_config_dir(cfg) or str(Path(str(OmegaConf.select(cfg, "paths.root_dir", default="."))) / "conf")
+    nodes = bias_test_configs(names, folder)  # composed together (one Hydra config for them all)
     out = []
     for name in names:
         job = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k not in ("bias_test", "hydra")])
-        job.bias_test = bias_test_config(name, folder)
+        job.bias_test = nodes[name]
         out.append(("bias_test", job.bias_test))
     return out

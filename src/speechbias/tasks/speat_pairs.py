@@ -51,60 +51,101 @@ class PairConfigs:
     composed for the test's name, its interpolations filled from the job's paths, seed and selection;
     ``aggregation`` the pair's; the task's lists empty; the output folder the pair's).
 
-    :meth:`pair` gives it three ways: as a DictConfig (the run digest's input; one per test, set to the pair
-    in place: creating a whole config per pair cost ~40 ms, most of a pair's time), as a plain dict
-    (config.yaml, the tracker's run config) and as its :func:`~speechbias.tasks.run_markers.config_values`
-    (the test's, walked once, with the keys a pair sets walked again: the whole walk cost ~15 ms a pair).
+    :meth:`pair` gives it as a plain dict (config.yaml, the tracker's run config) and as its
+    :func:`~speechbias.tasks.run_markers.config_values` (the run digest's input). The job's config is
+    resolved and walked once; a test's sets the keys of its bias test (resolved in the job's config:
+    resolving a whole config per test cost ~20 ms) and a pair's the keys of its aggregation and folder,
+    each copied along its path and walked again (a DictConfig per pair, or one per test updated in place,
+    cost ~2 ms a pair). :meth:`test_config` is a test's as a DictConfig (the task's name and ``force``, for
+    a rerun's check of a pair's folder).
     """
 
     def __init__(self, config: dict, config_dir, job_dir: Path):
         self.config = config
         self.config_dir = config_dir
         self.job_dir = Path(job_dir)
-        self._tests: dict[str, tuple[DictConfig, dict]] = {}
+        self._job: tuple[DictConfig, dict, dict[str, str]] | None = None
+        self._tests: dict[str, tuple[dict, dict[str, str]]] = {}
+        self._configs: dict[str, DictConfig] = {}
         # per test: the keys a pair sets that its config has, and its values without those keys
         self._values: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {}
 
-    def _test(self, test: BiasTest) -> tuple[DictConfig, dict]:
-        if test.name not in self._tests:
+    def _job_config(self) -> tuple[DictConfig, dict, dict[str, str]]:
+        """(the job's config as a DictConfig, resolved, its config values)."""
+        if self._job is None:
             cfg = OmegaConf.create(self.config)
-            try:
-                cfg.bias_test = bias_test_config(test.name, self.config_dir) if self.config_dir else cfg.bias_test
-            except ValueError:  # a user's manifest named otherwise: the job's node names it
-                pass
             plain = OmegaConf.to_container(cfg, resolve=True)
-            run = plain.get("task", {}).get("run")
+            self._job = (cfg, plain, config_values(plain))
+        return self._job
+
+    def _test(self, test: BiasTest) -> tuple[dict, dict[str, str]]:
+        """(the test's config, resolved, its config values)."""
+        if test.name not in self._tests:
+            cfg, job, job_values = self._job_config()
+            try:
+                node = bias_test_config(test.name, self.config_dir) if self.config_dir else None
+            except ValueError:  # a user's manifest named otherwise: the job's node names it
+                node = None
+            if node is None:
+                resolved = job["bias_test"]
+            else:
+                cfg.bias_test = node  # resolved in the job's config (its paths, seed, selection)
+                resolved = OmegaConf.to_container(cfg.bias_test, resolve=True)
+            changes = {"bias_test": resolved}
+            run = _dotted(job, "task.run")
             if isinstance(run, dict):
-                run["bias_test"] = plain["bias_test"]
+                changes["task.run.bias_test"] = resolved
                 for key, names in (("bias_tests", "entries"), ("aggregations", "names")):
                     if isinstance(run.get(key), dict) and names in run[key]:
-                        run[key][names] = []
-            self._tests[test.name] = (OmegaConf.create(plain), plain)
+                        changes[f"task.run.{key}.{names}"] = []
+            plain = _with_changes(job, changes)
+            keys = tuple(changes)
+            self._tests[test.name] = (plain, {**without_keys(job_values, keys), **config_values(plain, only=keys)})
         return self._tests[test.name]
 
-    def pair(self, test: BiasTest, aggregation: Aggregation) -> tuple[DictConfig, dict, dict[str, str]]:
-        """(the pair's config, the same as a dict, its config values); the DictConfig is shared by the
-        test's pairs."""
-        cfg, plain = self._test(test)
+    def test_config(self, test: BiasTest) -> DictConfig:
+        """The test's config (before a pair's keys are set) as a DictConfig."""
+        if test.name not in self._configs:
+            self._configs[test.name] = OmegaConf.create(self._test(test)[0])
+        return self._configs[test.name]
+
+    def pair(self, test: BiasTest, aggregation: Aggregation) -> tuple[dict, dict[str, str]]:
+        """(the pair's config as a dict, its config values). The dict shares with the test's what a pair
+        does not set (nothing of it is changed)."""
+        test_plain, test_values = self._test(test)
         folder = str(pair_folder(self.job_dir, test.name, aggregation.name))
         node = {"_target_": f"{Aggregation.__module__}.Aggregation", **aggregation.__dict__}
         changes = {"aggregation": node, "task.run.aggregation": node, "paths.output_dir": folder}
         changes["task.run.writer.output_dir"] = folder
         if test.name not in self._values:
-            present = tuple(k for k in changes if OmegaConf.select(cfg, k, default=None) is not None)
-            self._values[test.name] = (present, without_keys(config_values(cfg), present))
+            present = tuple(k for k in changes if _dotted(test_plain, k) is not None)
+            self._values[test.name] = (present, without_keys(test_values, present))
         present, kept = self._values[test.name]
-        plain = dict(plain)  # the job's dict is shared: copied along the paths that change
-        for key in present:
-            value = changes[key]
-            OmegaConf.update(cfg, key, value, merge=False)
-            *parents, last = key.split(".")
-            where = plain
-            for part in parents:
-                where[part] = dict(where[part])
-                where = where[part]
-            where[last] = value
-        return cfg, plain, {**kept, **config_values(cfg, only=present)}
+        plain = _with_changes(test_plain, {key: changes[key] for key in present})
+        return plain, {**kept, **config_values(plain, only=present)}
+
+
+def _dotted(plain: dict, key: str):
+    """The value at the dotted ``key`` of a resolved config (None where there is none)."""
+    for part in key.split("."):
+        if not isinstance(plain, dict):
+            return None
+        plain = plain.get(part)
+    return plain
+
+
+def _with_changes(plain: dict, changes: dict) -> dict:
+    """``plain`` with the value at each dotted key of ``changes`` set, each dict on the keys' paths copied
+    (``plain`` is left as it was and shares the rest)."""
+    out = dict(plain)
+    for key, value in changes.items():
+        *parents, last = key.split(".")
+        where = out
+        for part in parents:
+            where[part] = dict(where[part])
+            where = where[part]
+        where[last] = value
+    return out
 
 
 class SpeatPairs:
@@ -133,7 +174,7 @@ class SpeatPairs:
         for t, a in todo:
             if not self._folder(t, a).is_dir():  # nothing there yet: not finished (the usual first run)
                 continue
-            marker = finished_results(configs.pair(t, a)[0], self._folder(t, a))
+            marker = finished_results(configs.test_config(t), self._folder(t, a), configs.pair(t, a)[1])
             if marker is not None:
                 rows[(t.name, a.name)] = pd.read_json(marker).iloc[0].to_dict()
         missing = [(t, a) for t, a in todo if (t.name, a.name) not in rows]
@@ -179,7 +220,6 @@ class SpeatPairs:
         manifest: pd.DataFrame,
         statistics: StackedStatistics,
         run_info: dict,
-        cfg: DictConfig,
         plain: dict,
         values: dict[str, str],
     ) -> dict:
@@ -196,7 +236,7 @@ class SpeatPairs:
         row = results.compute(statistics)
         group = task.writer.output_dir.parent.name  # the sweep, as for a one-pair job
         task.publish_pair(writer, run_info, test.name, aggregation.name, plain, group)
-        record_run_digest(cfg, folder, values)  # the pair's folder now holds its finished results
+        record_run_digest(None, folder, values)  # the pair's folder now holds its finished results
         log_result(test.name, run_info["upstream"], aggregation.name, row)
         return row
 

@@ -4,7 +4,9 @@
 * attribute corpus (all rated clips the poles were drawn from): Welch's t-test of valence by
   speaker sex, and an OLS regression of valence on speaker age with a residual plot.
 
-Results are plain dicts of floats (JSON-ready). Lengths are in seconds.
+Results are plain dicts of floats (JSON-ready). Lengths are in seconds. scipy.stats (~0.7 CPU-s to import)
+is imported by the tests that use it: the selection package is imported with the bias test registry,
+by every SpEAT run, which needs no diagnostics.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from speechbias.stimuli.corpora.layout import audio_duration_s
 
@@ -32,6 +33,8 @@ def _finite(x: float) -> float | None:
 
 def length_test(manifest: pd.DataFrame) -> dict:
     """Paired t-test of X vs. Y clip lengths over pairs, or Welch's t-test when clips are unpaired."""
+    from scipy import stats
+
     dur = clip_durations(manifest)
     x, y = manifest["role"] == "X", manifest["role"] == "Y"
     out = {
@@ -60,6 +63,8 @@ def length_test(manifest: pd.DataFrame) -> dict:
 
 def valence_by_sex(pool: pd.DataFrame) -> dict:
     """Welch's t-test of valence ratings, female vs. male speakers."""
+    from scipy import stats
+
     f = pool.loc[pool["sex"] == "female", "valence"].astype(float).dropna()
     m = pool.loc[pool["sex"] == "male", "valence"].astype(float).dropna()
     out = {

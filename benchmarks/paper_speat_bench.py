@@ -31,15 +31,13 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from speat_pairs_bench import paper_sized_tests  # noqa: E402
+from speat_pairs_bench import child_cpu, paper_sized_tests  # noqa: E402
 
 GOAL_RATIO = 1.5
 # transformer blocks of the paper's 16 models, in experiment=paper_speat's order
@@ -90,19 +88,6 @@ for test, m in manifests.items():
     speat_by_layer(per_layer, roles, min(n_perm, PER_LAYER_PERMUTATIONS), 0)
 print(f"STATISTICS {time.process_time() - t0:.4f} {read:.4f}")
 """
-
-
-def child_cpu(command: list[str], env: dict, cwd: Path) -> tuple[float, float, str]:
-    """(CPU seconds of the child and its children, wall seconds, output) of one command."""
-    before = os.times()
-    start = time.perf_counter()
-    proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    after = os.times()
-    if proc.returncode != 0:
-        sys.exit(f"failed ({proc.returncode}): {' '.join(command)}\n{proc.stderr[-3000:]}")
-    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    return cpu, wall, proc.stdout + proc.stderr
 
 
 def main() -> None:

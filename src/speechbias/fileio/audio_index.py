@@ -27,14 +27,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-import xxhash
-
 from speechbias.fileio.atomic_file import atomic_write
+from speechbias.fileio.checksummed_record import verified_body, with_checksum
 
 log = logging.getLogger(__name__)
 
 INDEX_FOLDER = "audio_index"
-CHECKSUM_PREFIX = "xxh3_128:"
 # check_audio settings: decode only files the index does not know (new or changed), or every file
 CHECK_AUDIO_MODES = ("changed", "full")
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
@@ -52,11 +50,6 @@ class AudioFacts(NamedTuple):
 
 class _BadRecord(Exception):
     """An index record that must not be used (internal: callers see a miss)."""
-
-
-def text_checksum(text: str) -> str:
-    """``xxh3_128:<32 hex>`` of ``text`` (UTF-8): guards against accidental corruption, not tampering."""
-    return CHECKSUM_PREFIX + xxhash.xxh3_128_hexdigest(text.encode())
 
 
 def file_identity(path: str | Path) -> dict:
@@ -98,12 +91,7 @@ class AudioIndex:
         except OSError:
             return None
         try:
-            rec = json.loads(text)
-            if not isinstance(rec, dict) or "checksum" not in rec:
-                raise _BadRecord("no checksum")
-            body = {k: v for k, v in rec.items() if k != "checksum"}
-            if text_checksum(json.dumps(body, sort_keys=True)) != rec["checksum"]:
-                raise _BadRecord("checksum mismatch")
+            rec = verified_body(text)
             if rec.get("file") != identity:
                 raise _BadRecord(f"made for {rec.get('file')}, not {identity}")
             sha, n_samples = rec["sha256"], rec["n_samples"]
@@ -127,8 +115,7 @@ class AudioIndex:
             return
         record = self.record_path(identity)
         body = {"file": identity, "sha256": facts.sha256, "n_samples": int(facts.n_samples)}
-        rec = {**body, "checksum": text_checksum(json.dumps(body, sort_keys=True))}
-        atomic_write(record, lambda tmp: tmp.write_text(json.dumps(rec)))
+        atomic_write(record, lambda tmp: tmp.write_text(json.dumps(with_checksum(body))))
         self._reported.discard(record)
 
     def decode(self, path: str | Path) -> AudioFacts:

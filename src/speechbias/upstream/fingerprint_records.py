@@ -35,7 +35,7 @@ from importlib import metadata
 from pathlib import Path
 
 from speechbias.fileio.atomic_file import atomic_write
-from speechbias.fileio.audio_index import text_checksum
+from speechbias.fileio.checksummed_record import verified_body, with_checksum
 
 log = logging.getLogger(__name__)
 
@@ -160,12 +160,7 @@ class FingerprintRecords:
         except OSError:
             return None
         try:
-            rec = json.loads(text)
-            if not isinstance(rec, dict) or "checksum" not in rec:
-                raise _BadRecord("no checksum")
-            body = {k: v for k, v in rec.items() if k != "checksum"}
-            if text_checksum(json.dumps(body, sort_keys=True)) != rec["checksum"]:
-                raise _BadRecord("checksum mismatch")
+            rec = verified_body(text)
             if rec.get("inputs") != inputs:
                 raise _BadRecord("made for other inputs")
             identity = RecordedIdentity(**rec["identity"])
@@ -181,8 +176,7 @@ class FingerprintRecords:
     def remember(self, inputs: dict, identity: RecordedIdentity) -> Path:
         """Record (atomically) that the upstream of ``inputs`` has ``identity``."""
         path = self.path(inputs)
-        body = {"inputs": inputs, "identity": asdict(identity)}
-        text = json.dumps({**body, "checksum": text_checksum(json.dumps(body, sort_keys=True))}, sort_keys=True)
+        text = json.dumps(with_checksum({"inputs": inputs, "identity": asdict(identity)}), sort_keys=True)
         atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
         self._reported.discard(path)
         return path

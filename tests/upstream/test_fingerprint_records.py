@@ -268,3 +268,15 @@ def test_a_warm_hf_run_imports_no_torch(tmp_path):
     warm_row = pd.read_csv(tmp_path / "warm/results.csv").iloc[0]
     assert (first_row["n_upstream_forwards"], warm_row["n_upstream_forwards"]) == (40, 0)
     pd.testing.assert_series_equal(first_row.drop("n_upstream_forwards"), warm_row.drop("n_upstream_forwards"))
+
+
+def test_a_cache_that_takes_no_record_only_costs_a_build(tmp_path, caplog):
+    """A feature cache folder that cannot take the record (here a file where the folder should be, a real
+    OSError): the upstream is built and answers, the run goes on, and nothing is recorded."""
+    blocked = tmp_path / "features"
+    blocked.write_text("not a folder")
+    deferred = DeferredUpstream(_inline("wav2vec2"), feature_cache_dir=str(blocked))
+    with caplog.at_level(logging.INFO):
+        fields = deferred.fingerprint_fields()
+    assert fields == _direct(_inline("wav2vec2")).fingerprint_fields()
+    assert [r.message for r in caplog.records if "not recorded" in r.message]

@@ -13,6 +13,7 @@ build leaves its record. The built upstream's fingerprint must equal the one giv
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,8 @@ from speechbias.upstream.fingerprint_records import FingerprintRecords, Recorded
 
 if TYPE_CHECKING:
     from speechbias.upstream.base import Upstream
+
+log = logging.getLogger(__name__)
 
 # ``_target_`` of an upstream config -> (its fingerprint fields from the config's arguments, its family);
 # the function takes the class's constructor arguments and raises what the constructor raises
@@ -113,8 +116,11 @@ class DeferredUpstream(FingerprintedModel):
                 )
             if self.records is not None and self._known is None:
                 inputs = record_inputs(self._plain_config())  # now: a build may have filled the hub cache
-                if inputs is not None:
-                    self.records.remember(inputs, built)
+                try:
+                    if inputs is not None:
+                        self.records.remember(inputs, built)
+                except OSError as exc:  # a read-only or full cache: the next run builds again, nothing is lost
+                    log.info("fingerprint of %s not recorded (%s)", upstream.name, exc)
             self._upstream = upstream
         return self._upstream
 

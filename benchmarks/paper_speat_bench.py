@@ -37,45 +37,20 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from speat_pairs_bench import child_cpu, paper_sized_tests  # noqa: E402
+from speat_pairs_bench import CACHED_STATISTICS, child_cpu, paper_sized_tests  # noqa: E402
 
 GOAL_RATIO = 1.5
 # transformer blocks of the paper's 16 models, in experiment=paper_speat's order
 PAPER_BLOCKS = (12, 24, 24, 12, 24, 48, 12, 12, 24, 6, 6, 12, 12, 24, 24, 32)
 
-STATISTICS = r"""
-import json, sys, time
-from pathlib import Path
-import pandas as pd
-from omegaconf import OmegaConf
-from hydra import compose, initialize_config_dir
-from speechbias import stats
-from speechbias.aggregation import aggregations_named
-from speechbias.features.cache import FeatureCache
-from speechbias.features.cached_statistics import fully_cached_statistics
-from speechbias.launch.entry import register_project_root
-from speechbias.roles import split_roles
-from speechbias.run_context import register_choice_resolver
+# the statistics alone: each test's aggregation, permutation test and per-layer tests (argv rest: permutations)
+STATISTICS = (
+    CACHED_STATISTICS
+    + r"""
 from speechbias.speat.results import speat_by_layer
 from speechbias.speat.settings import PER_LAYER_PERMUTATIONS
-from speechbias.upstream.deferred import DeferredUpstream
 
-repo, config_dir, cache_dir, overrides, manifests, n_perm = sys.argv[1:7]
-register_project_root(repo)
-register_choice_resolver()
-with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
-    cfg = compose("evaluate", overrides=json.loads(overrides))
-fingerprint = DeferredUpstream(OmegaConf.to_container(cfg.upstream)).fingerprint  # built: not timed
-manifests = {t: (pd.read_csv(csv), Path(csv).parent) for t, csv in json.loads(manifests).items()}
-for m, root in manifests.values():
-    m["path"] = [str((root / p).resolve()) for p in m["path"]]
-manifests = {t: m for t, (m, _) in manifests.items()}
-paths = list(dict.fromkeys(p for m in manifests.values() for p in m["path"]))
-t0 = time.process_time()
-statistics = fully_cached_statistics(paths, FeatureCache(cache_dir), fingerprint)
-read = time.process_time() - t0
-assert statistics is not None, "cache not warm"
-row = {p: i for i, p in enumerate(paths)}
+(n_perm,) = rest
 (agg,) = aggregations_named(["mean_sum"])
 n_perm = int(n_perm)
 t0 = time.process_time()
@@ -88,6 +63,7 @@ for test, m in manifests.items():
     speat_by_layer(per_layer, roles, min(n_perm, PER_LAYER_PERMUTATIONS), 0)
 print(f"STATISTICS {time.process_time() - t0:.4f} {read:.4f}")
 """
+)
 
 
 def main() -> None:

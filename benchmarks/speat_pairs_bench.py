@@ -53,28 +53,30 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 GOAL_RATIO = 2.0
 
-# the statistics alone, in a fresh process: cached arrays read once, then each pair's aggregation and test
-STATISTICS = r"""
+# a fresh process's cached arrays (argv: repo, config folder, cache, the upstream's overrides as JSON, {test:
+# manifest csv} as JSON; the rest is the caller's): ``manifests``, ``statistics`` (every clip's, read once, in
+# ``read`` CPU seconds) and ``row`` (path -> row); the caller's loop follows and prints STATISTICS <cpu> <read>
+CACHED_STATISTICS = r"""
 import json, sys, time
 from pathlib import Path
 import pandas as pd
+from omegaconf import OmegaConf
+from hydra import compose, initialize_config_dir
 from speechbias import stats
 from speechbias.aggregation import aggregations_named
 from speechbias.features.cache import FeatureCache
 from speechbias.features.cached_statistics import fully_cached_statistics
-from speechbias.roles import split_roles
-from speechbias.upstream.deferred import DeferredUpstream
-from hydra import compose, initialize_config_dir
 from speechbias.launch.entry import register_project_root
+from speechbias.roles import split_roles
 from speechbias.run_context import register_choice_resolver
+from speechbias.upstream.deferred import DeferredUpstream
 
-repo, config_dir, cache_dir, upstream, manifests, aggs, n_perm = sys.argv[1:8]
+repo, config_dir, cache_dir, upstream, manifests, *rest = sys.argv[1:]
 register_project_root(repo)
 register_choice_resolver()
 with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
     cfg = compose("evaluate", overrides=json.loads(upstream))
-from omegaconf import OmegaConf
-fingerprint = DeferredUpstream(OmegaConf.to_container(cfg.upstream)).fingerprint
+fingerprint = DeferredUpstream(OmegaConf.to_container(cfg.upstream)).fingerprint  # built: not timed
 manifests = {t: (pd.read_csv(csv), Path(csv).parent) for t, csv in json.loads(manifests).items()}
 for m, root in manifests.values():
     m["path"] = [str((root / p).resolve()) for p in m["path"]]
@@ -85,6 +87,13 @@ statistics = fully_cached_statistics(paths, FeatureCache(cache_dir), fingerprint
 read = time.process_time() - t0
 assert statistics is not None, "cache not warm"
 row = {p: i for i, p in enumerate(paths)}
+"""
+
+# the statistics alone: each pair's aggregation and permutation test (argv rest: aggregations, permutations)
+STATISTICS = (
+    CACHED_STATISTICS
+    + r"""
+aggs, n_perm = rest
 t0 = time.process_time()
 for test, m in manifests.items():
     part = statistics.rows([row[p] for p in m["path"]])
@@ -94,6 +103,7 @@ for test, m in manifests.items():
         stats.speat(parts["X"], parts["Y"], parts["A"], parts["B"], n_permutations=int(n_perm), seed=0)
 print(f"STATISTICS {time.process_time() - t0:.4f} {read:.4f}")
 """
+)
 
 # evaluate.py with the CPU time inside its statistics summed (each pair's stat(), aggregation, role split
 # and permutation test, as SpeatResults.compute calls them) and that of the pairs' loop (SpeatPairs.run

@@ -266,23 +266,31 @@ def local_weights_digest(folder: Path, contents: bool = False) -> list[list] | s
     return h.hexdigest()
 
 
-def cached_commit(model_id: str, revision: str | None = None, cache_dir: str | None = None) -> str | None:
-    """The commit ``revision`` of hub id ``model_id`` resolves to in the local Hugging Face cache (the
-    snapshot folder holding its config.json; a file read, no network), or None when it is not cached.
-
-    Loading is cache-first (:func:`load_pretrained`), so after a load this is the commit that was loaded.
-    transformers 5 no longer records it on the config (``_commit_hash``, None there): it is read from
-    the cache, for the upstreams' fingerprints, the run digest and the speech-LLM adapters alike.
-    """
+def cached_snapshot(model_id: str, revision: str | None = None, cache_dir: str | None = None) -> Path | None:
+    """The snapshot folder of the local Hugging Face cache that ``revision`` of hub id ``model_id``
+    resolves to (the one holding its config.json; a file read, no network), or None when it is not cached,
+    ``model_id`` is a local folder or no valid hub id."""
     if Path(model_id).expanduser().is_dir():
-        return None  # a local folder has no commit
+        return None  # a local folder has no snapshot
     try:
         found = huggingface_hub.try_to_load_from_cache(
             model_id, "config.json", cache_dir=cache_dir, revision=revision or None
         )
     except ValueError:  # not a valid hub id
         return None
-    return Path(found).parent.name if isinstance(found, str) else None
+    return Path(found).parent if isinstance(found, str) else None
+
+
+def cached_commit(model_id: str, revision: str | None = None, cache_dir: str | None = None) -> str | None:
+    """The commit ``revision`` of hub id ``model_id`` resolves to in the local Hugging Face cache (the name
+    of its :func:`cached_snapshot`), or None when it is not cached.
+
+    Loading is cache-first (:func:`load_pretrained`), so after a load this is the commit that was loaded.
+    transformers 5 no longer records it on the config (``_commit_hash``, None there): it is read from
+    the cache, for the upstreams' fingerprints, the run digest and the speech-LLM adapters alike.
+    """
+    snapshot = cached_snapshot(model_id, revision, cache_dir)
+    return snapshot.name if snapshot is not None else None
 
 
 def resolve_device(device: str = "auto") -> str:

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from speechbias.fileio.atomic_file import atomic_write
 from speechbias.fileio.checksummed_record import verified_body, with_checksum
+from speechbias.model_loading import cached_snapshot, local_dir
 
 log = logging.getLogger(__name__)
 
@@ -97,12 +98,9 @@ def _local_files(folder: Path) -> list[list]:
 def _hub_snapshot(model_id: str, revision: str | None, cache_dir: str | None) -> dict | None:
     """The snapshot of the local Hugging Face cache that ``revision`` of ``model_id`` resolves to: its
     folder and [name, resolved file, size] of each file in it; None when config.json is not cached."""
-    from huggingface_hub import try_to_load_from_cache
-
-    found = try_to_load_from_cache(model_id, "config.json", cache_dir=cache_dir, revision=revision or None)
-    if not isinstance(found, str):
+    snapshot = cached_snapshot(model_id, revision, cache_dir)
+    if snapshot is None:
         return None
-    snapshot = Path(found).parent
     files = []
     for path in sorted(snapshot.rglob("*")):
         if path.is_file():
@@ -127,14 +125,12 @@ def record_inputs(config: dict) -> dict | None:
         return {**inputs, "files": None}
     if not isinstance(model_id, str) or not model_id:
         return None
-    folder = Path(model_id).expanduser()
     try:
-        if folder.is_dir():
+        folder = local_dir(model_id)  # MissingWeightsError (an OSError) for a missing one: the build says so
+        if folder is not None:
             return {**inputs, "files": {"local": str(folder.resolve()), "listing": _local_files(folder)}}
-        if model_id.startswith(("/", "./", "../", "~")):
-            return None  # a missing local folder: the build says so
         snapshot = _hub_snapshot(model_id, config.get("revision"), config.get("cache_dir"))
-    except (OSError, ValueError):  # an unreadable folder, an id the hub cannot hold
+    except (OSError, ValueError):  # a missing or unreadable folder, an id no path can hold
         return None
     return None if snapshot is None else {**inputs, "files": {"hub": model_id, **snapshot}}
 

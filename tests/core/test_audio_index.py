@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ import soundfile as sf
 from core.audio_fixtures import write_clip
 from speechbias.features.cache import FeatureCache
 from speechbias.fileio import audio
-from speechbias.fileio.audio_index import AudioFacts, AudioIndex
+from speechbias.fileio.audio_index import AudioFacts, AudioIndex, forget_verified_records
 from speechbias.stimuli.manifest import ManifestError, check_manifest_audio
 
 
@@ -95,6 +96,26 @@ def test_full_decodes_every_file_and_repairs_a_wrong_record(tmp_path, decoded, c
     assert AudioIndex(tmp_path / "cache").lookup(clips[0]) == _expected_facts(clips[0])
 
 
+def test_a_record_verified_in_this_process_is_not_read_again_until_the_file_changes(tmp_path, decoded):
+    clips = _clips(tmp_path / "data", n=2)
+    AudioIndex(tmp_path / "cache").facts(clips)
+    records = sorted((tmp_path / "cache" / "audio_index").rglob("*.json"))
+    for record in records:  # gone from disk: this process answers from what it verified
+        record.unlink()
+    assert AudioIndex(tmp_path / "cache").facts(clips) == {c: _expected_facts(c) for c in clips}
+    assert sorted(decoded) == ["c0.wav", "c1.wav"]  # by the first call only
+    forget_verified_records()  # a new process reads the (missing) records: both decoded again
+    assert AudioIndex(tmp_path / "cache").lookup(clips[0]) is None
+    decoded.clear()
+    AudioIndex(tmp_path / "cache").facts(clips)
+    assert sorted(decoded) == ["c0.wav", "c1.wav"]
+    decoded.clear()
+    time.sleep(0.02)  # beyond the kernel's coarse timestamp tick
+    write_clip(Path(clips[1]), seconds=0.3, freq=500, seed=9)  # changed: another identity, decoded again
+    assert AudioIndex(tmp_path / "cache").facts(clips)[clips[1]] == _expected_facts(clips[1])
+    assert decoded == ["c1.wav"]
+
+
 @pytest.mark.parametrize(
     "damage",
     [
@@ -109,6 +130,7 @@ def test_a_corrupt_record_is_ignored_with_a_warning_and_rebuilt(tmp_path, decode
     records = sorted((tmp_path / "cache" / "audio_index").rglob("*.json"))
     record = next(r for r in records if json.loads(r.read_text())["file"]["path"] == os.path.realpath(clips[0]))
     record.write_text(damage(record.read_text()))
+    forget_verified_records()  # the next lookups are a new process's (this one trusts what it has verified)
     decoded.clear()
     caplog.clear()
     facts = AudioIndex(tmp_path / "cache").facts(clips)

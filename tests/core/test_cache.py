@@ -13,6 +13,7 @@ import numpy as np
 from safetensors.numpy import save_file
 
 from speechbias.fileio.audio import load_audio
+from speechbias.fileio.audio_index import forget_verified_records
 from speechbias.features.cache import ClipStatistics, FeatureCache
 
 # The concurrent-writer test's spawned processes import this module: Lightning, the toy upstream
@@ -226,6 +227,7 @@ def test_tampered_audio_index_record_cannot_point_at_another_clip(tmp_path, capl
     shas = [cache.lookup_audio(p)[0] for p in paths]
     record = next(r for r in records if json.loads(r.read_text())["sha256"] == shas[0])
     record.write_text(record.read_text().replace(shas[0], shas[1]))  # valid JSON, valid-looking sha
+    forget_verified_records()  # as a new process (this one trusts the records it has verified)
     caplog.clear()
     assert FeatureCache(cache_dir).lookup_audio(paths[0]) is None
     again, n_fwd, _ = _extract(paths, cache_dir)

@@ -32,6 +32,66 @@ def test_table_writes_csv_and_records_and_records_for_tracker(tmp_path):
     assert len(w.tracker_log()) == 1
 
 
+def _varied_frame() -> pd.DataFrame:
+    """Every kind of column the runs write: float64 (NaN, inf, -0.0, tiny, huge, whole), float32, int,
+    bool, strings that need quoting, object columns holding None and NaN, pandas' nullable integers."""
+    return pd.DataFrame(
+        {
+            "d": [0.04619795383742607, np.nan, -0.0, 1e-300, 1.5e20, 10.0],
+            "w": np.array([0.33337653, 0.1, 1 / 3, np.nan, 2.5, -7.0], dtype=np.float32),
+            "n": np.arange(6, dtype=np.int64),
+            "exact": [True, False, True, True, False, False],
+            "name": ["plain", "with, comma", 'with "quotes"', "line\nbreak", "", "ünïcode"],
+            "model_id": [None, "facebook/x", None, None, "a", None],
+            "human_iat_d": [None, 0.5, np.nan, None, 0.25, None],
+            "nullable": pd.array([1, None, 3, 4, 5, None], dtype="Int64"),
+            "inf": [np.inf, -np.inf, 1.0, 2.0, 3.0, 4.0],
+        }
+    )
+
+
+def test_table_csv_is_byte_for_byte_what_pandas_writes(tmp_path):
+    frame = _varied_frame()
+    path = RunWriter(tmp_path).table("t", frame)
+    assert path.read_bytes() == frame.to_csv(index=False).encode()
+    # the rows as dicts: the same bytes when each column's values are of one type (a one-row results table)
+    row = {"upstream": "u", "model_id": None, "d": np.float64(0.04619795383742607), "n_x": 10, "exact": False,
+           "human_iat_d": None, "mean_frames": 147.35, "p": 0.45454545454545453}  # fmt: skip
+    RunWriter(tmp_path).table("r", [row])
+    assert (tmp_path / "r.csv").read_text() == pd.DataFrame([row]).to_csv(index=False)
+
+
+def test_table_json_holds_every_value_at_full_precision(tmp_path):
+    frame = _varied_frame()
+    RunWriter(tmp_path).table("t", frame)
+    records = json.loads((tmp_path / "t.json").read_text())
+    pandas_records = json.loads(frame.to_json(orient="records"))  # pandas rounds floats to 10 digits
+    assert [list(r) for r in records] == [list(r) for r in pandas_records]
+    for ours, theirs in zip(records, pandas_records):
+        for key, value in ours.items():
+            if key == "w" and value is not None:  # float32: the same float32 (pandas prints its double)
+                assert np.float32(value) == np.float32(theirs[key])
+            elif isinstance(value, float):
+                assert value == pytest.approx(theirs[key], rel=1e-9), key
+            elif key != "inf":  # pandas writes +-inf as null too
+                assert value == theirs[key], key
+    assert records[0]["d"] == 0.04619795383742607  # exact, not pandas' 0.0461979538
+    assert records[0]["w"] == 0.33337653  # a float32 by its own shortest digits
+    assert [r["inf"] for r in records[:2]] == [None, None] and records[1]["d"] is None
+    assert records[0]["human_iat_d"] is None and records[2]["human_iat_d"] is None
+    assert records[1]["nullable"] is None and records[0]["nullable"] == 1
+
+
+def test_markdown_table_of_rows_equals_the_frames(tmp_path):
+    from speechbias.report.run_writer import markdown_table
+
+    frame = _varied_frame().drop(columns=["nullable"])
+    assert markdown_table(frame) == frame.to_markdown(index=False, floatfmt=".3g")
+    rows = frame.iloc[:1].to_dict("records")
+    assert markdown_table(rows) == frame.iloc[:1].to_markdown(index=False, floatfmt=".3g")
+    assert markdown_table([]) == markdown_table(frame.iloc[:0]) == "_(no rows)_"
+
+
 def test_json_converts_numpy_and_non_finite(tmp_path):
     w = RunWriter(tmp_path)
     w.json("summary.json", {"n": np.int64(3), "x": np.float32("inf"), "v": np.arange(2), "ok": np.bool_(True)})

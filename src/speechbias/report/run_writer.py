@@ -14,10 +14,12 @@ every figure (the words of :mod:`speechbias.report.caveat`).
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -48,14 +50,89 @@ def json_text(obj) -> str:
     return json.dumps(obj, indent=2, default=_json_default) + "\n"
 
 
-def markdown_table(df: pd.DataFrame, floatfmt: str = ".3g", disable_numparse: bool = False) -> str:
-    """A GitHub-flavoured markdown table of ``df`` (via tabulate).
+# A table as the writer takes it: a DataFrame, or its rows as dicts (column order: the first row's keys, then
+# any new key of a later row), each value written as given (no per-column type is inferred)
+Table = pd.DataFrame | Sequence[dict]
+
+
+def table_columns(table: Table) -> tuple[list[str], list[list]]:
+    """(column names, rows of values) of ``table``. A DataFrame's values are taken column by column with
+    their own dtype (a float32 column gives numpy float32 values, written as float32 prints them)."""
+    if isinstance(table, pd.DataFrame):
+        columns = [str(c) for c in table.columns]
+        # pandas' nullable (extension) columns as objects: an Int64 column keeps its ints and its NA
+        values = [
+            column.to_numpy(dtype=object) if pd.api.types.is_extension_array_dtype(column) else column.to_numpy()
+            for column in (table.iloc[:, i] for i in range(table.shape[1]))
+        ]
+        return columns, [list(r) for r in zip(*values)] if values else [[] for _ in range(len(table))]
+    names = list(dict.fromkeys(k for row in table for k in row))
+    return [str(k) for k in names], [[row.get(k) for k in names] for row in table]
+
+
+def _missing(value) -> bool:
+    """None, NaN (any float type) or pandas' NA / NaT: an empty CSV cell and a JSON null."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return isinstance(value, (float, np.floating)) and value != value
+
+
+def csv_text(table: Table) -> str:
+    """``table`` as CSV, byte for byte what ``DataFrame.to_csv(index=False)`` writes for a DataFrame (header,
+    ``\n`` line ends, minimal quoting, a missing value as an empty cell, each value as ``str`` prints it:
+    floats shortest round-trip). Written with the csv module: ~11x faster than pandas for the one-row
+    results table each run (and each pair of a list job) writes (0.25 vs 2.9 ms, measured with its
+    DataFrame construction and to_json), benchmarks/speat_pairs_bench.py; tests/core/test_run_writer.py
+    holds it equal to pandas."""
+    columns, rows = table_columns(table)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows(["" if _missing(v) else v for v in row] for row in rows)
+    return out.getvalue()
+
+
+def json_value(value):
+    """A table cell as JSON takes it: numpy scalars as Python's (a float32 by its shortest float32 digits),
+    a missing value (:func:`_missing`) and a non-finite float as None."""
+    if _missing(value):
+        return None
+    if isinstance(value, np.floating):
+        number = float(str(value)) if isinstance(value, np.float32 | np.float16) else float(value)
+        return number if math.isfinite(number) else None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def table_records(table: Table) -> list[dict]:
+    """``table`` as a list of row records (JSON's view of it: :func:`json_value` of each cell)."""
+    columns, rows = table_columns(table)
+    return [{c: json_value(v) for c, v in zip(columns, row)} for row in rows]
+
+
+def markdown_table(table: Table, floatfmt: str = ".3g", disable_numparse: bool = False) -> str:
+    """A GitHub-flavoured markdown table of ``table`` (tabulate's pipe format, as ``DataFrame.to_markdown``
+    calls it); ``_(no rows)_`` when empty.
 
     ``disable_numparse=True`` keeps pre-formatted strings such as "100.0" exactly as given.
     """
-    if df.empty:
+    from tabulate import tabulate
+
+    if len(table) == 0:
         return "_(no rows)_"
-    return df.to_markdown(index=False, floatfmt=floatfmt, disable_numparse=disable_numparse)
+    return tabulate(
+        table,
+        headers="keys",
+        tablefmt="pipe",
+        showindex=False,
+        floatfmt=floatfmt,
+        disable_numparse=disable_numparse,
+    )
 
 
 def report_text(title: str, sections: Iterable[tuple[str, str]]) -> str:
@@ -120,15 +197,16 @@ class RunWriter:
         """Write ``obj`` as indented JSON to ``<name>`` (give the suffix, e.g. ``summary.json``)."""
         return self.text(name, json_text(obj))
 
-    def table(self, stem: str, df: pd.DataFrame, *, tracker_key: str | None = None, parquet: bool = False) -> Path:
-        """Write ``df`` as ``<stem>.csv`` and ``<stem>.json`` (a list of row records), and
-        ``<stem>.parquet`` when asked; record it for the tracker under ``tracker_key``.
-        Returns the CSV path."""
-        csv_path = self.text(f"{stem}.csv", df.to_csv(index=False))
-        self.json(f"{stem}.json", json.loads(df.to_json(orient="records")))
+    def table(self, stem: str, table: Table, *, tracker_key: str | None = None, parquet: bool = False) -> Path:
+        """Write ``table`` (a DataFrame or row dicts) as ``<stem>.csv`` (:func:`csv_text`) and ``<stem>.json``
+        (a list of row records, :func:`table_records`: every float at full precision), and ``<stem>.parquet``
+        when asked; record it for the tracker under ``tracker_key``. Returns the CSV path."""
+        csv_path = self.text(f"{stem}.csv", csv_text(table))
+        self.json(f"{stem}.json", table_records(table))
         if parquet:
+            frame = table if isinstance(table, pd.DataFrame) else pd.DataFrame(list(table))
             self.output_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write(self.path(f"{stem}.parquet"), lambda tmp: df.to_parquet(tmp, index=False))
+            atomic_write(self.path(f"{stem}.parquet"), lambda tmp: frame.to_parquet(tmp, index=False))
         if tracker_key:
             self._record({"kind": "table", "key": tracker_key, "file": f"{stem}.csv"})
         return csv_path

@@ -40,24 +40,21 @@ def report_sections(
     se: pd.DataFrame | None,
     bias_test,
     layer_convention: str | None = None,
-    results: pd.DataFrame | None = None,
 ) -> list[tuple[str, str]]:
     """report.md's ``(heading, markdown)`` sections: the result, how to read it, d at every layer
     (with ``layer_profile.png``, or the line saying why a one-layer upstream has none) and the
-    bootstrap SE curve, the last two when computed. ``results``: ``pd.DataFrame([row])`` when the
-    caller has it (a list job's pairs: one frame less each)."""
-    results = pd.DataFrame([row]) if results is None else results
-    table = results[[c for c in REPORT_COLUMNS if c in results.columns]]
-    human_known = "human_iat_d" in table.columns and pd.notna(table["human_iat_d"].iloc[0])
-    if "human_iat_d" in table.columns and not human_known:
-        table = table.assign(human_iat_d="unknown")
-    sections = [("Result", markdown_table(table))]
+    bootstrap SE curve, the last two when computed."""
+    shown = {c: row[c] for c in REPORT_COLUMNS if c in row}
+    human_known = "human_iat_d" in shown and pd.notna(shown["human_iat_d"])
+    if "human_iat_d" in shown and not human_known:
+        shown["human_iat_d"] = "unknown"
+    sections = [("Result", markdown_table([shown]))]
     interp = (
         f"d > 0: {bias_test.x_label} ({'X'}) is more associated with {bias_test.a_label} than "
         f"{bias_test.y_label} (Y) is; p is one-sided (H1: d > 0), "
         f"{'exact' if row['exact'] else 'sampled'} over {row['n_permutations']:,} partitions."
     )
-    if "human_iat_d" in table.columns and not human_known:
+    if "human_iat_d" in shown and not human_known:
         interp += (
             f"\n\nhuman_iat_d is unknown: no human IAT effect size is recorded for {row['test']} (the SpEAT "
             "paper's Table 1 gives one for its US tests; a bias test's `human_iat_d` sets it), so this run "
@@ -130,9 +127,8 @@ def write_speat_outputs(
         writer.figure("layer_profile", fig, tracker_key=f"speat/{test}/layer_profile")
     if se is not None:
         writer.table("se_curve", se)
-    results = pd.DataFrame([row])
-    writer.report(report_title(row), report_sections(row, layers, se, bias_test, layer_convention, results))
+    writer.report(report_title(row), report_sections(row, layers, se, bias_test, layer_convention))
     writer.metrics({f"speat/{test}/d": row["d"], f"speat/{test}/p": row["p"]})
     # results.json last: its presence marks the run as finished (a rerun skips it), so a run killed
     # before this line leaves no results.json and is redone in full
-    writer.table("results", results, tracker_key=f"speat/{test}/results")
+    writer.table("results", [row], tracker_key=f"speat/{test}/results")

@@ -17,6 +17,7 @@ runs the loop, whose ranks must meet in it.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -122,7 +123,7 @@ class SpeatTask:
             return self._run_pairs(config)
         done = finished_marker(TASK_NAME, self.writer.output_dir, self.force)
         if done is not None:
-            return pd.read_json(done).iloc[0].to_dict()
+            return json.loads(done.read_text(encoding="utf-8"))[0]
         manifest = self.bias_test.load()
         info = upstream_info(self.upstream, self.upstream_name)
         paths = list(manifest["path"])
@@ -187,7 +188,7 @@ class SpeatTask:
             )
         done = finished_marker(TASK_NAME, self.writer.output_dir, self.force)
         if done is not None:
-            return {"n_pairs": len(pd.read_json(done))}
+            return {"n_pairs": len(json.loads(done.read_text(encoding="utf-8")))}
         info = upstream_info(self.upstream, self.upstream_name)
         pairs = SpeatPairs(self, tests, aggregations, self.config_dir)
         rows = pairs.run(config, info, self._statistics)
@@ -243,7 +244,7 @@ class SpeatTask:
         if callback.summary:
             return dict(callback.summary)
         if trainer.is_global_zero and trainer.world_size > 1:
-            return pd.read_json(self.writer.path("results.json")).iloc[0].to_dict()
+            return json.loads(self.writer.path("results.json").read_text(encoding="utf-8"))[0]
         return {}
 
 

@@ -15,6 +15,7 @@ One process only: a job of several processes (DDP) takes one pair.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -176,7 +177,7 @@ class SpeatPairs:
                 continue
             marker = finished_results(configs.test_config(t), self._folder(t, a), configs.pair(t, a)[1])
             if marker is not None:
-                rows[(t.name, a.name)] = pd.read_json(marker).iloc[0].to_dict()
+                rows[(t.name, a.name)] = json.loads(marker.read_text(encoding="utf-8"))[0]
         missing = [(t, a) for t, a in todo if (t.name, a.name) not in rows]
         if missing:
             statistics, n_forwards = statistics_of(paths)

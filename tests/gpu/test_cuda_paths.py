@@ -20,14 +20,12 @@ What is compared and why the tolerances:
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from entry_commands import run_entry
 
-REPO = Path(__file__).resolve().parents[2]
 ACCELERATOR = os.environ.get("SPEECHBIAS_GPU_TEST_ACCELERATOR", "gpu")
 
 
@@ -45,19 +43,10 @@ pytestmark = [
 
 def _run(script: str, tmp_path: Path, name: str, *overrides: str) -> Path:
     """Runs ``python <script> <overrides>`` into ``tmp_path/name`` with a cache of its own; the run folder."""
-    env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline")
     run = tmp_path / name
-    command = [
-        sys.executable,
-        script,
-        f"hydra.run.dir={run}",
-        f"paths.cache_dir={tmp_path / f'{name}_cache'}",
-        "logger=none",
-        "trainer.enable_progress_bar=false",
-        *overrides,
-    ]
-    proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, f"{' '.join(command)}\n{proc.stderr[-3000:]}"
+    settings = [f"hydra.run.dir={run}", f"paths.cache_dir={tmp_path / f'{name}_cache'}", "logger=none"]
+    proc = run_entry(script, *settings, "trainer.enable_progress_bar=false", *overrides, timeout=900)
+    assert proc.returncode == 0, f"{script} {' '.join(overrides)}\n{proc.stderr[-3000:]}"
     return run
 
 

@@ -11,7 +11,6 @@ import logging
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -24,6 +23,7 @@ from speechbias.upstream import fingerprint_records
 from speechbias.upstream.deferred import DeferredUpstream
 from speechbias.upstream.fingerprint_records import FingerprintRecords, RecordedIdentity, record_inputs
 from speechbias.upstream.hf import HFUpstream
+from entry_commands import run_entry
 from upstream.tiny_models import build_tiny, tiny_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -229,24 +229,15 @@ def test_a_record_the_build_contradicts_is_an_error_naming_it_and_is_removed(tmp
 
 
 def _evaluate(tmp_path: Path, run: str, *importtime: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline")
-    return subprocess.run(
-        [
-            sys.executable,
-            *importtime,
-            "evaluate.py",
-            "upstream=tiny_wav2vec2",
-            "bias_test=demo_accent",
-            "speat.n_permutations=2000",
-            "logger=none",
-            f"paths.cache_dir={tmp_path / 'cache'}",
-            f"hydra.run.dir={tmp_path / run}",
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    return run_entry(
+        "evaluate.py",
+        "upstream=tiny_wav2vec2",
+        "bias_test=demo_accent",
+        "speat.n_permutations=2000",
+        "logger=none",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        f"hydra.run.dir={tmp_path / run}",
+        python_flags=importtime,
     )
 
 

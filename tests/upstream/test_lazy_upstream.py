@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +13,7 @@ import torch
 from safetensors import SafetensorError
 
 from speechbias.upstream.hf import HFUpstream
+from entry_commands import run_entry
 from upstream.tiny_models import build_tiny
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,26 +73,17 @@ def test_a_model_built_after_to_lands_on_the_upstreams_dtype_and_device():
 
 
 def _evaluate(tmp_path: Path, model_dir: Path, *extra: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline")
-    return subprocess.run(
-        [
-            sys.executable,
-            "evaluate.py",
-            "upstream=hf",
-            f"model_id={model_dir}",
-            "bias_test=demo_accent",
-            "speat.n_permutations=2000",
-            "speat.per_layer=false",
-            "logger=none",
-            f"paths.cache_dir={tmp_path / 'cache'}",
-            f"hydra.run.dir={tmp_path / 'run'}",
-            *extra,
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    return run_entry(
+        "evaluate.py",
+        "upstream=hf",
+        f"model_id={model_dir}",
+        "bias_test=demo_accent",
+        "speat.n_permutations=2000",
+        "speat.per_layer=false",
+        "logger=none",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        f"hydra.run.dir={tmp_path / 'run'}",
+        *extra,
     )
 
 

@@ -1,0 +1,26 @@
+"""Running an entry point (``evaluate.py``, ``train.py``) as a user types it, in a subprocess, for tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_entry(
+    script: str, *overrides: str, python_flags: tuple[str, ...] = (), timeout: float = 600
+) -> subprocess.CompletedProcess:
+    """``python [python_flags] <script> <overrides>`` in the repository root, offline (``HF_HUB_OFFLINE=1``,
+    W&B offline); its output captured as text."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline")
+    return subprocess.run(
+        [sys.executable, *python_flags, script, *overrides],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -17,7 +17,10 @@ Measured, each from the same warm cache (a first list job fills it, not counted)
 * statistics: in a fresh process, the same statistics from the same cached arrays: each pair's
   aggregation and permutation test (CPU time of that loop alone; reading the cache once is printed beside);
 * per-pair sweep: ``python evaluate.py -m bias_test=a,b aggregation=x,y,...`` with the basic launcher
-  (one process, every job in it; CPU and wall).
+  (one process, every job in it; CPU and wall);
+* the floor: what the list job cannot skip whatever the project's code does (:data:`FLOORS`, in a fresh
+  process): its imports, Hydra's two composes of its config (get_mode, then run), the cache read and the
+  statistics. A goal below it cannot be met by a Hydra job.
 
 ``--paper-sizes``: six synthetic tests of the paper's sizes instead of the demo tests (default 60 clips per
 target role, as the published lists' 57-60, and 40 per attribute role, one attribute set shared by the six
@@ -140,6 +143,70 @@ sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 exit_(0)
 """
+
+
+# The parts of a job that no change to the project's own code can remove, each measured in a fresh process
+# (argv: repo, config folder, the job's overrides as JSON, the layer counts of its figures as JSON). Prints
+# IMPORTS <CPU s of the process so far: interpreter, hydra, omegaconf, numpy, pandas and the entry's
+# registrations, what evaluate.py imports before its first line>, COMPOSE <CPU s of Hydra's first compose of
+# the job's config> <of a further one> (Hydra composes a job twice before it runs: get_mode, then run; a -m
+# sweep's basic sweeper composes each job to validate its batch, its launcher again to run it),
+# MATPLOTLIB <CPU s of importing pyplot> and FIGURE <layers> <CPU s of one layer_profile drawn and saved>.
+FLOORS = r"""
+import json, sys, tempfile, time
+from pathlib import Path
+import hydra, omegaconf, numpy, pandas
+repo, config_dir, overrides, layer_counts = sys.argv[1:]
+sys.path.insert(0, repo + "/src")
+from speechbias.launch.entry import register_project_root
+from speechbias.run_context import register_choice_resolver
+register_project_root(repo)
+register_choice_resolver()
+print(f"IMPORTS {time.process_time():.4f}")
+from hydra import compose, initialize_config_dir
+spent = []
+with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+    for _ in range(4):
+        t0 = time.process_time()
+        compose("evaluate", overrides=json.loads(overrides), return_hydra_config=True)
+        spent.append(time.process_time() - t0)
+print(f"COMPOSE {spent[0]:.4f} {min(spent[1:]):.4f}")
+t0 = time.process_time()
+from speechbias.report import figures
+figures.pyplot()
+print(f"MATPLOTLIB {time.process_time() - t0:.4f}")
+folder = Path(tempfile.mkdtemp())
+for n in json.loads(layer_counts):
+    layers = pandas.DataFrame({"family": "wav2vec2", "upstream": "u", "test": "t", "temporal": "mean",
+                               "layer": range(n), "d": numpy.linspace(-1, 1, n), "p": 0.5,
+                               "n_permutations": 10000, "exact": False})
+    spent = []
+    for i in range(4):
+        t0 = time.process_time()
+        fig = figures.layer_profile(layers, "t: d per layer (mean over frames)", layer_convention="block-io-v1")
+        figures.save(fig, folder / f"{n}_{i}.png")
+        spent.append(time.process_time() - t0)
+    print(f"FIGURE {n} {min(spent[1:]):.4f}")
+"""
+
+
+def floors(config_dir: Path, overrides: list[str], layer_counts: list[int], env: dict, cwd: Path) -> dict:
+    """:data:`FLOORS` run in a fresh process: {"imports": s, "first_compose": s, "compose": s,
+    "matplotlib": s, "figure": {layers: s}} (CPU seconds)."""
+    command = [sys.executable, "-c", FLOORS, str(REPO), str(config_dir), json.dumps(overrides)]
+    _, _, out = child_cpu([*command, json.dumps(sorted(set(layer_counts)))], env, cwd)
+    found: dict = {"figure": {}}
+    for line in out.splitlines():
+        name, *values = line.split()
+        if name == "IMPORTS":
+            found["imports"] = float(values[0])
+        elif name == "COMPOSE":
+            found["first_compose"], found["compose"] = map(float, values)
+        elif name == "MATPLOTLIB":
+            found["matplotlib"] = float(values[0])
+        elif name == "FIGURE":
+            found["figure"][int(values[0])] = float(values[1])
+    return found
 
 
 def child_cpu(command: list[str], env: dict, cwd: Path) -> tuple[float, float, str]:
@@ -274,6 +341,10 @@ def main() -> None:
     rows.append(("statistics (aggregate + test)", statistics, float("nan")))
     rows.append(("  the same, inside the list job", loops[0][1], float("nan")))
     rows.append(("  cache read of every clip, once", read, float("nan")))
+    # what the job cannot skip: its imports, Hydra's two composes of its config, one cache read and the statistics
+    found = floors(config_dir, [*lists, *settings], [], env, work)
+    floor = found["imports"] + found["first_compose"] + found["compose"] + read + statistics
+    rows.append(("floor: imports + 2 composes + read + stat.", floor, float("nan")))
     if not args.skip_sweep:
         sweep = [
             *evaluate,
@@ -297,6 +368,11 @@ def main() -> None:
     print(
         f"\nlist job / statistics CPU: {ratio:.2f}x (goal <= {GOAL_RATIO}x: {'met' if ratio <= GOAL_RATIO else 'NOT met'}); "
         f"/ its in-run statistics: {list_cpu / max(loops[0][1], 1e-9):.2f}x"
+    )
+    print(
+        f"floor / statistics CPU: {floor / statistics:.2f}x (imports {found['imports']:.2f}, Hydra's composes "
+        f"{found['first_compose']:.2f} + {found['compose']:.2f}, read {read:.2f}): the goal is "
+        f"{'reachable' if floor / statistics <= GOAL_RATIO else 'below the floor'}"
     )
     print(f"list job CPU per pair: {list_cpu / n_pairs * 1000:.1f} ms; beyond start-up (each further pair): "
           f"{(list_cpu - floor_cpu) / max(n_pairs - 1, 1) * 1000:.1f} ms vs. its statistics "

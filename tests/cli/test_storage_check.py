@@ -9,7 +9,7 @@ from omegaconf import OmegaConf
 
 from speechbias.errors import StorageError
 from speechbias.fileio.atomic_file import register_storage_setting, storage_error, storage_setting
-from speechbias.launch.storage_check import Need, check_free_space, estimate_writes
+from speechbias.launch.storage_check import Need, check_free_space, estimate_writes, sweep_needs
 
 
 def _cfg(tmp_path, task="speat", **over):
@@ -43,6 +43,25 @@ def test_train_estimate_holds_two_checkpoints_of_each_head(tmp_path):
     params = 1 + 80 * 256 + 2 * 256 + 1  # layer weight, Linear(80, 256), Linear(256, 1)
     assert one == 2 * (-(-(12 * params + (64 << 10)) // block) * block)  # weights + Adam's 2 moments, float32
     assert three.parts["checkpoints"] == 2 * (-(-(12 * 3 * params + (64 << 10)) // block) * block)
+
+
+def test_sweep_estimate_counts_each_upstreams_clips_once_and_every_jobs_files(tmp_path):
+    """Two tests sharing clips b and c on one upstream (2 and 3 jobs alike: e.g. lr or aggregation swept), and
+    the first test on a second upstream: 4 distinct clips on the first upstream, 3 on the second, 6 jobs."""
+    block = os.statvfs(tmp_path).f_frsize
+    first = _cfg(tmp_path)
+    (tmp_path / "m2.csv").write_text("clip_id,path,role\nb,b.wav,X\nc,/nowhere/c.wav,Y\nd,d.wav,A\n")
+    second = OmegaConf.merge(first, {"bias_test": {"manifest": str(tmp_path / "m2.csv")}})
+    other = OmegaConf.merge(first, {"upstream": {"n_mels": 40}})
+    needs = sweep_needs([(first, 2), (second, 3), (other, 1)], tmp_path / "sweep")
+    assert needs[0].folder == tmp_path / "sweep" and needs[0].setting.startswith("hydra.sweep.dir=")
+    assert needs[0].parts == {"run files of 6 jobs": 6 * (256 << 10)}
+    entry80, entry40 = (-(-(3 * mels * 4 + 512) // block) * block for mels in (80, 40))
+    assert [n.total for n in needs[1:]] == [4 * entry80 + 4 * block, 3 * entry40 + 3 * block]
+    free = os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize
+    with pytest.raises(StorageError, match="this sweep will write about") as err:
+        check_free_space([Need(tmp_path / "sweep", "hydra.sweep.dir=...", {"x": free + (1 << 30)})], what="this sweep")
+    assert "\n" not in str(err.value)
 
 
 def test_a_run_that_does_not_fit_is_one_line_naming_sizes_and_settings(tmp_path):

@@ -78,6 +78,24 @@ def test_a_run_that_will_not_fit_is_refused_before_it_starts_and_fits_elsewhere(
 
 
 @pytest.mark.slow
+def test_a_sweep_that_will_not_fit_is_refused_before_any_job_starts(tmp_path):
+    """Two tests on one upstream: 60 distinct clips (their 20 shared attribute clips once), 8 KiB each in the
+    cache (an entry and an index record, a 4 KiB block each), on a 400 KiB disk that would take one test's
+    40 clips but not the sweep's: refused in one line before any job; on a larger disk it runs."""
+    disk = tmp_path / "disk"
+    cache, sweep = disk / "cache", tmp_path / "sweep"
+    tests = "bias_test=demo_voice,demo_accent"
+    command = entry_command("evaluate", "-m", tests, *FAST, f"paths.cache_dir={cache}", f"hydra.sweep.dir={sweep}")
+    refused = run_on_small_disk(disk, 400, command, fill_kib=0)
+    line = assert_one_error_line(refused, str(cache), "this sweep will write about", "cache entries", SKIP_CHECK)
+    assert "60 cache entries" in line, line
+    assert not sweep.exists(), "refused before Hydra made the sweep folder"
+    fits = run_on_small_disk(disk, 4096, command, fill_kib=0)
+    assert fits.returncode == 0, fits.stderr[-3000:]
+    assert len(list(sweep.glob("*/results.json"))) == 2
+
+
+@pytest.mark.slow
 def test_cache_full_during_extraction(tmp_path):
     disk = tmp_path / "disk"
     cache = disk / "cache"

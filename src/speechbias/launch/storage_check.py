@@ -194,30 +194,69 @@ def uncached_clips(cfg: DictConfig, clips: set[Path]) -> tuple[int, int]:
 
 
 def estimate_writes(cfg: DictConfig, run_dir: str | Path) -> list[Need]:
-    """What the run of ``cfg`` will write, per folder: the run folder (its files; train.py's checkpoints,
-    ``last.ckpt`` and the best, with Adam's two moments per parameter) and the feature cache (one entry per
-    clip not cached yet, 3 statistics x layers x features float32, and an audio index record per clip
-    not indexed). File sizes are rounded up to the file system's block."""
+    """What the run of ``cfg`` will write, per folder: the run folder (:func:`run_folder_need`) and the
+    feature cache (:func:`cache_need` of the clips its tables name)."""
+    needs = [run_folder_need(cfg, run_dir)]
+    cache = cache_need(cfg, _manifest_clips(cfg))
+    return needs + ([cache] if cache is not None else [])
+
+
+def run_folder_need(cfg: DictConfig, run_dir: str | Path, setting: str = RUN_FOLDER_SETTING) -> Need:
+    """The run folder's files; train.py's checkpoints (``last.ckpt`` and the best, with Adam's two moments
+    per parameter), rounded up to the file system's block."""
     task = str(OmegaConf.select(cfg, "task.name", default=""))
-    layers, width = upstream_shape(OmegaConf.select(cfg, "upstream", default=None))
-    run_block = os.statvfs(existing_folder(Path(run_dir))).f_frsize
     run_parts = {"run files": RUN_FILES_BYTES.get(task, OTHER_TASK_FILES_BYTES)}
     if task == "train_ser":
+        layers, width = upstream_shape(OmegaConf.select(cfg, "upstream", default=None))
+        run_block = os.statvfs(existing_folder(Path(run_dir))).f_frsize
         lrs = OmegaConf.select(cfg, "lr", default=1e-4)
         heads = len(lrs) if OmegaConf.is_list(lrs) else 1
         parameters = heads * (layers + width * HEAD_HIDDEN + 2 * HEAD_HIDDEN + 1)
         run_parts["checkpoints"] = 2 * _round_up(3 * 4 * parameters + CHECKPOINT_OVERHEAD_BYTES, run_block)
-    needs = [Need(Path(str(run_dir)), RUN_FOLDER_SETTING, run_parts)]
+    return Need(Path(str(run_dir)), setting, run_parts)
+
+
+def cache_need(cfg: DictConfig, clips: set[Path]) -> Need | None:
+    """The feature cache's share of a run of ``cfg`` over ``clips``: one entry per clip not cached yet (3
+    statistics x layers x features float32) and an audio index record per clip not indexed, rounded up
+    to the file system's block; None for a task that writes no cache entry or a config without a cache."""
+    task = str(OmegaConf.select(cfg, "task.name", default=""))
     cache = OmegaConf.select(cfg, "paths.cache_dir", default=None)
-    if cache and task in ("speat", "train_ser"):
-        missing, unknown = uncached_clips(cfg, _manifest_clips(cfg))
-        block = os.statvfs(existing_folder(Path(str(cache)))).f_frsize
-        entry = _round_up(3 * 4 * layers * width + ENTRY_OVERHEAD_BYTES, block)
-        parts = {
-            f"{missing} cache entries of {entry >> 10} KiB": missing * entry,
-            f"{unknown} audio index records": unknown * _round_up(AUDIO_INDEX_RECORD_BYTES, block),
-        }
-        needs.append(Need(Path(str(cache)), CACHE_SETTING, parts))
+    if not cache or task not in ("speat", "train_ser"):
+        return None
+    layers, width = upstream_shape(OmegaConf.select(cfg, "upstream", default=None))
+    missing, unknown = uncached_clips(cfg, clips)
+    block = os.statvfs(existing_folder(Path(str(cache)))).f_frsize
+    entry = _round_up(3 * 4 * layers * width + ENTRY_OVERHEAD_BYTES, block)
+    parts = {
+        f"{missing} cache entries of {entry >> 10} KiB": missing * entry,
+        f"{unknown} audio index records": unknown * _round_up(AUDIO_INDEX_RECORD_BYTES, block),
+    }
+    return Need(Path(str(cache)), CACHE_SETTING, parts)
+
+
+def sweep_needs(jobs: list[tuple[DictConfig, int]], sweep_dir: str | Path) -> list[Need]:
+    """What a sweep will write, per folder, from ``(job config, number of jobs alike)`` per distinct point:
+    every job's run folder (under ``sweep_dir``) and, per distinct upstream and cache, one entry per clip
+    that any of its jobs reads and the cache lacks (jobs that share an upstream share their clips' entries)."""
+    run_parts: dict[str, int] = {}
+    n_jobs = 0
+    clips_of: dict[tuple[str, str], tuple[DictConfig, set[Path]]] = {}
+    for cfg, count in jobs:
+        n_jobs += count
+        for name, size in run_folder_need(cfg, sweep_dir, SWEEP_FOLDER_SETTING).parts.items():
+            run_parts[name] = run_parts.get(name, 0) + count * size
+        key = (
+            OmegaConf.to_yaml(OmegaConf.select(cfg, "upstream", default=None) or {}),
+            str(OmegaConf.select(cfg, "paths.cache_dir", default="")),
+        )
+        clips_of.setdefault(key, (cfg, set()))[1].update(_manifest_clips(cfg))
+    run_folder = {f"{name} of {n_jobs} jobs": size for name, size in run_parts.items()}
+    needs = [Need(Path(str(sweep_dir)), SWEEP_FOLDER_SETTING, run_folder)]
+    for cfg, clips in clips_of.values():
+        need = cache_need(cfg, clips)
+        if need is not None:
+            needs.append(need)
     return needs
 
 
@@ -229,9 +268,10 @@ def _size(n: float) -> str:
     return f"{n:.1f} TiB"
 
 
-def check_free_space(needs: list[Need], skippable: bool = True) -> None:
-    """Raise :class:`StorageError` (one line) when a file system cannot take what the run will write there
-    (needs in one file system are added up); ``skippable``: the line names the setting that skips it."""
+def check_free_space(needs: list[Need], skippable: bool = True, what: str = "this run") -> None:
+    """Raise :class:`StorageError` (one line) when a file system cannot take what ``what`` (this run, this
+    sweep) will write there (needs in one file system are added up); ``skippable``:
+    the line names the setting that skips it."""
     by_fs: dict[int, list[Need]] = {}
     for need in needs:
         by_fs.setdefault(os.stat(existing_folder(need.folder)).st_dev, []).append(need)
@@ -245,7 +285,7 @@ def check_free_space(needs: list[Need], skippable: bool = True) -> None:
         parts = ", ".join(f"{name}: {_size(b)}" for n in group for name, b in n.parts.items() if b)
         settings = " / ".join(dict.fromkeys(n.setting for n in group))
         raise StorageError(
-            f"{group[0].folder}: {_size(free)} free on its disk ({folder}), this run will write about "
+            f"{group[0].folder}: {_size(free)} free on its disk ({folder}), {what} will write about "
             f"{_size(total)} there ({parts}); free space or point the run at another folder ({settings})"
             + (f", or skip this check with {SKIP_SETTING}" if skippable else "")
         )

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterable
 
 from hydra.experimental.callback import Callback
@@ -129,11 +130,15 @@ def preflight_problems(config: DictConfig) -> list[str]:
         "transient": True,
         "disable": not progress.is_terminal,
     }
+    jobs_alike = Counter(tuple(o for o in job if _names_input(o)) for job in sweep_jobs(config))
+    composed: list[tuple[DictConfig, int]] = []
     for point in track(points, **bar):  # a bar on a terminal only: a log gets no blank line
         job = loader.load_sweep_config(config, point)
         problem = _problem(check_config, job)
         if problem:
             problems[problem] = None
+        else:
+            composed.append((job, jobs_alike[tuple(point)]))
         for model in _models(job):
             if model not in models_seen:
                 models_seen.add(model)
@@ -148,6 +153,10 @@ def preflight_problems(config: DictConfig) -> list[str]:
         problem = _problem(check_values, loader.load_sweep_config(config, [*(points[0] if points else []), override]))
         if problem:
             problems[problem] = None
+    if not problems and OmegaConf.select(config, "hydra.callbacks.storage_check.enabled", default=True):
+        problem = _problem(_check_sweep_space, composed, config)
+        if problem:
+            problems[problem] = None
     lines = merged(list(problems))
     if missing_models:
         ids = list(missing_models)
@@ -158,6 +167,16 @@ def preflight_problems(config: DictConfig) -> list[str]:
             f"online ({get}), or point HF_HOME at a Hugging Face cache that holds them"
         )
     return lines
+
+
+def _check_sweep_space(jobs: list[tuple[DictConfig, int]], config: DictConfig) -> None:
+    """:class:`~speechbias.errors.StorageError` when what the sweep's jobs will write (its folder: every
+    job's files; the feature cache: each upstream's clips not cached yet) does not fit on its disks."""
+    from speechbias.launch.storage_check import check_free_space, sweep_needs
+
+    sweep_dir = OmegaConf.select(config, "hydra.sweep.dir", default=None)
+    if sweep_dir and jobs:
+        check_free_space(sweep_needs(jobs, sweep_dir), what="this sweep")
 
 
 def merged(problems: list[str]) -> list[str]:

@@ -55,35 +55,31 @@ def _layer_d(run: Path) -> pd.Series:
     return layers.set_index(["test", "layer"])["d"].sort_index()
 
 
+def _layer_d_difference(tmp_path: Path, upstream: str, one: tuple[str, ...], other: tuple[str, ...]) -> float:
+    """The largest |d| difference over every layer between two ``evaluate.py`` runs of ``upstream`` (d per
+    layer, 1,000 permutations), ``one`` and ``other`` their own overrides; printed with what was compared."""
+    common = [f"upstream={upstream}", "speat.per_layer=true", "speat.n_permutations=1000"]
+    a = _layer_d(_run("evaluate.py", tmp_path, "one", *common, *one))
+    b = _layer_d(_run("evaluate.py", tmp_path, "other", *common, *other))
+    assert list(a.index) == list(b.index) and a.notna().all() and b.notna().all()
+    difference = float((a - b).abs().max())
+    print(f"{upstream} {' '.join(one)} vs {' '.join(other)}: max |d| difference over {len(a)} layers {difference:.3g}")
+    return difference
+
+
 @pytest.mark.parametrize("upstream", ["tiny_wav2vec2", "tiny_whisper", "tiny_wavlm", "random_wav2vec2_base"])
 def test_speat_on_the_gpu_equals_the_cpu(tmp_path, upstream):
-    common = [f"upstream={upstream}", "speat.per_layer=true", "speat.n_permutations=1000"]
-    cpu = _layer_d(_run("evaluate.py", tmp_path, "cpu", *common, "trainer=cpu"))
-    gpu = _layer_d(_run("evaluate.py", tmp_path, "gpu", *common, f"trainer={ACCELERATOR}"))
-    assert list(gpu.index) == list(cpu.index)
-    difference = (gpu - cpu).abs()
-    print(f"{upstream}: max |d_gpu - d_cpu| over {len(cpu)} layers = {difference.max():.3g}")
-    assert difference.max() < 1e-3, difference.sort_values().tail()
+    assert _layer_d_difference(tmp_path, upstream, ("trainer=cpu",), (f"trainer={ACCELERATOR}",)) < 1e-3
 
 
 def test_gpu_extraction_is_batch_invariant(tmp_path):
-    common = ["upstream=tiny_wav2vec2_stable", "speat.per_layer=true", "speat.n_permutations=1000"]
-    common.append(f"trainer={ACCELERATOR}")
-    one = _layer_d(_run("evaluate.py", tmp_path, "b1", *common, "extraction.batch_size=1"))
-    eight = _layer_d(_run("evaluate.py", tmp_path, "b8", *common, "extraction.batch_size=8"))
-    difference = (one - eight).abs()
-    print(f"batch 1 vs 8: max |d| difference = {difference.max():.3g}")
-    assert difference.max() < 1e-4, difference.sort_values().tail()
+    batches = [(f"trainer={ACCELERATOR}", f"extraction.batch_size={n}") for n in (1, 8)]
+    assert _layer_d_difference(tmp_path, "tiny_wav2vec2_stable", *batches) < 1e-4
 
 
 def test_bfloat16_whisper_on_the_gpu(tmp_path):
-    common = ["upstream=tiny_whisper", "speat.per_layer=true", "speat.n_permutations=1000"]
-    common.append(f"trainer={ACCELERATOR}")
-    fp32 = _layer_d(_run("evaluate.py", tmp_path, "fp32", *common))
-    bf16 = _layer_d(_run("evaluate.py", tmp_path, "bf16", *common, "upstream.dtype=bfloat16"))
-    difference = (fp32 - bf16).abs()
-    print(f"whisper bf16 vs fp32: max |d| difference = {difference.max():.3g}")
-    assert bf16.notna().all() and difference.max() < 0.05, difference.sort_values().tail()
+    fp32 = (f"trainer={ACCELERATOR}",)
+    assert _layer_d_difference(tmp_path, "tiny_whisper", fp32, (*fp32, "upstream.dtype=bfloat16")) < 0.05
 
 
 def test_training_on_the_gpu_equals_the_cpu(tmp_path):

@@ -53,7 +53,7 @@ class AudioFacts(NamedTuple):
 # sweep) is answered from here after its stat, without reading and verifying its record again. Sound
 # because the key holds the whole identity (a changed file has another) and a record's content is a
 # function of it. benchmarks/paper_speat_bench.py's -m sweep looks up 51,200 clips (16 jobs: 3,200 each, of
-# 800 files); a lookup answered here costs the stat alone (~4x less than a record read).
+# 800 files); a lookup answered here costs the stat alone (18 vs 59 us, measured on 800 cached clips).
 _verified: dict[tuple, AudioFacts] = {}
 
 

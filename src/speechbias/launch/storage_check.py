@@ -270,8 +270,8 @@ def _size(n: float) -> str:
 
 def check_free_space(needs: list[Need], skippable: bool = True, what: str = "this run") -> None:
     """Raise :class:`StorageError` (one line) when a file system cannot take what ``what`` (this run, this
-    sweep) will write there (needs in one file system are added up); ``skippable``:
-    the line names the setting that skips it."""
+    sweep) will write there (needs in one file system are added up); ``skippable``: the line names the
+    setting that skips it."""
     by_fs: dict[int, list[Need]] = {}
     for need in needs:
         by_fs.setdefault(os.stat(existing_folder(need.folder)).st_dev, []).append(need)

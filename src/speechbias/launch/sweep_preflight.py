@@ -45,8 +45,12 @@ def _names_input(override: str) -> bool:
 
 def sweep_points(config: DictConfig) -> list[list[str]]:
     """The distinct points of the sweep (override lists), keys of :data:`NO_INPUT_KEYS` left out."""
-    distinct = dict.fromkeys(tuple(o for o in point if _names_input(o)) for point in sweep_jobs(config))
-    return [list(p) for p in distinct]
+    return [list(p) for p in jobs_per_point(config)]
+
+
+def jobs_per_point(config: DictConfig) -> Counter[tuple[str, ...]]:
+    """Each distinct point of the sweep (:func:`sweep_points`, in order) -> how many of its jobs it stands for."""
+    return Counter(tuple(o for o in job if _names_input(o)) for job in sweep_jobs(config))
 
 
 def sweep_jobs(config: DictConfig) -> list[list[str]]:
@@ -122,7 +126,8 @@ def preflight_problems(config: DictConfig) -> list[str]:
     problems: dict[str, None] = {}
     models_seen: set[tuple] = set()
     missing_models: dict[str, None] = {}
-    points = sweep_points(config)
+    jobs_alike = jobs_per_point(config)
+    points = [list(p) for p in jobs_alike]
     progress = Console(stderr=True)
     bar = {
         "description": "sweep pre-flight",
@@ -130,7 +135,6 @@ def preflight_problems(config: DictConfig) -> list[str]:
         "transient": True,
         "disable": not progress.is_terminal,
     }
-    jobs_alike = Counter(tuple(o for o in job if _names_input(o)) for job in sweep_jobs(config))
     composed: list[tuple[DictConfig, int]] = []
     for point in track(points, **bar):  # a bar on a terminal only: a log gets no blank line
         job = loader.load_sweep_config(config, point)

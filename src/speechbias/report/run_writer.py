@@ -93,19 +93,15 @@ def csv_text(table: Table) -> str:
 
 
 def json_value(value):
-    """A table cell as JSON takes it: numpy scalars as Python's (a float32 by its shortest float32 digits),
-    a missing value (:func:`_missing`) and a non-finite float as None."""
+    """A table cell as JSON takes it: a missing value (:func:`_missing`) and a non-finite float as None, a
+    float32 by its shortest float32 digits; numpy's other scalars are converted when written
+    (:func:`json_text`)."""
     if _missing(value):
         return None
-    if isinstance(value, np.floating):
-        number = float(str(value)) if isinstance(value, np.float32 | np.float16) else float(value)
-        return number if math.isfinite(number) else None
-    if isinstance(value, float):
+    if isinstance(value, np.float32 | np.float16):
+        value = float(str(value))
+    if isinstance(value, float):  # numpy's float64 too
         return value if math.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
     return value
 
 

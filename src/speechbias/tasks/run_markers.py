@@ -286,6 +286,11 @@ def describe_change(old: dict, new: dict) -> str:
     return ", ".join(named) + more
 
 
+def result_rows(marker: str | Path) -> list[dict]:
+    """The rows a finished run's ``results.json`` holds, as written (every float at full precision)."""
+    return json.loads(Path(marker).read_text(encoding="utf-8"))
+
+
 def finished_marker(task: str, output_dir: str | Path, force: bool = False) -> Path | None:
     """The first marker file of a finished ``task`` run in ``output_dir`` when the run digest exists,
     every output file it records verifies and all markers exist, and ``force`` is off, else None (the

@@ -17,7 +17,6 @@ runs the loop, whose ranks must meet in it.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -36,7 +35,7 @@ from speechbias.report.caveat import DEMO_CAVEAT, warn_once_per_sweep, is_demo_t
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
 from speechbias.run_context import upstream_info
-from speechbias.tasks.run_markers import finished_marker
+from speechbias.tasks.run_markers import finished_marker, result_rows
 from speechbias.seeding import seed_torch
 from speechbias.stimuli.bias_test import BiasTest
 from speechbias.upstream.deferred import DeferredUpstream, built_upstream
@@ -123,7 +122,7 @@ class SpeatTask:
             return self._run_pairs(config)
         done = finished_marker(TASK_NAME, self.writer.output_dir, self.force)
         if done is not None:
-            return json.loads(done.read_text(encoding="utf-8"))[0]
+            return result_rows(done)[0]
         manifest = self.bias_test.load()
         info = upstream_info(self.upstream, self.upstream_name)
         paths = list(manifest["path"])
@@ -188,7 +187,7 @@ class SpeatTask:
             )
         done = finished_marker(TASK_NAME, self.writer.output_dir, self.force)
         if done is not None:
-            return {"n_pairs": len(json.loads(done.read_text(encoding="utf-8")))}
+            return {"n_pairs": len(result_rows(done))}
         info = upstream_info(self.upstream, self.upstream_name)
         pairs = SpeatPairs(self, tests, aggregations, self.config_dir)
         rows = pairs.run(config, info, self._statistics)
@@ -244,7 +243,7 @@ class SpeatTask:
         if callback.summary:
             return dict(callback.summary)
         if trainer.is_global_zero and trainer.world_size > 1:
-            return json.loads(self.writer.path("results.json").read_text(encoding="utf-8"))[0]
+            return result_rows(self.writer.path("results.json"))[0]
         return {}
 
 

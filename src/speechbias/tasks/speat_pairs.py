@@ -15,7 +15,6 @@ One process only: a job of several processes (DDP) takes one pair.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,7 +31,13 @@ from speechbias.report.caveat import DEMO_CAVEAT, is_demo_test
 from speechbias.report.run_writer import RunWriter, markdown_table
 from speechbias.speat.results import SpeatResults
 from speechbias.stimuli.bias_test import BiasTest
-from speechbias.tasks.run_markers import config_values, finished_results, record_run_digest, without_keys
+from speechbias.tasks.run_markers import (
+    config_values,
+    finished_results,
+    record_run_digest,
+    result_rows,
+    without_keys,
+)
 from speechbias.tasks.speat import log_result
 
 log = logging.getLogger(__name__)
@@ -177,7 +182,7 @@ class SpeatPairs:
                 continue
             marker = finished_results(configs.test_config(t), self._folder(t, a), configs.pair(t, a)[1])
             if marker is not None:
-                rows[(t.name, a.name)] = json.loads(marker.read_text(encoding="utf-8"))[0]
+                rows[(t.name, a.name)] = result_rows(marker)[0]
         missing = [(t, a) for t, a in todo if (t.name, a.name) not in rows]
         if missing:
             statistics, n_forwards = statistics_of(paths)

@@ -33,5 +33,5 @@ def main(cfg: DictConfig) -> dict | None:
 if __name__ == "__main__":
     with ends_on_signals():  # a stop signal: one line (a sweep's table first), exit 128 + signal
         # an unknown option (upstream=..., bias_test=..., aggregation=...): one line naming the close matches
-        check_command_line(Path(__file__).resolve().parent / "conf")
+        check_command_line(Path(__file__).resolve().parent / "conf", config_name="evaluate")
         main()

@@ -268,14 +268,22 @@ def list_of_options(group: str, names: Sequence[str]) -> ConfigError:
     )
 
 
-def check_command_line(config_dir: str | Path, argv: Sequence[str] | None = None) -> None:
-    """The entry points' check before ``@hydra.main``: an unknown config group option prints one line
-    (``error: ... (HYDRA_FULL_ERROR=1 shows the traceback)``) and exits 1. Left to Hydra with
-    ``HYDRA_FULL_ERROR=1`` and when the command line names another config folder or name."""
+def check_command_line(
+    config_dir: str | Path, argv: Sequence[str] | None = None, config_name: str | None = None
+) -> None:
+    """The entry points' check before ``@hydra.main``: a key no config holds (``bias_tst=...``, with close
+    matches; :mod:`speechbias.launch.command_line_keys`, when ``config_name`` names the entry config) or an
+    unknown config group option prints one line (``error: ... (HYDRA_FULL_ERROR=1 shows the traceback)``)
+    and exits 1. Left to Hydra with ``HYDRA_FULL_ERROR=1`` and when the command line names another config
+    folder or name."""
+    from speechbias.launch.command_line_keys import check_keys
+
     argv = list(sys.argv[1:] if argv is None else argv)
     if full_error_requested() or any(a.split("=", 1)[0] in OTHER_CONFIG_FLAGS for a in argv):
         return
     try:
+        if config_name is not None:
+            check_keys(command_line_overrides(argv), config_dir, config_name)
         check_group_options(command_line_overrides(argv), config_dir)
     except ConfigError as exc:
         print(error_line(exc), file=sys.stderr)

@@ -1,0 +1,67 @@
+"""Keys as users type them: a misspelled key is one line with close matches (not Hydra's 7-line "Could not
+override" advising ``+``), and an entry point never takes a key it would ignore: ``train.py bias_test=...``
+(with or without ``+``) is refused naming ``bias_tests=[...]``, where e9b6a27 measured the demo tests and
+exited 0. Every key a composed config has is accepted (tests/cli/test_shipped_configs_compose.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from speechbias.errors import ConfigError
+from speechbias.launch.command_line_keys import check_keys
+
+from tests.conftest import CONF_DIR
+from tests.entry_commands import run_entry
+
+TYPED = [
+    (
+        "evaluate.py",
+        ["bias_tst=female_male"],
+        "bias_tst=female_male: evaluate.py's config has no key bias_tst; did you mean bias_test?",
+    ),
+    ("evaluate.py", ["speat.n_permutaions=5"], "did you mean speat.n_permutations?"),
+    ("evaluate.py", ["upstream=hubert_xl", "upstream.model_idd=x"], "did you mean upstream.model_id"),
+    ("evaluate.py", ["bias_tests=[female_male]"], "bias_test=female_male"),
+    ("train.py", ["bias_test=female_male"], "bias_tests=[female_male]"),
+    ("train.py", ["+bias_test=female_male", "max_steps=10"], "bias_tests=[female_male]"),
+    ("train.py", ["bias_test=[female_male,young_old]"], "bias_tests=[female_male,young_old]"),
+    ("train.py", ["lrr=1e-3"], "did you mean lr?"),
+    ("train.py", ["propagation.aggregation.temporall=max"], "did you mean propagation.aggregation.temporal?"),
+]
+
+
+@pytest.mark.parametrize("script,overrides,says", TYPED, ids=[" ".join(t[1]) for t in TYPED])
+def test_a_key_typed_wrong_is_one_line_and_exit_1_before_anything_runs(script, overrides, says, tmp_path):
+    proc = run_entry(script, *overrides, f"hydra.run.dir={tmp_path / 'run'}")
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1, proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], proc.stderr
+    assert "+" not in lines[0].split(":", 2)[-1].replace("+bias_test", ""), "no advice to append with +"
+    assert not (tmp_path / "run").exists()
+
+
+ACCEPTED = [
+    ("evaluate", "bias_test.builder.selection=paper"),
+    ("evaluate", "bias_test.builder.params={n_pairs:40}"),
+    ("evaluate", "upstream.randomize=true"),
+    ("evaluate", "aggregation.temporal=max"),  # a ConfigStore group: left to Hydra
+    ("evaluate", "sweep_dir=multirun/paper_speat"),  # task=report's (a _global_ option)
+    ("evaluate", "task.run_dir=/tmp/x"),
+    ("evaluate", "hydra.launcher.partition=gpu"),
+    ("evaluate", "+anything.new=1"),  # a + adds a key on purpose
+    ("train", "+selection=paper"),
+    ("train", "ser_data.max_steps=10"),
+    ("train", "propagation.speat_results=/x.csv"),
+]
+
+
+@pytest.mark.parametrize("entry,override", ACCEPTED)
+def test_keys_the_configs_hold_or_add_on_purpose_are_accepted(entry, override):
+    check_keys([override], CONF_DIR, entry)
+
+
+def test_close_matches_are_of_the_level_typed_and_a_far_key_lists_what_is_there():
+    with pytest.raises(ConfigError, match=r"extraction has no key batchsize; did you mean extraction.batch_size\?"):
+        check_keys(["extraction.batchsize=4"], CONF_DIR, "evaluate")
+    with pytest.raises(ConfigError, match=r"has no key zzzz; its keys: aggregation, allow_duplicate_audio"):
+        check_keys(["zzzz=1"], CONF_DIR, "evaluate")

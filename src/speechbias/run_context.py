@@ -51,6 +51,18 @@ def listed_options(cfg: DictConfig | None, group: str) -> list[str]:
     ``hydra`` node when it has one (a config composed for a check), else the running app's."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
+    names: list[str] = []
+    for override in OverridesParser.create().parse_overrides(job_overrides(cfg)):
+        if override.is_delete() or override.key_or_group != group or override.package is not None:
+            continue
+        value = override.value()
+        names = [str(v) for v in value] if isinstance(value, list) else []
+    return list(dict.fromkeys(names))
+
+
+def job_overrides(cfg: DictConfig | None) -> list[str]:
+    """The job's overrides (the command line's, a sweep point's): those of ``cfg``'s ``hydra`` node when it
+    has one (a config composed for a check), else the running app's; [] outside Hydra."""
     overrides = OmegaConf.select(cfg, "hydra.overrides.task", default=None) if cfg is not None else None
     if overrides is None:
         try:
@@ -59,13 +71,7 @@ def listed_options(cfg: DictConfig | None, group: str) -> list[str]:
             overrides = HydraConfig.get().overrides.task if HydraConfig.initialized() else []
         except ValueError:
             overrides = []
-    names: list[str] = []
-    for override in OverridesParser.create().parse_overrides([str(o) for o in overrides]):
-        if override.is_delete() or override.key_or_group != group or override.package is not None:
-            continue
-        value = override.value()
-        names = [str(v) for v in value] if isinstance(value, list) else []
-    return list(dict.fromkeys(names))
+    return [str(o) for o in overrides]
 
 
 def primary_config_dir(cfg: DictConfig | None = None) -> str | None:

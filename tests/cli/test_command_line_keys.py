@@ -65,3 +65,18 @@ def test_close_matches_are_of_the_level_typed_and_a_far_key_lists_what_is_there(
         check_keys(["extraction.batchsize=4"], CONF_DIR, "evaluate")
     with pytest.raises(ConfigError, match=r"has no key zzzz; its keys: aggregation, allow_duplicate_audio"):
         check_keys(["zzzz=1"], CONF_DIR, "evaluate")
+
+
+@pytest.mark.parametrize(
+    "overrides,says",
+    [
+        (["bias_test=[demo_voice,demo_accent]", "bias_test.manifest=/x.csv"], "bias_test.manifest would be ignored"),
+        (["aggregation=[mean_sum,max_q3]", "aggregation.temporal=min"], "aggregation.temporal would be ignored"),
+    ],
+)
+def test_a_key_of_a_listed_group_is_refused_not_ignored(overrides, says, tmp_path):
+    """e9b6a27 ran the listed tests from their own files and exited 0, the key silently unused."""
+    proc = run_entry("evaluate.py", *overrides, "logger=none", f"hydra.run.dir={tmp_path / 'run'}")
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1 and says in lines[0], proc.stderr
+    assert not (tmp_path / "run").exists()

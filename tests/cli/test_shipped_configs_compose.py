@@ -184,8 +184,24 @@ def test_all_shipped_bias_tests_compose_in_one_list_for_both_entry_points(tmp_pa
         train = hydra.compose(
             "train", overrides=[f"bias_tests=[{names}]", *_inputs(tmp_path)], return_hydra_config=True
         )
+        # the authors' published lists for every test of the list (selection=paper; train.py: +selection=paper)
+        paper = hydra.compose(
+            "evaluate",
+            overrides=[f"bias_test=[{names}]", "selection=paper", *_inputs(tmp_path)],
+            return_hydra_config=True,
+        )
+        train_paper = hydra.compose(
+            "train",
+            overrides=[f"bias_tests=[{names}]", "+selection=paper", *_inputs(tmp_path)],
+            return_hydra_config=True,
+        )
     assert list(OmegaConf.to_container(train.bias_tests)) == _bias_tests()
-    for cfg, what in ((job, "evaluate.py bias_test=[...]"), (train, "train.py bias_tests=[...]")):
+    for cfg, what in (
+        (job, "evaluate.py bias_test=[...]"),
+        (train, "train.py bias_tests=[...]"),
+        (paper, "evaluate.py bias_test=[...] selection=paper"),
+        (train_paper, "train.py bias_tests=[...] +selection=paper"),
+    ):
         _checked(cfg, what)
 
 

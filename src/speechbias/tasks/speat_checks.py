@@ -8,16 +8,42 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from speechbias.errors import ConfigError
 from speechbias.tasks.input_checks import check_bias_test, check_cache_folder
+
+# what to type instead of a key of a listed group, which each listed option's own config would not see
+LISTED_GROUP_FIXES = {
+    "bias_test": "published lists: selection=paper; any other key: run that test alone (bias_test=<name> {key}=...) "
+    "or give it a YAML of its own under --config-dir",
+    "aggregation": "each aggregation is an option of its own: list the ones you want, aggregation=[mean_sum,max_q3]",
+}
 
 
 def check_config(cfg: DictConfig) -> None:
     """The cache folder takes files; the bias test's manifest (or its corpus folders) checks out; a job
     given a list of tests checks each as ``bias_test=<name>`` composes it (its node is their merge)."""
     check_cache_folder(cfg)
+    check_no_keys_of_listed_groups(cfg)
     cache_dir = OmegaConf.select(cfg, "paths.cache_dir", default=None)
     for key, node in listed_bias_tests(cfg):
         check_bias_test(node, key, cache_dir, cfg)
+
+
+def check_no_keys_of_listed_groups(cfg: DictConfig) -> None:
+    """:class:`ConfigError` for a ``bias_test.*`` (``aggregation.*``) key in a job given a list of tests
+    (aggregations): each listed option is composed from its own file, so the key would be ignored and the
+    job would measure something other than what was asked."""
+    from speechbias.run_context import job_overrides, listed_options
+
+    for group, fix in LISTED_GROUP_FIXES.items():
+        names = listed_options(cfg, group)
+        typed = [o for o in job_overrides(cfg) if o.lstrip("+~").startswith(f"{group}.")] if names else []
+        if typed:
+            key = typed[0].lstrip("+~").split("=", 1)[0]
+            raise ConfigError(
+                f"{typed[0]}: a list {group}=[{','.join(names)}] composes each option from its own config, "
+                f"so {key} would be ignored; {fix.format(key=key)}"
+            )
 
 
 def listed_bias_tests(cfg: DictConfig) -> list[tuple[str, DictConfig]]:

@@ -164,7 +164,7 @@ def test_the_download_command_the_message_names_exists():
 
 
 def test_check_weights_available_reads_the_cache_only(tmp_path, monkeypatch):
-    """The sweep pre-flight's check: a cache snapshot with config.json and weights passes, config.json alone
+    """A lazy upstream's check: a cache snapshot with config.json and weights passes, config.json alone
     or nothing raises the loader's one-line MissingWeightsError (offline: no hub probe), a local folder passes."""
     from speechbias.model_loading import MissingWeightsError, check_weights_available
 

@@ -5,17 +5,22 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def run_entry(
-    script: str, *overrides: str, python_flags: tuple[str, ...] = (), timeout: float = 600
+    script: str,
+    *overrides: str,
+    python_flags: tuple[str, ...] = (),
+    timeout: float = 600,
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess:
     """``python [python_flags] <script> <overrides>`` in the repository root, offline (``HF_HUB_OFFLINE=1``,
-    W&B offline); its output captured as text."""
-    env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline")
+    W&B offline; ``env``: further variables, e.g. ``HF_HOME``); its output captured as text."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline", **(env or {}))
     return subprocess.run(
         [sys.executable, *python_flags, script, *overrides],
         cwd=REPO,

@@ -3,8 +3,10 @@
 * :func:`load_pretrained`: any ``from_pretrained``-style loader, the local Hugging Face cache first,
   the hub only when a quick probe reaches it; :class:`MissingWeightsError` (one line naming the model
   id and the three ways to make its files available) when neither has them.
-* :func:`check_weights_available`: the same error before any weights are read (lazy upstreams, a sweep's
-  pre-flight): a local folder, the cache, or (online) a reachable hub; nothing loaded.
+* :func:`check_weights_available`: the same error before any weights are read (lazy upstreams): a local
+  folder, the cache, or (online) a reachable hub; nothing loaded. :func:`check_model_files`: the config and
+  the weights (a random control: the config only), for a run's checks and a sweep's pre-flight, before torch
+  and transformers are imported.
 * :func:`hub_offline`: HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE, read at call time.
 * :func:`local_dir`: a model id that is a local directory.
 * :class:`ModelFingerprint`: the identity fields of a model (id, revision, layer convention or decoding,
@@ -169,6 +171,34 @@ HF_WEIGHT_FILES = (
 )
 
 
+#: what a random control (an architecture built from its config with fresh weights) reads of a model: its
+#: architecture and its input normalisation, never the weights
+RANDOM_CONTROL_FILES = ("config.json", "preprocessor_config.json")
+
+
+def _hub_unusable() -> BaseException | None:
+    """Why files not in the local cache cannot be downloaded at the load (offline: None is returned only
+    online, with the hub reachable)."""
+    if hub_offline():
+        return FileNotFoundError("offline")
+    if not hub_reachable():
+        host = urlparse(huggingface_hub.constants.ENDPOINT).hostname
+        return OSError(f"not in the local cache and the hub ({host}:443) is unreachable")
+    return None
+
+
+def _has_file(model_id: str, folder: Path | None, names: Sequence[str], revision: str | None, cache_dir: str | None):
+    """Whether one of ``names`` is in the local ``folder`` of ``model_id``, or (``folder`` None: a hub id)
+    in the local Hugging Face cache at ``revision`` (a file read: huggingface_hub's public
+    ``try_to_load_from_cache``; ValueError for an id that is no valid hub id)."""
+    if folder is not None:
+        return any((folder / name).is_file() for name in names)
+    return any(
+        isinstance(huggingface_hub.try_to_load_from_cache(model_id, name, cache_dir=cache_dir, revision=revision), str)
+        for name in names
+    )
+
+
 def check_weights_available(model_id: str, revision: str | None = None, cache_dir: str | None = None) -> None:
     """Fail now, without reading any weights, when the weights of ``model_id`` cannot be had later.
 
@@ -177,24 +207,45 @@ def check_weights_available(model_id: str, revision: str | None = None, cache_di
     or the hub must be usable (not offline, reachable). Raises :class:`MissingWeightsError`
     with the same one line as :func:`load_pretrained`.
     """
+    _check_files(model_id, revision, cache_dir, config=False, weights=True)
+
+
+def check_model_files(
+    model_id: str, revision: str | None = None, cache_dir: str | None = None, only_files: Sequence[str] = ()
+) -> None:
+    """Fail now, reading no model and importing neither torch nor transformers, when a ``from_pretrained``
+    load of ``model_id`` will not find its ``config.json`` or (unless ``only_files``) its weights: a local
+    folder must hold them; a hub id must have them in the local Hugging Face cache, or the hub must be usable
+    (not offline, reachable: the load downloads them). ``only_files``: what a caller that needs no weights
+    reads (:data:`RANDOM_CONTROL_FILES`: config.json required), named by the error. Raises
+    :class:`MissingWeightsError` with the one line of :func:`load_pretrained` naming what is missing (the
+    config, the weights, or both)."""
+    _check_files(model_id, revision, cache_dir, config=True, weights=not only_files, only_files=only_files)
+
+
+def _check_files(
+    model_id: str, revision: str | None, cache_dir: str | None, config: bool, weights: bool, only_files=()
+) -> None:
+    """:func:`check_model_files` of the config and/or the weights."""
     folder = local_dir(model_id)
-    if folder is not None:
-        if not any((folder / name).is_file() for name in HF_WEIGHT_FILES):
-            cause = FileNotFoundError(f"no weights file ({' / '.join(HF_WEIGHT_FILES[::2])}) in {folder}")
-            raise MissingWeightsError(missing_weights_message(model_id, "weights", cause, revision))
+    wanted = [("config", ("config.json",))] * config + [("weights", HF_WEIGHT_FILES)] * weights
+    try:
+        missing = [part for part, names in wanted if not _has_file(model_id, folder, names, revision, cache_dir)]
+    except ValueError as exc:  # not a valid hub id (huggingface_hub's validation)
+        raise MissingWeightsError(missing_weights_message(model_id, "config", exc, revision, only_files)) from exc
+    if not missing:
         return
-    for name in HF_WEIGHT_FILES:
-        found = huggingface_hub.try_to_load_from_cache(model_id, name, cache_dir=cache_dir, revision=revision)
-        if isinstance(found, str):
-            return
-    if hub_offline():
-        cause = FileNotFoundError("no weights file in the local cache")
-    elif not hub_reachable():
-        host = urlparse(huggingface_hub.constants.ENDPOINT).hostname
-        cause = OSError(f"not in the local cache and the hub ({host}:443) is unreachable")
-    else:
-        return  # downloaded at the first forward
-    raise MissingWeightsError(missing_weights_message(model_id, "weights", cause, revision))
+    cause = None if folder is not None else _hub_unusable()
+    if folder is None and cause is None:
+        return  # online, the hub reachable: the load downloads them
+    if folder is not None or isinstance(cause, FileNotFoundError):
+        files = {"config": "config.json", "weights": f"weights file ({' / '.join(HF_WEIGHT_FILES[::2])})"}
+        where = f"in {folder}" if folder is not None else "in the local cache"
+        cause = FileNotFoundError(f"no {' and no '.join(files[part] for part in missing)} {where}")
+    what = " and ".join(missing)
+    raise MissingWeightsError(
+        missing_weights_message(model_id, what, cause, revision, only_files if what == "config" else ())
+    )
 
 
 # --- what was loaded ---------------------------------------------------------------------------------

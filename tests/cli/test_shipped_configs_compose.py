@@ -4,7 +4,7 @@ passes them or fails with a user error (one line), never a composition error or 
 
 - each experiment, for its entry point, as ``python <entry>.py -m experiment=<e>`` composes it (Hydra's
   config loader in MULTIRUN mode, then each sweep job as the launcher composes it: ``load_sweep_config``),
-  checked as the sweep's pre-flight checks each point (``check_config`` and the weights of its models);
+  checked as a single run checks its config (``check_config``: inputs and the models' files);
   the jobs composed cover every value the sweep gives each key (not the whole product: 96 jobs of
   paper_se_curves are 21 composes); ``tests/e2e/test_shipped_experiments.py`` (slow) runs every experiment's
   full pre-flight as typed, in a subprocess;
@@ -32,8 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 from speechbias.errors import find_user_error
 from speechbias.launch.command_line_keys import check_keys
 from speechbias.launch.config_checks import check_config
-from speechbias.launch.sweep_preflight import _models, sweep_jobs
-from speechbias.model_loading import MissingWeightsError, check_weights_available
+from speechbias.launch.sweep_preflight import sweep_jobs
 
 from tests.conftest import CONF_DIR
 from tests.entry_commands import run_entry
@@ -65,17 +64,13 @@ def _inputs(tmp_path) -> list[str]:
 
 
 def _checked(job: DictConfig, what: str) -> None:
-    """``job`` passes the single-run checks or fails them with a user error; anything else fails the test."""
+    """``job`` passes the single-run checks (its inputs, and its models' files) or fails them with a user error;
+    anything else fails the test."""
     try:
         check_config(job)
     except Exception as exc:  # noqa: BLE001 - the point: only a user error may stop a composed config
         if find_user_error(exc) is None:
             raise AssertionError(f"{what}: the checks raised {type(exc).__name__}, not a user error: {exc}") from exc
-    for model in _models(job):
-        try:
-            check_weights_available(*model)
-        except MissingWeightsError:
-            pass
 
 
 def _leaf_keys(node, prefix: str = ""):

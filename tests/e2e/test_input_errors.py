@@ -27,7 +27,8 @@ FAST = ("speat.n_permutations=1000", "speat.per_layer=false", "logger=none")
 def _run(tmp_path: Path, *args: str, prefix: tuple[str, ...] = (), timeout: int = 300) -> tuple[int, list[str]]:
     cwd = tmp_path / "cwd"
     cwd.mkdir(exist_ok=True)
-    env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline")
+    # no model in the Hugging Face cache: a pretrained model's files are missing wherever the tests run
+    env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline", HF_HOME=str(tmp_path / "empty_hf_home"))
     env.pop("HYDRA_FULL_ERROR", None)
     command = [*prefix, sys.executable, str(REPO / "evaluate.py"), f"paths.output_root={tmp_path / 'outputs'}", *args]
     proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -71,7 +72,7 @@ def test_an_unknown_option_inside_a_sweep_is_named_before_any_job(tmp_path):
     assert not (tmp_path / "cwd" / "multirun").exists()
 
 
-def test_missing_corpora_are_named_before_the_model_is_loaded(tmp_path):
+def test_missing_corpora_are_named_before_the_model_is_loaded_with_its_missing_weights(tmp_path):
     line = _one_error(
         tmp_path,
         "paths.data_root=/nonexistent",
@@ -80,7 +81,9 @@ def test_missing_corpora_are_named_before_the_model_is_loaded(tmp_path):
         f"paths.cache_dir={tmp_path / 'cache'}",
     )
     assert line.startswith("error: paths.data_root=/nonexistent: no such folder; bias_test=female_male")
-    assert "speech_accent_archive" in line and "hubert" not in line
+    data, _, model = line.partition("; also: ")
+    assert "speech_accent_archive" in data and "hubert" not in data
+    assert model.startswith("cannot load the config and weights of model 'facebook/hubert-base-ls960'")
 
 
 def test_a_missing_corpus_folder_under_an_existing_data_root_is_named(tmp_path):
@@ -96,9 +99,11 @@ def test_a_missing_corpus_folder_under_an_existing_data_root_is_named(tmp_path):
     assert "speech_accent_archive (saa)" not in line
 
 
-def test_a_missing_spoken_stereoset_folder_is_named_before_the_model_is_loaded(tmp_path):
+def test_a_missing_spoken_stereoset_folder_is_named_before_the_model_is_loaded_with_its_missing_weights(tmp_path):
     line = _one_error(tmp_path, "task=spoken_stereoset", "sllm=qwen2_audio", "task.data_dir=/nonexistent/sss")
-    assert "task.data_dir=/nonexistent/sss: no such folder" in line and "Qwen" not in line
+    data, _, model = line.partition("; also: ")
+    assert "task.data_dir=/nonexistent/sss: no such folder" in data and "Qwen" not in data
+    assert model.startswith("cannot load the config and weights of model 'Qwen/Qwen2-Audio-7B-Instruct'")
 
 
 def _manifest(tmp_path: Path, rows: pd.DataFrame, name: str) -> Path:

@@ -133,14 +133,18 @@ def test_the_points_are_composed_once_per_distinct_input(conf_dir):
     assert points == [["upstream=fbank", "bias_test=demo_voice"], ["upstream=mfcc", "bias_test=demo_voice"]]
 
 
-def test_a_random_control_is_not_asked_for_weights(conf_dir):
-    """upstream.randomize=true reads the model's config only: the pre-flight asks no weights of it, while the
-    same upstream with its pretrained weights is asked for them."""
-    from speechbias.launch.sweep_preflight import _models
+def test_a_random_control_is_asked_for_its_config_only(conf_dir):
+    """upstream.randomize=true reads the model's config only: the pre-flight asks it for config.json and
+    preprocessor_config.json, not the weights, while the same upstream with its pretrained weights is asked
+    for them; an inline random model names no files at all."""
+    from speechbias.launch.model_files_check import needed_models
 
     with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
-        random_control = compose("evaluate", overrides=["upstream=random_wav2vec2_base"])
+        inline = compose("evaluate", overrides=["upstream=random_wav2vec2_base"])
+        random_control = compose("evaluate", overrides=["upstream=wav2vec2_base", "upstream.randomize=true"])
         pretrained = compose("evaluate", overrides=["upstream=wav2vec2_base"])
-    assert random_control.upstream.randomize is True
-    assert list(_models(random_control)) == []
-    assert [m[0] for m in _models(pretrained)] == [pretrained.upstream.model_id]
+    assert inline.upstream.randomize is True and needed_models(inline) == []
+    assert [(m.model_id, m.only_files) for m in needed_models(random_control)] == [
+        ("facebook/wav2vec2-base", ("config.json", "preprocessor_config.json"))
+    ]
+    assert [(m.model_id, m.only_files) for m in needed_models(pretrained)] == [("facebook/wav2vec2-base", ())]

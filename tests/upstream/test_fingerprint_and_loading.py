@@ -164,7 +164,7 @@ def test_the_download_command_the_message_names_exists():
 
 
 def test_check_weights_available_reads_the_cache_only(tmp_path, monkeypatch):
-    """The sweep pre-flight's check: a cache snapshot with config.json and weights passes, config.json alone
+    """A lazy upstream's check: a cache snapshot with config.json and weights passes, config.json alone
     or nothing raises the loader's one-line MissingWeightsError (offline: no hub probe), a local folder passes."""
     from speechbias.model_loading import MissingWeightsError, check_weights_available
 
@@ -184,3 +184,73 @@ def test_check_weights_available_reads_the_cache_only(tmp_path, monkeypatch):
     with pytest.raises(MissingWeightsError, match="'org/other'"):
         check_weights_available("org/other", "main", cache_dir=str(cache))
     check_weights_available(str(snapshot))  # a local directory
+
+
+def test_check_model_files_names_what_the_cache_or_the_folder_lacks(tmp_path, monkeypatch):
+    """A run's check before torch: config.json and a weights file, each looked up in a cache snapshot laid out
+    as huggingface_hub lays it out (refs/main -> snapshots/<commit>), or in a local folder; a random control
+    (only_files) needs config.json alone. Offline, nothing is probed."""
+    from speechbias.model_loading import RANDOM_CONTROL_FILES, MissingWeightsError, check_model_files
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cache = tmp_path / "hub"
+    snapshot = cache / "models--org--tiny" / "snapshots" / ("b" * 40)
+    snapshot.mkdir(parents=True)
+    (cache / "models--org--tiny" / "refs").mkdir()
+    (cache / "models--org--tiny" / "refs" / "main").write_text("b" * 40)
+
+    def error(*args, **kwargs) -> str:
+        with pytest.raises(MissingWeightsError) as caught:
+            check_model_files(*args, cache_dir=str(cache), **kwargs)
+        assert "\n" not in str(caught.value)
+        return str(caught.value)
+
+    both = error("org/tiny", "main")
+    assert both.startswith("cannot load the config and weights of model 'org/tiny' at revision 'main' offline")
+    assert "[no config.json and no weights file (model.safetensors / pytorch_model.bin) in the local cache]" in both
+    random_control = error("org/tiny", "main", only_files=RANDOM_CONTROL_FILES)
+    assert random_control.startswith("cannot load the config of model 'org/tiny'")
+    assert "`hf download org/tiny config.json preprocessor_config.json`" in random_control
+    (snapshot / "model.safetensors").write_bytes(b"x")
+    assert error("org/tiny", "main").startswith("cannot load the config of model 'org/tiny'")
+    (snapshot / "model.safetensors").unlink()
+    (snapshot / "config.json").write_text("{}")
+    assert error("org/tiny", "main").startswith("cannot load the weights of model 'org/tiny'")
+    check_model_files("org/tiny", "main", cache_dir=str(cache), only_files=RANDOM_CONTROL_FILES)
+    (snapshot / "model.safetensors.index.json").write_text("{}")  # sharded weights: their index
+    check_model_files("org/tiny", "main", cache_dir=str(cache))
+    assert "'org/tiny' at revision 'v2'" in error("org/tiny", "v2")  # another revision is not cached
+    invalid = error("not a/valid id")  # huggingface_hub's validation of a hub id, in the line
+    assert invalid.startswith("cannot load the config of model 'not a/valid id'") and "[Repo id must use" in invalid
+
+    folder = tmp_path / "local"
+    folder.mkdir()
+    assert f"[no config.json and no weights file (model.safetensors / pytorch_model.bin) in {folder}]" in error(
+        str(folder)
+    )
+    (folder / "config.json").write_text("{}")
+    check_model_files(str(folder), only_files=RANDOM_CONTROL_FILES)
+    assert f"no weights file (model.safetensors / pytorch_model.bin) in {folder}" in error(str(folder))
+    (folder / "pytorch_model.bin").write_bytes(b"x")
+    check_model_files(str(folder))
+    assert "looks like a local directory but does not exist" in error(str(tmp_path / "gone"))
+
+
+def test_check_model_files_online_probes_the_hub_once(monkeypatch, tmp_path):
+    """Not offline and not cached: one reachability probe for config and weights together; an unreachable hub
+    is the one line, a reachable one leaves the download to the load (the real hub id is kept)."""
+    import huggingface_hub
+
+    from speechbias import model_loading
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    probes, reachable = [], [False]
+    monkeypatch.setattr(model_loading, "hub_reachable", lambda timeout_s=3.0: probes.append(1) or reachable[0])
+    with pytest.raises(MissingWeightsError, match=r"config and weights of model 'microsoft/wavlm-large' from the hub"):
+        model_loading.check_model_files("microsoft/wavlm-large", cache_dir=str(tmp_path))
+    assert probes == [1]
+    reachable[0] = True
+    model_loading.check_model_files("microsoft/wavlm-large", cache_dir=str(tmp_path))
+    assert probes == [1, 1]

@@ -5,7 +5,8 @@ shares, then the task's own checks.
 the fix): a required value not given (``???``), the values of the settings groups every config has
 (types and ranges: one settings class per group, :mod:`speechbias.checked_settings`), then the checks of the task named by ``task.name``, which
 live beside the task (``check_config`` of ``speechbias.tasks.<task>_checks``: a new task brings its own
-module, nothing here changes). :class:`ConfigCheckCallback` runs them before Hydra makes a single run's
+module, nothing here changes), and the files of the run's pretrained models
+(:mod:`speechbias.launch.model_files_check`). :class:`ConfigCheckCallback` runs them before Hydra makes a single run's
 folder; :func:`check_command_line` names unknown config group options (``upstream=...``) before Hydra
 composes. Standard library, OmegaConf and Hydra at import; never torch.
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from speechbias.errors import ConfigError, error_line, find_user_error, full_error_requested
+from speechbias.errors import ConfigError, error_line, find_user_error, full_error_requested, message_line
 from speechbias.tasks.input_checks import check_writable_folder
 
 # a command line that sets a required key, shown in the error line
@@ -95,15 +96,30 @@ def _has_node(cfg: DictConfig, key: str) -> bool:
     )
 
 
-def check_config(cfg: DictConfig) -> None:
+def check_config(cfg: DictConfig, models: bool = True) -> None:
     """Every check that applies to ``cfg`` (a job config, with or without its ``hydra`` node): required
     values, the values of every settings group (types and ranges), then the task's own checks (its
-    settings first, then its files)."""
+    settings first, then its files) and, unless ``models`` is false (a sweep's pre-flight names them all
+    in one line), the files of its pretrained models (:mod:`speechbias.launch.model_files_check`, no torch).
+    A bad input file and missing model files are named together, in one line."""
     check_required_values(cfg)
     check_settings_values(cfg)
+    from speechbias.launch.model_files_check import missing_model_files
+
+    missing = missing_model_files(cfg) if models else []
     check = task_checks(str(OmegaConf.select(cfg, "task.name", default="") or ""))
-    if check is not None:
-        check(cfg)
+    try:
+        if check is not None:
+            check(cfg)
+    except Exception as exc:
+        user = find_user_error(exc)
+        if user is None or not missing:
+            raise
+        raise ConfigError("; also: ".join([message_line(user), *map(message_line, missing)])) from exc
+    if len(missing) == 1:
+        raise missing[0]
+    if missing:
+        raise ConfigError("; also: ".join(map(message_line, missing)))
 
 
 # the job config (without its hydra node, as YAML) that ConfigCheckCallback checked in this process and

@@ -5,8 +5,9 @@ multirun starts. It expands the sweep into its points as Hydra's basic sweeper d
 sweeps and ``hydra.sweeper.params``), drops the keys that name no input (:data:`NO_INPUT_KEYS`:
 aggregation, statistics settings, seeds, ...), composes each remaining distinct point as its job will
 get it, and checks it with the checks of a single run (:func:`speechbias.launch.config_checks.check_config`:
-corpus folders, manifests and their clips, writable folders) plus the weights of each distinct model
-(:func:`speechbias.model_loading.check_weights_available`, the cache only, nothing loaded). Each
+corpus folders, manifests and their clips, writable folders) plus the files of each distinct model
+(:mod:`speechbias.launch.model_files_check`: its config and weights, a random control's config, in the
+local folder or cache, nothing loaded), all missing models named in one line. Each
 distinct cause prints one line (``error: ...``); then the command exits 1 and nothing is launched. Each
 value the sweep gives a no-input setting (``speat.n_permutations=-5,10``) is composed once on the first
 point and its type and range checked (:func:`speechbias.launch.config_checks.check_values`).
@@ -19,7 +20,6 @@ import itertools
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
@@ -29,8 +29,6 @@ from speechbias.result_neutral_keys import no_input_keys
 
 # sweep keys that name no input (no model, corpus or manifest): points differing only in them are composed once
 NO_INPUT_KEYS = no_input_keys()
-# config nodes that may name a pretrained model (model_id, revision, cache_dir)
-MODEL_NODES = ("upstream", "asr", "sllm")
 GO_ON = "hydra.callbacks.preflight.enabled=false"
 
 
@@ -86,19 +84,6 @@ def value_overrides(config: DictConfig, loader) -> list[str]:
     return [o for o in found if _key(o) not in groups]
 
 
-def _models(job: DictConfig) -> Iterable[tuple[str, str | None, str | None]]:
-    for node in MODEL_NODES:
-        model_id = OmegaConf.select(job, f"{node}.model_id", default=None)
-        if OmegaConf.select(job, f"{node}.randomize", default=False) is True:
-            continue  # a random control reads its config only, never the weights
-        if isinstance(model_id, str) and model_id:
-            yield (
-                model_id,
-                OmegaConf.select(job, f"{node}.revision", default=None),
-                OmegaConf.select(job, f"{node}.cache_dir", default=None),
-            )
-
-
 def _problem(check, *args) -> str | None:
     """The one-line message of the user error ``check(*args)`` raises (None when it passes)."""
     try:
@@ -120,11 +105,12 @@ def preflight_problems(config: DictConfig) -> list[str]:
     from rich.progress import track
 
     from speechbias.launch.config_checks import check_config, check_values
-    from speechbias.model_loading import MissingWeightsError, check_weights_available, hub_offline
+    from speechbias.launch.model_files_check import needed_models
+    from speechbias.model_loading import MissingWeightsError, hub_offline
 
     loader = GlobalHydra.instance().config_loader()
     problems: dict[str, None] = {}
-    models_seen: set[tuple] = set()
+    models_seen: set = set()
     missing_models: dict[str, None] = {}
     jobs_alike = jobs_per_point(config)
     points = [list(p) for p in jobs_alike]
@@ -138,18 +124,18 @@ def preflight_problems(config: DictConfig) -> list[str]:
     composed: list[tuple[DictConfig, int]] = []
     for point in track(points, **bar):  # a bar on a terminal only: a log gets no blank line
         job = loader.load_sweep_config(config, point)
-        problem = _problem(check_config, job)
+        problem = _problem(check_config, job, False)  # the models below: all of the sweep's in one line
         if problem:
             problems[problem] = None
         else:
             composed.append((job, jobs_alike[tuple(point)]))
-        for model in _models(job):
+        for model in needed_models(job):
             if model not in models_seen:
                 models_seen.add(model)
                 try:
-                    check_weights_available(*model)
+                    model.check()
                 except MissingWeightsError:
-                    missing_models[model[0]] = None
+                    missing_models[model.model_id] = None
     # each value the sweep gives a setting that names no input (speat.*, lr, seed, ...): its type and range,
     # composed once per value on the first point (no file read; a group option such as aggregation=max_q3
     # is a config file's values, checked by tests/cli/test_every_config_leaf.py)

@@ -31,6 +31,7 @@ from transformers import PretrainedConfig
 from speechbias.library_internals.torch import drop_weight_norm_compat_hooks
 from speechbias.library_internals.transformers import init_module_weights
 from speechbias.model_loading import (
+    RANDOM_CONTROL_FILES,
     cached_commit,
     check_weights_available,
     load_pretrained,
@@ -45,9 +46,6 @@ from speechbias.upstream.families import FAMILIES
 from speechbias.upstream.randomize import HF_RANDOM_INIT, bake_parametrized_weights, init_parametrized_weights
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-#: what a random control (``randomize``) reads of a hub model: its architecture and its input
-#: normalisation, never the weights
-RANDOM_CONTROL_FILES = ("config.json", "preprocessor_config.json")
 
 
 def _plain(value):

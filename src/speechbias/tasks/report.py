@@ -1,6 +1,6 @@
 """Task ``report``: collect every run of a sweep and write the paper's tables and figures.
 
-``python evaluate.py task=report sweep_dir=multirun/<date>/<time> [paper_results=<csv>]`` writes into
+``python evaluate.py task=report sweep_dir=multirun/paper_speat [paper_results=<csv>]`` writes into
 ``<sweep_dir>/report/`` (results.csv/json/parquet, figures, report.md) and, with ``logger=wandb``, a
 W&B summary run in the sweep's group (plus a W&B report when online with an account).
 

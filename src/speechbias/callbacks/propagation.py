@@ -209,7 +209,7 @@ def _fit_trainer(module) -> pl.Trainer | None:
     """The Trainer that fitted ``module``, or None outside a fit."""
     try:
         return module.trainer
-    except RuntimeError:  # a LightningModule not attached to a Trainer
+    except (RuntimeError, AttributeError):  # a LightningModule not attached to a Trainer, or no module
         return None
 
 

@@ -46,7 +46,7 @@ def test_a_dry_run_prints_each_jobs_resources_and_the_sbatch_script_and_submits_
     out = proc.stdout
     # fbank and mfcc are weight-free with the CPU trainer: both jobs take the statistics set of
     # conf/hydra/launcher/slurm.yaml (60 min, 2 CPUs, 8 GB, no GPU), one array of two
-    assert "array of 2 job(s), statistics (no model forward) resources:" in out
+    assert "2 job(s) with the statistics (no model forward) resources (one array):" in out
     assert "timeout_min=60, nodes=1, tasks_per_node=1, cpus_per_task=2, mem_gb=8" in out
     assert "#0 : upstream=fbank bias_test=demo_voice" in out and "#1 : upstream=mfcc bias_test=demo_voice" in out
     sbatch = _sbatch_lines(out)
@@ -69,7 +69,9 @@ def test_a_dry_run_of_the_configured_set_prints_the_typed_resources_and_no_repla
         tmp_path, *SWEEP, *CPU_NODE, "hydra.launcher.statistics.enabled=false", "hydra.launcher.dry_run=true"
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "array of 2 job(s), configured resources: timeout_min=240, nodes=1, tasks_per_node=1, " in proc.stdout
+    assert "2 job(s) with the configured resources (one array): timeout_min=240, nodes=1, tasks_per_node=1, " in (
+        proc.stdout
+    )
     sbatch = _sbatch_lines(proc.stdout)
     for line in ("--array=0-1%2", "--cpus-per-task=1", "--mem=2GB", "--time=240", "--gpus-per-node=0"):
         assert f"#SBATCH {line}" in sbatch, (line, sbatch)

@@ -254,9 +254,10 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
             if not jobs:
                 continue
             resources = ", ".join(f"{k}={settings[k]}" for k in DRY_RUN_RESOURCES if settings.get(k) is not None)
-            out.append(f"array of {len(jobs)} job(s), {label} resources: {resources}")
+            array = " (one array)" if len(jobs) > 1 else ""
+            out.append(f"{len(jobs)} job(s) with the {label} resources{array}: {resources}")
             out += [f"  #{n} : {' '.join(job_overrides[n - initial_job_idx])}" for n in jobs]
-            out.append(f"sbatch script of this array (submitit_folder={settings.get('submitit_folder')}):")
+            out.append(f"their sbatch script (submitit_folder={settings.get('submitit_folder')}):")
             out.append(sbatch_script(settings, len(jobs)))
         return "\n".join(out)
 

@@ -58,6 +58,9 @@ def test_report_arguments_must_be_existing_folders_and_files(tmp_path):
     with pytest.raises(ConfigError, match="nope: no such folder"):
         check_report_arguments(cfg)
     cfg.sweep_dir = str(tmp_path)
+    with pytest.raises(ConfigError, match="no job folders"):  # a folder, but nothing to report
+        check_report_arguments(cfg)
+    (tmp_path / "upstream=fbank" / ".hydra").mkdir(parents=True)
     check_report_arguments(cfg)
     cfg.paper_results = str(tmp_path / "paper.csv")
     with pytest.raises(ConfigError, match="paper_results=.*paper.csv: no such file"):
@@ -88,7 +91,7 @@ def test_a_relative_sweep_dir_is_found_in_the_cwd_first_then_in_the_project(tmp_
     from speechbias.project_paths import user_path
 
     project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
-    (project / "multirun" / "s").mkdir(parents=True)
+    (project / "multirun" / "s" / "job" / ".hydra").mkdir(parents=True)
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     cfg = OmegaConf.create(

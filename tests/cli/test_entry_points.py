@@ -123,7 +123,7 @@ def test_a_report_without_its_sweep_folder_is_one_line(repo_root, tmp_path):
     assert proc.returncode == 1 and imported == []
     assert _lines(proc) == [
         "error: sweep_dir: required, give it on the command line, e.g. python evaluate.py "
-        "task=report sweep_dir=multirun/<date>/<time> (HYDRA_FULL_ERROR=1 shows the traceback)"
+        "task=report sweep_dir=multirun/paper_speat (HYDRA_FULL_ERROR=1 shows the traceback)"
     ]
 
 

@@ -57,6 +57,8 @@ NAMES = {"bias_tests": ("no_such_bias_test", "names of conf/bias_test/*.yaml (or
 
 
 def compose_entry(conf_dir, name: str, overrides: list[str], tmp_path) -> DictConfig:
+    if "task=report" in overrides:  # a sweep folder with a job folder below it (an empty one is refused)
+        (tmp_path / "job" / ".hydra").mkdir(parents=True, exist_ok=True)
     extra = [f"sweep_dir={tmp_path}"] if "task=report" in overrides else []
     with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
         cfg = compose(

@@ -114,3 +114,24 @@ def test_train_shows_the_real_last_epoch(tmp_path):
     last = math.ceil(max_steps / math.ceil(n_train / batch)) - 1  # 0-based, as Lightning counts
     assert epochs[-1] == (last, last)
     assert all(total == last for _, total in epochs)
+
+
+@pytest.mark.slow
+def test_train_of_too_few_steps_to_validate_says_why_its_dev_metrics_are_nan_and_no_lightning_warning(tmp_path):
+    """``python train.py max_steps=10`` with the default logger (W&B offline): the demo validates every 10
+    epochs, so 10 steps never validate; one line says so (dev metrics NaN), and Lightning's
+    ``log_every_n_steps`` warning (an epoch of fewer batches than 50) is not printed."""
+    out = _run(tmp_path, "train.py", f"hydra.run.dir={tmp_path / 'run'}", "max_steps=10")
+    assert _noise(out) == [] and "log_every_n_steps" not in out
+    assert re.search(r"ser/val/r2 = nan", out), out[-2000:]
+    n_train = int(pd.read_csv(tmp_path / "run" / "results.csv")["n_train"].iloc[0])
+    cfg = OmegaConf.load(tmp_path / "run" / "config.yaml")
+    every = cfg.ser_data.val_every_n_epochs * math.ceil(n_train / cfg.ser_data.batch_size)
+    assert every > 10  # the premise: no validation within the run's steps
+    why = [line for line in out.splitlines() if "are NaN" in line]
+    assert len(why) == 1, out[-3000:]
+    assert (
+        f"ser/val/r2 and ser/val/mse are NaN: no validation ran in its 10 training steps (validation every "
+        f"{cfg.ser_data.val_every_n_epochs} epoch(s) = every {every} steps)"
+    ) in why[0]
+    assert why[0].endswith("raise max_steps or lower ser_data.val_every_n_epochs")

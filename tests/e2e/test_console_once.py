@@ -46,9 +46,11 @@ def test_speat_demo_prints_the_caveat_once(tmp_path):
 
 
 @pytest.mark.slow
-def test_spoken_stereoset_demo_prints_the_caveat_once(tmp_path):
+def test_spoken_stereoset_demo_prints_the_caveat_once_and_no_absl_line_or_blank_line(tmp_path):
     out = _run(tmp_path, "evaluate.py", "task=spoken_stereoset")
     assert out.count("DEMO:") == 1
+    assert "[absl]" not in out and "Using default tokenizer" not in out  # rouge_score's INFO line
+    assert "" not in out.splitlines(), out  # rich's stopped progress bar left one into a log
 
 
 @pytest.mark.slow

@@ -28,6 +28,8 @@ def test_only_a_pretrained_model_counts_as_one():
     line = demo_data_notice("hubert-xl", "hubert_xl", "demo", ["demo_voice", "demo_accent"])
     assert "\n" not in line and "ser_data=demo" in line and "demo_voice, demo_accent" in line
     assert f"python train.py upstream=hubert_xl ser_data=mess 'bias_tests=[{PAPER_TESTS}]'" in line
+    hf = demo_data_notice("/models/my w2v2", "hf", "demo", ["demo_voice"], model_id="/models/my w2v2")
+    assert "python train.py upstream=hf model_id='/models/my w2v2' ser_data=mess" in hf  # as a shell takes it
 
 
 @pytest.mark.slow
@@ -46,6 +48,6 @@ def test_a_pretrained_model_on_the_demo_data_says_so_at_start_and_in_report_md(t
     notices = [i for i, ln in enumerate(lines) if "will train on the synthetic demo valence set" in ln]
     forwards = [i for i, ln in enumerate(lines) if "clips needed an upstream forward" in ln]
     assert len(notices) == 1 and notices[0] < forwards[0]  # before any work
-    assert "ser_data=mess" in lines[notices[0]]
+    assert f"python train.py upstream=hf model_id={checkpoint} ser_data=mess" in lines[notices[0]]
     report = (run / "report.md").read_text()
     assert "DEMO DATA:" in report and "ran on the shipped synthetic stimuli" in report

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from omegaconf import OmegaConf
 
 from speechbias.report import figures, paper_figures
 from speechbias.report.sweep_report import _no_heatmap_reason, _no_layer_profiles_reason
@@ -80,6 +83,10 @@ def test_appendix_d_needs_two_strategies_and_says_so_with_its_one_number():
         }
     )
     assert "one aggregation strategy in this sweep (mean_sum: d > 0 in 4 of 12 results)" in _no_heatmap_reason(appendix)
+    # the heat map's strategies are those of experiment=paper_aggregation: its list, as the reason counts it
+    experiment = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / "experiment" / "paper_aggregation.yaml")
+    n = len(str(experiment.hydra.sweeper.params.aggregation).strip("[]").split(","))
+    assert f"experiment=paper_aggregation runs the paper's {n})" in _no_heatmap_reason(appendix)
     two = pd.DataFrame({"mean": [0.25, 0.75]}, index=pd.Index(["sum", "q3"], name="layer"))
     fig = paper_figures.positive_heatmap(two, n_results=4)
     image = fig.axes[0].images[0].get_array()
@@ -92,3 +99,33 @@ def test_family_layer_conventions():
     assert figures.family_layer_convention("classical") == "single-layer"
     assert figures.family_layer_convention("s3prl") == "s3prl-native"
     assert figures.family_layer_convention("whisper") == "block-io-v1"
+
+
+def test_the_se_curves_say_which_line_is_which_test():
+    """Figure 3: each (model, test) curve has its test's line pattern, one per test, and the legend names
+    every test with that pattern (the colours are the families')."""
+    sizes = [10, 20, 40]
+    rows = [
+        {"upstream": model, "family": family, "test": test, "sizes": n, "se": 1.0 / n + 0.01 * k + 0.001 * j}
+        for j, (model, family) in enumerate((("wav2vec2-base", "wav2vec2"), ("hubert-base", "hubert")))
+        for k, test in enumerate(("female_male", "young_old", "us_foreign"))
+        for n in sizes
+    ]
+    se = pd.DataFrame(rows)
+    fig = paper_figures.se_curves_figure(se)
+    ax = fig.axes[0]
+    pattern_of_test: dict[str, set] = {}
+    for line in ax.lines[:-1]:  # the last line is the mean
+        match = se[np.isclose(se["se"], float(line.get_ydata()[0]))]
+        assert len(match) == 1
+        pattern_of_test.setdefault(match["test"].iloc[0], set()).add(line.get_linestyle())
+    assert set(pattern_of_test) == {"female_male", "young_old", "us_foreign"}
+    assert all(len(p) == 1 for p in pattern_of_test.values())  # one pattern per test...
+    assert len({next(iter(p)) for p in pattern_of_test.values()}) == 3  # ...each its own
+    legend = {
+        t.get_text(): h.get_linestyle() for t, h in zip(ax.get_legend().get_texts(), ax.get_legend().legend_handles)
+    }
+    for test, patterns in pattern_of_test.items():
+        assert legend[f"test: {test}"] == next(iter(patterns))
+    assert {"wav2vec2", "hubert", "mean"} <= set(legend)
+    plt.close(fig)

@@ -97,8 +97,15 @@ def test_report_writes_every_table_and_figure_embeds_them_and_is_reproducible(sw
         assert (again / name).read_text() == (out / name).read_text(), name
 
 
-def test_report_of_an_empty_sweep_draws_no_figure_says_why_and_fails(tmp_path):
-    with pytest.raises(ConfigError, match="no job folders"):
+def test_report_of_a_sweep_without_job_folders_fails_and_writes_nothing(tmp_path):
+    with pytest.raises(ConfigError, match="no job folders.*multirun/paper_speat"):
+        _report(tmp_path, tmp_path / "report")
+    assert not (tmp_path / "report" / "report.md").exists()
+
+
+def test_report_of_a_sweep_where_no_job_finished_draws_no_figure_says_why_and_fails(tmp_path):
+    (tmp_path / "upstream=x" / ".hydra").mkdir(parents=True)
+    with pytest.raises(ConfigError, match="0 of 1 job finished"):
         _report(tmp_path, tmp_path / "report")
     images = [e for e in RunWriter(tmp_path / "report").tracker_log() if e["kind"] == "image"]
     assert images == [] and not list((tmp_path / "report").glob("*.png"))

@@ -7,7 +7,12 @@ What it adds, each through a point the plugin or submitit lets a subclass use:
 * before anything is submitted, a request no node of the partition can satisfy (GPUs on a partition
   without them, more CPUs or memory than its largest node, an unknown partition) stops the sweep
   with one line naming the setting (:func:`speechbias.launch.slurm.resources.resource_problem`), as does
-  ``tasks_per_node > 1`` with a single-process trainer (``launch``, before ``super().launch()``);
+  ``tasks_per_node > 1`` with a single-process trainer (``launch``, before ``super().launch()``); an
+  unknown partition of the statistics set that follows ``hydra.launcher.partition`` names that key;
+* when the statistics set replaces a ``cpus_per_task``/``mem_gb`` typed for the configured set, one
+  line says so;
+* ``dry_run=true``: each job's resources and each array's sbatch script (submitit's text) are printed,
+  nothing is submitted and no cluster is needed (the checks still run where ``sinfo`` answers);
 * jobs that need no model forward (an ``evaluate.py task=speat`` job whose every clip is in the feature
   cache, or whose upstream is weight-free and trainer on CPU:
   :mod:`speechbias.launch.slurm.statistics_jobs`) are submitted as an array of their own with the
@@ -54,8 +59,11 @@ from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLaunche
 log = logging.getLogger(__name__)
 
 KILL_ON_BAD_EXIT = "--kill-on-bad-exit=1"
-# where the statistics set is configured (conf/hydra/launcher/slurm.yaml)
+# where the configured set and the statistics set are set (conf/hydra/launcher/slurm.yaml)
+CONFIGURED_PREFIX = "hydra.launcher."
 STATISTICS_PREFIX = "hydra.launcher.statistics."
+# the resources a dry run prints for each job
+DRY_RUN_RESOURCES = ("partition", "timeout_min", "nodes", "tasks_per_node", "cpus_per_task", "gpus_per_node", "mem_gb")
 
 
 class SpeechbiasSlurmLauncher(SlurmLauncher):
@@ -73,6 +81,7 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
         poll_s: float = 2.0,
         srun_args: Sequence[str] | None = None,
         statistics: Mapping | None = None,
+        dry_run: bool = False,
         **params: Any,
     ) -> None:
         srun = [
@@ -85,15 +94,17 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
         self.poll_s = float(poll_s)
         plain = OmegaConf.to_container(statistics, resolve=True) if OmegaConf.is_config(statistics) else statistics
         self.statistics = dict(plain or {})
+        self.dry_run = bool(dry_run)
         # numbers of the jobs of the current launch that run with the statistics set
         self.statistics_jobs: frozenset[int] = frozenset()
 
     # -- before submission --------------------------------------------------------------------
     def installation_problem(self) -> str | None:
-        """One line when this machine cannot submit (no sbatch, submitit outside its bound), or None."""
+        """One line when this machine cannot submit (no sbatch, submitit outside its bound), or None; a dry
+        run submits nothing and needs no sbatch."""
         import shutil
 
-        if shutil.which("sbatch") is None:
+        if shutil.which("sbatch") is None and not self.dry_run:
             return (
                 "hydra/launcher=slurm needs SLURM's sbatch on PATH (run on the cluster's login node); "
                 "on this machine use hydra/launcher=parallel"
@@ -114,7 +125,12 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
         if configured:
             problem = resource_problem(self.params, partitions)
         if not problem and statistics:
-            problem = resource_problem(self.statistics_params(), partitions, prefix=STATISTICS_PREFIX)
+            problem = resource_problem(
+                self.statistics_params(),
+                partitions,
+                prefix=STATISTICS_PREFIX,
+                partition_key=None if self.typed_statistics("partition") else f"{CONFIGURED_PREFIX}partition",
+            )
         if problem:
             return problem
         tasks = int(self.params.get("tasks_per_node") or 1) * int(self.params.get("nodes") or 1)
@@ -131,6 +147,39 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
                 "or set hydra.launcher.tasks_per_node=1"
             )
         return None
+
+    def typed_launcher_keys(self) -> set[str]:
+        """The ``hydra.launcher.*`` keys set on the command line (Hydra's ``hydra.overrides.hydra``)."""
+        typed = OmegaConf.select(self.config, "hydra.overrides.hydra", default=None) if self.config else None
+        keys = {str(o).split("=", 1)[0].lstrip("+~") for o in typed or []}
+        return {k for k in keys if k.startswith(CONFIGURED_PREFIX)}
+
+    def typed_statistics(self, setting: str) -> bool:
+        """Whether the statistics set's ``setting`` has a value of its own: typed, or other than the
+        configured set's (else it follows ``hydra.launcher.<setting>``, e.g. the partition)."""
+        if f"{STATISTICS_PREFIX}{setting}" in self.typed_launcher_keys():
+            return True
+        return self.statistics_params().get(setting) != self.params.get(setting)
+
+    def replaced_settings_line(self) -> str | None:
+        """One line when the statistics set replaces a ``cpus_per_task``/``mem_gb`` the user typed for the
+        configured set (and did not type for the statistics set), or None."""
+        typed, stats = self.typed_launcher_keys(), self.statistics_params()
+        replaced = [
+            k
+            for k in ("cpus_per_task", "mem_gb")
+            if f"{CONFIGURED_PREFIX}{k}" in typed
+            and f"{STATISTICS_PREFIX}{k}" not in typed
+            and stats.get(k) != self.params.get(k)
+        ]
+        if not replaced:
+            return None
+        yours = " ".join(f"{CONFIGURED_PREFIX}{k}={self.params.get(k)}" for k in replaced)
+        theirs = " ".join(f"{STATISTICS_PREFIX}{k}={stats.get(k)}" for k in replaced)
+        return (
+            f"{yours} not applied to the {len(self.statistics_jobs)} job(s) that need no model forward: they get "
+            f"{theirs} (set those to change it, or {STATISTICS_PREFIX}enabled=false)"
+        )
 
     def statistics_params(self) -> dict:
         """The launcher settings of a job that needs no forward (the statistics set over the configured)."""
@@ -178,10 +227,39 @@ class SpeechbiasSlurmLauncher(SlurmLauncher):
                 STATISTICS_PREFIX,
                 ", ".join(f"{k}={stats.get(k)}" for k in ("timeout_min", "cpus_per_task", "mem_gb")),
             )
+            replaced = self.replaced_settings_line()
+            if replaced:
+                log.warning(replaced)
+        if self.dry_run:
+            print(self.dry_run_text(job_overrides, initial_job_idx), flush=True)
+            self.statistics_jobs = frozenset()
+            sys.exit(0)  # nothing submitted: no job to wait for, no sweep table
         try:
             return super().launch(job_overrides, initial_job_idx)
         finally:
             self.statistics_jobs = frozenset()
+
+    def dry_run_text(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> str:
+        """What ``hydra.launcher.dry_run=true`` prints: per array to submit (configured set, statistics
+        set), each job's number, overrides and resources, then the array's sbatch script (submitit's text)."""
+        from speechbias.library_internals.submitit import sbatch_script
+
+        numbers = [initial_job_idx + i for i in range(len(job_overrides))]
+        arrays = [
+            ("configured", self.params, [n for n in numbers if n not in self.statistics_jobs]),
+            ("statistics (no model forward)", self.statistics_params(), sorted(self.statistics_jobs)),
+        ]
+        out = [f"dry run: {len(numbers)} job(s), nothing submitted"]
+        for label, settings, jobs in arrays:
+            if not jobs:
+                continue
+            resources = ", ".join(f"{k}={settings[k]}" for k in DRY_RUN_RESOURCES if settings.get(k) is not None)
+            array = " (one array)" if len(jobs) > 1 else ""
+            out.append(f"{len(jobs)} job(s) with the {label} resources{array}: {resources}")
+            out += [f"  #{n} : {' '.join(job_overrides[n - initial_job_idx])}" for n in jobs]
+            out.append(f"their sbatch script (submitit_folder={settings.get('submitit_folder')}):")
+            out.append(sbatch_script(settings, len(jobs)))
+        return "\n".join(out)
 
     def submission_groups(self, args: list[tuple]) -> list[tuple[dict, list[int]]]:
         """Called by the executor with each job's arguments (this launcher's ``__call__`` arguments:

@@ -135,6 +135,9 @@ class PropagationCallback(pl.Callback):
         )
         curve_df = pd.DataFrame(module.dev_history, columns=["step", "epoch", "lr", "mse", "r2", "n_dev"])
         best = pd.DataFrame([_best_dev(b) | {"lr": lr} for lr, b in zip(lrs, module.best)])
+        reason = nan_dev_reason(module.best, _fit_trainer(module))
+        if reason:
+            log.warning(reason)
         results_df = results_df.merge(best, on="lr", how="left")
         pooled_df = pooled_table(results_df, predictions_df) if len(lrs) > 1 else pd.DataFrame()
         write_propagation_outputs(
@@ -200,6 +203,35 @@ class PropagationCallback(pl.Callback):
 
 def _agrees(d: float, speat_d: float) -> bool | None:
     return bool(np.sign(d) == np.sign(speat_d)) if np.isfinite(speat_d) and np.isfinite(d) else None
+
+
+def _fit_trainer(module) -> pl.Trainer | None:
+    """The Trainer that fitted ``module``, or None outside a fit."""
+    try:
+        return module.trainer
+    except (RuntimeError, AttributeError):  # a LightningModule not attached to a Trainer, or no module
+        return None
+
+
+def nan_dev_reason(best: list[dict | None], trainer: pl.Trainer | None) -> str | None:
+    """One line saying why a head's dev metrics (``ser/val/r2``, ``ser/val/mse``) are NaN, or None: no
+    validation ran within the training steps (with how often it runs), or the dev valences are all equal
+    (R2's variance is 0)."""
+    if any(b is None for b in best):
+        how = ""
+        if trainer is not None:
+            every = int(trainer.check_val_every_n_epoch or 1)
+            # optimiser steps per epoch: the datamodule's count (a batch may take several steps)
+            per_epoch = getattr(trainer.datamodule, "steps_per_epoch", None)
+            steps = f" = every {every * per_epoch(trainer.world_size)} steps" if callable(per_epoch) else ""
+            how = f" in its {trainer.global_step} training steps (validation every {every} epoch(s){steps})"
+        return (
+            f"ser/val/r2 and ser/val/mse are NaN: no validation ran{how}, so the predictions use the last "
+            "weights; raise max_steps or lower ser_data.val_every_n_epochs"
+        )
+    if any(not np.isfinite(b["r2"]) for b in best):
+        return "ser/val/r2 is NaN: the dev set's valences are all equal (R2 divides by their variance)"
+    return None
 
 
 def _best_dev(best: dict | None) -> dict:

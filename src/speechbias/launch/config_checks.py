@@ -28,7 +28,8 @@ from speechbias.tasks.input_checks import check_writable_folder
 
 # a command line that sets a required key, shown in the error line
 REQUIRED_EXAMPLES = {
-    "sweep_dir": "python evaluate.py task=report sweep_dir=multirun/<date>/<time>",
+    # an experiment's fixed sweep folder (an ad-hoc sweep's is dated: multirun/<date>/<time>-<microseconds>-<pid>)
+    "sweep_dir": "python evaluate.py task=report sweep_dir=multirun/paper_speat",
     "corpus.load.manifest": "python evaluate.py task=wer_disparity corpus=asr_manifest corpus.load.manifest=<csv>",
 }
 

@@ -54,7 +54,7 @@ KEYS = {
         ("paths.data_root", "where the corpora are (SPEECHBIAS_DATA)"),
         ("paths.cache_dir", "the feature cache (SPEECHBIAS_CACHE)"),
         ("model_id", "with upstream=hf: any hub id or local model folder"),
-        ("sweep_dir", "with task=report: the sweep folder to report on"),
+        ("sweep_dir", "with task=report: the sweep folder to report on, e.g. multirun/paper_speat"),
     ],
     "train": [
         ("lr", "learning rate, or several heads at once: 'lr=[1e-3,1e-4,1e-5]'"),

@@ -163,9 +163,12 @@ def print_status_table(rows: Sequence[StatusRow], csv_path: Path, file=None) -> 
     from rich.text import Text
 
     out = file or sys.stdout
-    terminal = Console(file=out)
-    # on a terminal its width (long cells fold); into a file or a log, every cell whole on its line
-    console = Console(file=out, width=max(100, terminal.width) if terminal.is_terminal else 100_000)
+    # on a terminal its width (long cells fold); into a file or a log, every cell whole on its line. A
+    # terminal is the stream's own isatty(): rich's is_terminal also says yes to a file when FORCE_COLOR or
+    # TTY_COMPATIBLE is set (CI runners, schedulers), and its width is then COLUMNS or 80
+    isatty = getattr(out, "isatty", None)
+    on_terminal = bool(isatty and isatty())
+    console = Console(file=out, width=max(100, Console(file=out).width) if on_terminal else 100_000)
     table = Table(title="sweep jobs", title_justify="left", show_lines=False)
     for name, style in (("job", "cyan"), ("status", None), ("seconds", None), ("error", "red")):
         table.add_column(name, style=style, overflow="fold", justify="right" if name == "seconds" else "left")

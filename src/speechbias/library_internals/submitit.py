@@ -11,17 +11,24 @@ declared in pyproject.toml); the hook an executor overrides to see what it submi
 only, under a checked version bound (:data:`SUPPORTED`). To submit some jobs of one ``launch`` as an array
 of their own resources (statistics-only jobs without GPUs), the executor also converts launcher settings
 to its parameters with submitit's own ``_equivalence_dict``/``_convert_parameters`` (as ``AutoExecutor`` does)
-and sets them for that array's submission (``self.parameters``, restored after).
+and sets them for that array's submission (``self.parameters``, restored after). A dry run
+(``hydra.launcher.dry_run=true``) renders the sbatch script of each array with submitit's own
+``_make_sbatch_string`` (what ``SlurmExecutor._make_submission_file_text`` writes), without an executor:
+submitit's executor refuses to be built where ``srun`` is absent, and a dry run needs no cluster.
 """
 
 from __future__ import annotations
 
+import shlex
+import sys
 from importlib.metadata import entry_points, version
 
 import submitit
+from submitit.slurm.slurm import _convert_mem, _make_sbatch_string
 
 # the submitit releases whose executor hook (_internal_process_submissions(delayed_submissions) -> jobs,
-# DelayedSubmission.function/.args, _equivalence_dict, _convert_parameters, parameters) this module was tested with
+# DelayedSubmission.function/.args, _equivalence_dict, _convert_parameters, parameters; for a dry run
+# _make_sbatch_string(command, folder, map_count, **parameters) and _convert_mem) this module was tested with
 SUPPORTED = (1, 5)
 EXECUTOR_NAME = "speechbiasslurm"
 
@@ -90,10 +97,32 @@ class SpeechbiasSlurmExecutor(submitit.SlurmExecutor):
         return list(watch(jobs, args))
 
     def sbatch_parameters(self, settings: dict) -> dict:
-        """Launcher settings (hydra-submitit-launcher's names) as this executor's parameters, converted as
-        submitit's ``AutoExecutor`` converts them (``timeout_min`` -> ``time``, ``mem_gb`` -> ``mem``
-        with its unit, ...); a None value stays None (no sbatch line)."""
-        renamed = self._equivalence_dict() or {}
-        converted = self._convert_parameters({k: v for k, v in settings.items() if v is not None})
-        converted.update({renamed.get(k, k): None for k, v in settings.items() if v is None})
-        return converted
+        """:func:`sbatch_parameters` of ``settings``."""
+        return sbatch_parameters(settings)
+
+
+def sbatch_parameters(settings: dict) -> dict:
+    """Launcher settings (hydra-submitit-launcher's names) as submitit's SLURM parameters, converted as
+    submitit's ``AutoExecutor`` converts them (``timeout_min`` -> ``time``, ``mem_gb`` -> ``mem``
+    with its unit, ...); a None value stays None (no sbatch line)."""
+    renamed = submitit.SlurmExecutor._equivalence_dict() or {}
+    converted = {renamed.get(k, k): v for k, v in settings.items()}
+    if converted.get("mem") is not None:
+        converted["mem"] = _convert_mem(converted["mem"])
+    return converted
+
+
+# launcher settings that build the executor rather than its sbatch lines (hydra-submitit-launcher's init keys)
+EXECUTOR_SETTINGS = ("submitit_folder", "max_num_timeout")
+
+
+def sbatch_script(settings: dict, n_jobs: int) -> str:
+    """The sbatch script that submitting ``n_jobs`` jobs (an array when several) with the launcher
+    ``settings`` (``hydra.launcher.*`` names, ``submitit_folder`` included) writes: submitit's own text,
+    with the command its executor submits; nothing is submitted or written."""
+    folder = str(settings["submitit_folder"])
+    lines = {k: v for k, v in settings.items() if k not in EXECUTOR_SETTINGS and v is not None}
+    command = " ".join([shlex.quote(sys.executable), "-u -m submitit.core._submit", shlex.quote(folder)])
+    return _make_sbatch_string(
+        command=command, folder=folder, map_count=n_jobs if n_jobs > 1 else None, **sbatch_parameters(lines)
+    )

@@ -276,19 +276,32 @@ def _se_columns(se: pd.DataFrame) -> tuple[str, str]:
     return size, value
 
 
+# Figure 3's line pattern per bias test (the colour is the model's family), in order of appearance
+TEST_DASHES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (8, 2)), (0, (1, 3)), (0, (3, 1, 1, 1)))
+
+
+def test_dashes(tests) -> dict:
+    """Each bias test's line pattern in Figure 3 (:data:`TEST_DASHES`, repeated past eight tests)."""
+    return {t: TEST_DASHES[k % len(TEST_DASHES)] for k, t in enumerate(dict.fromkeys(tests))}
+
+
 def se_curves_figure(se: pd.DataFrame, styles: dict | None = None) -> Figure | None:
     """Figure 3: bootstrap SE of d vs. number of stimuli per target group; a thin line per model x
-    test in family colours and the mean over them in black."""
+    test, in its family's colour and its test's pattern (both in the legend), and the mean over them in
+    black."""
     if se.empty:
         return None
     size, value = _se_columns(se)
     styles = styles or (model_styles(se) if "upstream" in se.columns else {})
-    fig, ax = plt.subplots(figsize=(6.0, 3.8))
+    dashes = test_dashes(se["test"]) if "test" in se.columns else {}
+    fig, ax = plt.subplots(figsize=(7.6 if dashes else 6.0, 3.8))
     keys = [c for c in ("upstream", "test", "run_dir") if c in se.columns]
     for key, g in se.groupby(keys, sort=False):
-        model = key[0] if isinstance(key, tuple) else key
+        key = key if isinstance(key, tuple) else (key,)
+        row = dict(zip(keys, key))
+        model = row.get("upstream")
         colour = styles[model].colour if model in styles else "#888888"
-        ax.plot(g[size], g[value], color=colour, lw=0.9, alpha=0.45)
+        ax.plot(g[size], g[value], color=colour, lw=0.9, alpha=0.45, linestyle=dashes.get(row.get("test"), "-"))
     mean = se.groupby(size)[value].mean()
     ax.plot(mean.index, mean.to_numpy(), color=MEAN_COLOUR, lw=2.6, label="mean over models and tests")
     ax.set_xlabel("number of stimuli per target group")
@@ -300,7 +313,11 @@ def se_curves_figure(se: pd.DataFrame, styles: dict | None = None) -> Figure | N
     handles = [Line2D([0], [0], color=MEAN_COLOUR, lw=2.6, label="mean")] + [
         Line2D([0], [0], color=family_colour(f), lw=1.2, label=f) for f in families
     ]
-    ax.legend(handles=handles, frameon=False, loc="upper right")
+    handles += [Line2D([0], [0], color="#555555", lw=1.2, linestyle=d, label=f"test: {t}") for t, d in dashes.items()]
+    if dashes:  # beside the axes: the tests' entries would cover the curves
+        ax.legend(handles=handles, frameon=False, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
+    else:
+        ax.legend(handles=handles, frameon=False, loc="upper right")
     ax.set_title("Standard error of SpEAT d vs. number of stimuli")
     return fig
 

@@ -221,7 +221,7 @@ def _no_heatmap_reason(appendix_d: pd.DataFrame) -> str:
     r = appendix_d.iloc[0]
     return (
         f"one aggregation strategy in this sweep ({r['aggregation']}: d > 0 in {int(r['n_positive'])} of "
-        f"{int(r['n'])} results); the heat map compares strategies (experiment=paper_aggregation runs all 33)"
+        f"{int(r['n'])} results); the heat map compares strategies (experiment=paper_aggregation runs the paper's 30)"
     )
 
 

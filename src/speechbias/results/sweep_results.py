@@ -39,6 +39,10 @@ REPORT_MARKER = ".speechbias_sweep_report"
 SPEAT_KEY = ("fingerprint", "test", "aggregation", "seed", "n_permutations")
 # the job folder table of a SpEAT job of several pairs (speechbias.tasks.speat_pairs.PAIRS_TABLE + ".csv")
 PAIRS_FILE = "pairs.csv"
+# what a sweep folder looks like: an experiment's fixed folder, or an ad-hoc sweep's dated one
+SWEEP_DIR_EXAMPLE = (
+    "e.g. multirun/paper_speat (experiment=paper_speat's) or multirun/<date>/<time>-<microseconds>-<pid> (an ad-hoc -m)"
+)
 FAMILY_ORDER = ("wav2vec2", "hubert", "wavlm", "whisper", "s3prl", "classical", "tiny")
 
 
@@ -192,7 +196,20 @@ def missing_sweep_folder_hint(*candidates: Path) -> str:
         close += [str(parent / n) for n in difflib.get_close_matches(missing.name, siblings, n=3, cutoff=0.6)]
     if close:
         return "did you mean " + " or ".join(close) + "?"
-    return "give the multirun folder of a sweep, e.g. multirun/2024-05-01/12-00-00 or multirun/paper_speat"
+    return f"give the multirun folder of a sweep, {SWEEP_DIR_EXAMPLE}"
+
+
+def has_job_folders(sweep_dir: Path) -> bool:
+    """Whether any run or Hydra job folder lies below ``sweep_dir`` (stops at the first one found)."""
+    return next(iter(_walk_runs(Path(sweep_dir), ())), None) is not None
+
+
+def no_job_folders_message(sweep_dirs: Sequence[Path]) -> str:
+    """The one error line of a report over sweep folders that hold no job folder at all."""
+    return (
+        f"sweep_dir {', '.join(map(str, sweep_dirs))}: no job folders (no results.json and no .hydra/ below it); "
+        f"give the folder a multirun wrote, {SWEEP_DIR_EXAMPLE}"
+    )
 
 
 def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str | Path] = ()) -> SweepResults:

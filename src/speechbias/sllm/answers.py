@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import jiwer
-from rouge_score import rouge_scorer
+from rouge_score import rouge_scorer, tokenizers
 
 DEFAULT_CER_THRESHOLD = 0.1
 DEFAULT_MIN_WORD_RECALL = 0.8
@@ -285,7 +285,9 @@ def closest_by_cer(response: str, options: Mapping[str, str]) -> tuple[str | Non
     return best, cers[best], tie
 
 
-_SCORER = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
+# the default tokenizer given explicitly: the same scorer, without rouge_score's absl INFO line ("Using default
+# tokenizer.") on every run's console
+_SCORER = rouge_scorer.RougeScorer(["rougeL"], tokenizer=tokenizers.DefaultTokenizer(use_stemmer=False))
 # words that negate what follows them (normalised: "don't" -> "dont")
 NEGATIONS = frozenset(
     {

@@ -135,10 +135,12 @@ def build_dataset(
         )
         jobs += [(row["domain"], row, v) for v in chosen]
 
+    from rich.console import Console
     from rich.progress import Progress
 
     rows: dict[str, list[dict]] = {}
-    with Progress(disable=not progress, transient=True) as bar:
+    # a bar on a terminal only: into a file or a log, rich's stopped bar leaves a blank line
+    with Progress(disable=not progress or not Console().is_terminal, transient=True) as bar:
         task = bar.add_task("synthesising contexts", total=len(jobs))
         for domain, row, voice in jobs:
             wav_path = audio_path(out_dir, domain, row["id"], voice.speaker)

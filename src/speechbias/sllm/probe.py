@@ -69,6 +69,7 @@ def run_probe(
 ) -> dict[str, str]:
     """Return key -> raw answer for every request, generating only those not in ``cache_path``."""
     import torch
+    from rich.console import Console
     from rich.progress import Progress
 
     if int(batch_size) < 1:
@@ -87,7 +88,9 @@ def run_probe(
     if answers:
         log.info("reusing %d cached answers from %s; %d to generate", len(answers), cache_path, len(todo))
     cache_path.parent.mkdir(parents=True, exist_ok=True)
-    with Progress(disable=not progress, transient=True) as bar, cache_path.open("a", encoding="utf-8") as fh:
+    # a bar on a terminal only: into a file or a log, rich's stopped bar leaves a blank line
+    shown = progress and Console().is_terminal
+    with Progress(disable=not shown, transient=True) as bar, cache_path.open("a", encoding="utf-8") as fh:
         task = bar.add_task(f"asking {adapter.name}", total=len(todo))
         for start in range(0, len(todo), int(batch_size)):
             batch = todo[start : start + int(batch_size)]

@@ -1,6 +1,6 @@
 """Task ``report``: collect every run of a sweep and write the paper's tables and figures.
 
-``python evaluate.py task=report sweep_dir=multirun/<date>/<time> [paper_results=<csv>]`` writes into
+``python evaluate.py task=report sweep_dir=multirun/paper_speat [paper_results=<csv>]`` writes into
 ``<sweep_dir>/report/`` (results.csv/json/parquet, figures, report.md) and, with ``logger=wandb``, a
 W&B summary run in the sweep's group (plus a W&B report when online with an account).
 
@@ -26,7 +26,7 @@ from speechbias.report.sweep_report import ReportOptions, SweepReport, SweepTabl
 from speechbias.report.tracker import Tracker
 from speechbias.ser.sweep_propagation import agreement_counts, propagation_table
 from speechbias.stats import sweep_analysis
-from speechbias.results.sweep_results import SweepResults, collect
+from speechbias.results.sweep_results import SWEEP_DIR_EXAMPLE, SweepResults, collect, no_job_folders_message
 from speechbias.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -73,10 +73,7 @@ def nothing_collected_message(sweep_dirs: Sequence[Path], results: SweepResults,
     """The one error line of a report over sweep folders where no job finished."""
     where = ", ".join(map(str, sweep_dirs))
     if not results.n_jobs:
-        return (
-            f"sweep_dir {where}: no job folders (no results.json and no .hydra/ below it); give the folder "
-            "a multirun wrote, e.g. multirun/2024-05-01/12-00-00"
-        )
+        return no_job_folders_message(sweep_dirs)
     first = results.incomplete_reasons.get(results.incomplete[0], "") if results.incomplete else ""
     return (
         f"sweep_dir {where}: {results.completion()}, nothing to report"
@@ -115,9 +112,7 @@ class ReportTask:
         root_dir: str | Path | None = None,
     ):
         if not sweep_dir:
-            raise ConfigError(
-                "sweep_dir: required, e.g. python evaluate.py task=report sweep_dir=multirun/2024-05-01/12-00-00"
-            )
+            raise ConfigError(f"sweep_dir: required: the folder of a sweep, {SWEEP_DIR_EXAMPLE}")
         self.sweep_dirs = [user_path(d, root_dir) for d in [sweep_dir, *(extra_sweep_dirs or [])]]
         self.paper_results = user_path(paper_results, root_dir) if paper_results else None
         self.paper_models = dict(paper_models or {})
@@ -132,9 +127,13 @@ class ReportTask:
         (``report/n_speat_runs``, ``report/n_propagation_rows``, ``report/n_incomplete``, ``report/n_jobs``,
         ``report/n_finished``, ``report/human_congruent``, ``report/human_total``). ``config``: the W&B
         run's config. When no job of the sweep finished, the report (with every job's reason) is still
-        written and published, then a ``ConfigError`` says so in one line (exit 1)."""
+        written and published, then a ``ConfigError`` says so in one line (exit 1); when the sweep folders
+        hold no job folder at all, that line comes first and nothing is written (config_checks refuses
+        such a ``sweep_dir`` before the run starts)."""
         writer = self.writer
         results = collect(self.sweep_dirs, exclude=[writer.output_dir])
+        if not results.n_jobs:
+            raise ConfigError(no_job_folders_message(self.sweep_dirs))
         paper = None
         if self.paper_results is not None:
             paper = load_paper_results(self.paper_results, models=self.paper_models, tests=self.paper_tests)
@@ -150,9 +149,9 @@ class ReportTask:
             config=config,
             on_run=self._wandb_report(group, written) if self.wandb_report else None,
         )
-        log.info("sweep report of %d SpEAT run(s) in %s", len(results.speat), writer.path("report.md"))
         if not results.finished:  # written and published first: the report lists every job's reason
             raise ConfigError(nothing_collected_message(self.sweep_dirs, results, writer.path("report.md")))
+        log.info("sweep report of %d SpEAT run(s) in %s", len(results.speat), writer.path("report.md"))
         return written.summary
 
     def _wandb_report(self, group: str, written: SweepReport):

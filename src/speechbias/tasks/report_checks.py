@@ -73,11 +73,16 @@ def _folder(key: str, value, project_root) -> Path:
 
 
 def check_report_arguments(cfg: DictConfig) -> None:
-    """``sweep_dir`` and ``task.extra_sweep_dirs`` are folders; ``paper_results`` (if given) a file."""
+    """``sweep_dir`` and ``task.extra_sweep_dirs`` are folders, at least one with a job folder below it (a
+    report of no job would be empty); ``paper_results`` (if given) a file."""
     root = OmegaConf.select(cfg, "paths.root_dir", default=None)
-    _folder("sweep_dir", cfg.sweep_dir, root)
+    folders = [_folder("sweep_dir", cfg.sweep_dir, root)]
     for extra in OmegaConf.select(cfg, "task.extra_sweep_dirs", default=None) or []:
-        _folder("task.extra_sweep_dirs", extra, root)
+        folders.append(_folder("task.extra_sweep_dirs", extra, root))
+    from speechbias.results.sweep_results import has_job_folders, no_job_folders_message  # pandas: report only
+
+    if not any(has_job_folders(folder) for folder in folders):
+        raise ConfigError(no_job_folders_message(folders))
     paper = OmegaConf.select(cfg, "paper_results", default=None)
     if paper and not user_path(paper, root).is_file():
         raise ConfigError(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import shlex
 from collections.abc import Callable, Sequence
 
 import pytorch_lightning as pl
@@ -61,13 +62,17 @@ def is_pretrained(fields: dict) -> bool:
     return bool(fields.get("model_id")) and not fields.get("randomize", False)
 
 
-def demo_data_notice(upstream: str, option: str | None, valence: str, test_names: Sequence[str]) -> str:
+def demo_data_notice(
+    upstream: str, option: str | None, valence: str, test_names: Sequence[str], model_id: str | None = None
+) -> str:
     """The one line a pre-trained model's run on the demo data starts with: what it trains and tests on,
-    and the command that uses the paper's data instead."""
+    and the command that uses the paper's data instead (with ``model_id=...`` where the option takes it,
+    ``upstream=hf``)."""
+    model = f" model_id={shlex.quote(str(model_id))}" if model_id else ""
     return (
         f"{upstream} will train on the synthetic demo valence set (ser_data={valence}) and test "
         f"{', '.join(test_names)}: plumbing, not findings; for the paper's data: python train.py "
-        f"upstream={option or upstream} ser_data=mess 'bias_tests=[{PAPER_TESTS}]' paths.data_root=<corpora>"
+        f"upstream={option or upstream}{model} ser_data=mess 'bias_tests=[{PAPER_TESTS}]' paths.data_root=<corpora>"
     )
 
 
@@ -152,13 +157,15 @@ class TrainSerTask:
             "valence_high": self.valence.high,
         }  # the rating scale
         demo = is_demo_run([t.name for t in tests], self.valence.synthetic)
-        pretrained = is_pretrained(self.upstream.fingerprint_fields())
+        fields = self.upstream.fingerprint_fields()
+        pretrained = is_pretrained(fields)
         if demo:
             self.writer.caveat = demo_data_caveat(info["upstream"]) if pretrained else DEMO_CAVEAT
         if demo and pretrained:
-            log.warning(
-                demo_data_notice(info["upstream"], self.upstream_name, self.valence.name, [t.name for t in tests])
-            )
+            # upstream=hf names its checkpoint on the command line (model_id=...): the command needs it too
+            model_id = fields.get("model_id") if self.upstream_name == "hf" else None
+            names = [t.name for t in tests]
+            log.warning(demo_data_notice(info["upstream"], self.upstream_name, self.valence.name, names, model_id))
         callback = PropagationCallback(
             tests=tests,
             cache=self.cache,

@@ -83,27 +83,33 @@ def _requested_gpus(params: dict) -> int:
 
 
 def resource_problem(
-    params: dict, partitions: Sequence[Partition] | None, prefix: str = "hydra.launcher."
+    params: dict,
+    partitions: Sequence[Partition] | None,
+    prefix: str = "hydra.launcher.",
+    partition_key: str | None = None,
 ) -> str | None:
     """One line naming the ``hydra.launcher.*`` setting no node of the job's partition can satisfy
     (and what to set instead), or None. ``params``: the launcher's settings (``mem_gb`` in GB,
     ``cpus_per_task`` per task, ``tasks_per_node``, ``nodes``, ``gpus_per_node``, ``gres``, ``partition``);
-    ``prefix``: where the user sets them (``hydra.launcher.statistics.`` for the statistics set)."""
+    ``prefix``: where the user sets them (``hydra.launcher.statistics.`` for the statistics set);
+    ``partition_key``: where the partition comes from when not ``<prefix>partition`` (the statistics set's
+    follows ``hydra.launcher.partition`` unless set)."""
     if not partitions:
         return None
+    partition_key = partition_key or f"{prefix}partition"
     name = params.get("partition")
     if name:
         part = next((p for p in partitions if p.name == name), None)
         if part is None:
             return (
-                f"{prefix}partition={name}: no such partition on this cluster (it has: "
+                f"{partition_key}={name}: no such partition on this cluster (it has: "
                 f"{', '.join(p.name for p in partitions)})"
             )
     else:
         part = next((p for p in partitions if p.default), None)
         if part is None:
             return (
-                f"{prefix}partition is not set and the cluster has no default partition: choose one of "
+                f"{partition_key} is not set and the cluster has no default partition: choose one of "
                 f"{', '.join(p.name for p in partitions)}"
             )
     where = f"partition '{part.name}'"

@@ -5,9 +5,10 @@ Each kernel computes exactly what its numpy counterpart computes, from the same 
 same order, with the float64 additions in the same order: the results are bit-identical (tested
 against the numpy kernels in tests/stats/test_stats_compiled_kernels.py, and under another CPU
 target in CI's rounding pass). They are faster because a rejected draw, a drawn pair or a selection
-step costs a few instructions instead of a pass over a temporary array: rejection of bit masks 1.5-1.6x
-(60 + 60, each subset with its complement: ~0.08 vs ~0.05 CPU-s per 10^6 permutations, numba's draws of
-the random words ~0.03 of it), selection sampling 4x (1000 + 1000 targets: 16 vs 4 CPU-s per 10^6
+step costs a few instructions instead of a pass over a temporary array: rejection of bit masks 1.7x
+(60 + 60, each subset with its complement: 74.5 vs 44.4 CPU-ms per 10^6 permutations, numba's draws of the
+random words ~27 of it; a tight kernel on a second, hand-written RNG, xoshiro256+, counting each subset
+once: 48.1), selection sampling 4x (1000 + 1000 targets: 16 vs 4 CPU-s per 10^6
 permutations), the SE curve 2.2x (60 + 60, 10^4 resamples per size: 0.12 vs 0.055 CPU-s), measured side
 by side in benchmarks/stats_bench.py.
 
@@ -190,9 +191,10 @@ def _count_by_rejection(rng, buffer, position, n, k, tables, at_least, at_most, 
     """Kept subsets ``first``..``stop - 1`` of ``permutation._count_by_rejection`` and their count.
 
     A candidate is the next ``ceil(n / 64)`` words of the stream (the last one masked to its low bits);
-    it is kept when exactly ``k`` bits are set. The words come from ``buffer`` (filled from ``rng`` when
-    ``position[0]`` reaches its end; its size a multiple of a candidate's words), which the calls of one
-    test share, so the calls read the stream word after word, as the numpy kernel does.
+    it is kept when exactly ``k`` bits are set. The words come from ``buffer`` until ``position[0]`` reaches
+    its end, then from blocks of as many fresh words from ``rng`` (a multiple of a candidate's words); the
+    last block is left in ``buffer`` for the next call of the test, so the calls read the stream word after
+    word, as the numpy kernel does.
     """
     n_words = (n + 63) // 64
     tail_bits = n - 64 * (n_words - 1)
@@ -200,25 +202,30 @@ def _count_by_rejection(rng, buffer, position, n, k, tables, at_least, at_most, 
     if tail_bits < 64:
         tail_mask = (np.uint64(1) << np.uint64(tail_bits)) - np.uint64(1)
     starts = np.empty(buffer.size // n_words, dtype=np.int64)
+    words = buffer  # the words being read: the shared buffer's, then fresh ones (copied back once, at the end)
+    fresh = False
     pos = position[0]
     count = 0
     kept = first
     while kept < stop:
-        if pos == buffer.size:
-            buffer[:] = raw_words(rng, buffer.size)
+        if pos == words.size:
+            words = raw_words(rng, buffer.size)
+            fresh = True
             pos = 0
-        # the kept masks of the rest of the buffer, up to the subsets still wanted
+        # the kept masks of the rest of the words, up to the subsets still wanted
         wanted = stop - kept
         n_kept = 0
-        while pos < buffer.size and n_kept < wanted:
-            size = _popcount(buffer[pos + n_words - 1] & tail_mask)
+        while pos < words.size and n_kept < wanted:
+            size = _popcount(words[pos + n_words - 1] & tail_mask)
             for w in range(n_words - 1):
-                size += _popcount(buffer[pos + w])
+                size += _popcount(words[pos + w])
             starts[n_kept] = pos
             n_kept += size == k
             pos += n_words
-        count += _count_kept(buffer, starts, n_kept, n_words, tail_mask, tables, at_least, at_most, kept, n_complements)
+        count += _count_kept(words, starts, n_kept, n_words, tail_mask, tables, at_least, at_most, kept, n_complements)
         kept += n_kept
+    if fresh:
+        buffer[:] = words
     position[0] = pos
     return count
 

@@ -18,9 +18,12 @@ Measured, each from the same warm cache (a first list job fills it, not counted)
   aggregation and permutation test (CPU time of that loop alone; reading the cache once is printed beside);
 * per-pair sweep: ``python evaluate.py -m bias_test=a,b aggregation=x,y,...`` with the basic launcher
   (one process, every job in it; CPU and wall);
-* the floor: what the list job cannot skip whatever the project's code does (:data:`FLOORS`, in a fresh
-  process): its imports, Hydra's two composes of its config (get_mode, then run), the cache read and the
-  statistics. A goal below it cannot be met by a Hydra job.
+* the floor: only what the list job cannot skip whatever the project's code does (:data:`FLOORS`, in a
+  fresh process): the interpreter with hydra, omegaconf and numpy imported, one compose of its config (one
+  per process: a second, e.g. for ``hydra.mode`` alone, is the project's choice; so are pandas and the
+  project's own imports, not counted), the cache read and the statistics. A goal below it cannot be met by a
+  Hydra job. Issue 41's goal is stated as the list job's CPU beyond its statistics (at most 0.7 CPU-s), so a
+  faster kernel never makes it harder.
 
 ``--paper-sizes``: six synthetic tests of the paper's sizes instead of the demo tests (default 60 clips per
 target role, as the published lists' 57-60, and 40 per attribute role, one attribute set shared by the six
@@ -37,8 +40,8 @@ Usage: python benchmarks/speat_pairs_bench.py [--upstream tiny_wav2vec2] [--test
 
 ``--compare-with TREE``: also the list job of another checkout's code (``TREE/evaluate.py``, ``TREE/src``
 first on PYTHONPATH; e.g. ``git archive <commit> | tar -x -C TREE``), from the same cache in the same run:
-before/after side by side (``--repeat``: each list job that many times, alternating, the one of least CPU
-shown).
+before/after side by side (``--repeat``: each list job that many times, alternating; each tree's least CPU
+and least wall shown, each over the repeats on its own).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 GOAL_RATIO = 2.0
+BEYOND_GOAL = 0.7  # issue 41: the list job's CPU-s beyond its statistics
 
 # a fresh process's cached arrays (argv: repo, config folder, cache, the upstream's overrides as JSON, {test:
 # manifest csv} as JSON; the rest is the caller's): ``manifests``, ``statistics`` (every clip's, read once, in
@@ -147,22 +151,24 @@ exit_(0)
 
 # The parts of a job that no change to the project's own code can remove, each measured in a fresh process
 # (argv: repo, config folder, the job's overrides as JSON, the layer counts of its figures as JSON). Prints
-# IMPORTS <CPU s of the process so far: interpreter, hydra, omegaconf, numpy, pandas and the entry's
-# registrations, what evaluate.py imports before its first line>, COMPOSE <CPU s of Hydra's first compose of
-# the job's config> <of a further one> (Hydra composes a job twice before it runs: get_mode, then run; a -m
-# sweep's basic sweeper composes each job to validate its batch, its launcher again to run it),
+# IMPORTS <CPU s of the process so far: the interpreter, hydra, omegaconf and numpy, what any Hydra job of
+# numpy statistics imports; not pandas nor the project's own modules, which a change could leave out>, COMPOSE
+# <CPU s of Hydra's first compose of the job's config> <of a further one> (one per process is the floor: Hydra
+# composes a job twice before it runs, get_mode, then run, and a -m sweep's basic sweeper composes each job
+# to validate its batch, its launcher again to run it; the further ones are printed, not counted),
 # MATPLOTLIB <CPU s of importing pyplot> and FIGURE <layers> <CPU s of one layer_profile drawn and saved>.
 FLOORS = r"""
 import json, sys, tempfile, time
 from pathlib import Path
-import hydra, omegaconf, numpy, pandas
+import hydra, omegaconf, numpy
+print(f"IMPORTS {time.process_time():.4f}")
 repo, config_dir, overrides, layer_counts = sys.argv[1:]
 sys.path.insert(0, repo + "/src")
+import pandas
 from speechbias.launch.entry import register_project_root
 from speechbias.run_context import register_choice_resolver
 register_project_root(repo)
 register_choice_resolver()
-print(f"IMPORTS {time.process_time():.4f}")
 from hydra import compose, initialize_config_dir
 spent = []
 with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
@@ -320,7 +326,9 @@ def main() -> None:
     if args.compare_with:
         tree = args.compare_with.resolve()
         trees.append((f"  the same, {tree.name}'s code", tree, dict(env, PYTHONPATH=str(tree / "src"))))
-    best: dict[str, tuple] = {}  # per tree, its run of least CPU (the runs alternate between the trees)
+    # per tree: its least CPU and its least wall, each over the repeats on its own (the runs alternate between
+    # the trees), and the pairs loop of its run of least CPU
+    best: dict[str, tuple] = {}
     for rep in range(args.repeat):
         for i, (name, tree, tree_env) in enumerate(trees):
             wrapped = [sys.executable, "-c", IN_RUN, str(tree / "evaluate.py"), *config_path, *lists, *settings]
@@ -328,8 +336,11 @@ def main() -> None:
             assert "read once for" in out, out[-2000:]
             line = next(ln for ln in out.splitlines() if ln.startswith("IN_RUN"))
             in_run, loop, loop_read = map(float, line.split()[1:])
+            least_wall = min(wall, best[name][0][2]) if name in best else wall
             if name not in best or cpu < best[name][0][1]:
-                best[name] = ((name, cpu, wall), (name.strip(), in_run, loop - loop_read))
+                best[name] = ((name, cpu, least_wall), (name.strip(), in_run, loop - loop_read))
+            else:
+                best[name] = ((name, best[name][0][1], least_wall), best[name][1])
     rows = [row for row, _ in best.values()]
     loops = [loop for _, loop in best.values()]
     one = [f"bias_test=[{tests[0]}]", f"aggregation=[{aggs[0]}]"]
@@ -341,10 +352,10 @@ def main() -> None:
     rows.append(("statistics (aggregate + test)", statistics, float("nan")))
     rows.append(("  the same, inside the list job", loops[0][1], float("nan")))
     rows.append(("  cache read of every clip, once", read, float("nan")))
-    # what the job cannot skip: its imports, Hydra's two composes of its config, one cache read and the statistics
+    # what the job cannot skip: hydra's, omegaconf's and numpy's imports, one compose, one cache read, the statistics
     found = floors(config_dir, [*lists, *settings], [], env, work)
-    floor = found["imports"] + found["first_compose"] + found["compose"] + read + statistics
-    rows.append(("floor: imports + 2 composes + read + stat.", floor, float("nan")))
+    floor = found["imports"] + found["first_compose"] + read + statistics
+    rows.append(("floor: imports + 1 compose + read + stat.", floor, float("nan")))
     if not args.skip_sweep:
         sweep = [
             *evaluate,
@@ -370,9 +381,14 @@ def main() -> None:
         f"/ its in-run statistics: {list_cpu / max(loops[0][1], 1e-9):.2f}x"
     )
     print(
-        f"floor / statistics CPU: {floor / statistics:.2f}x (imports {found['imports']:.2f}, Hydra's composes "
-        f"{found['first_compose']:.2f} + {found['compose']:.2f}, read {read:.2f}): the goal is "
-        f"{'reachable' if floor / statistics <= GOAL_RATIO else 'below the floor'}"
+        f"floor / statistics CPU: {floor / statistics:.2f}x (imports {found['imports']:.2f}, Hydra's first compose "
+        f"{found['first_compose']:.2f} (a further one, not counted: {found['compose']:.2f}), read {read:.2f}): the "
+        f"goal is {'reachable' if floor / statistics <= GOAL_RATIO else 'below the floor'}"
+    )
+    beyond = list_cpu - statistics
+    print(
+        f"list job CPU beyond its statistics: {beyond:.2f} CPU-s (issue 41's goal <= {BEYOND_GOAL} CPU-s: "
+        f"{'met' if beyond <= BEYOND_GOAL else 'NOT met'}); the floor's: {floor - statistics:.2f} CPU-s"
     )
     print(f"list job CPU per pair: {list_cpu / n_pairs * 1000:.1f} ms; beyond start-up (each further pair): "
           f"{(list_cpu - floor_cpu) / max(n_pairs - 1, 1) * 1000:.1f} ms vs. its statistics "

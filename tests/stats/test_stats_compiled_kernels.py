@@ -10,9 +10,17 @@ import numpy as np
 import pytest
 
 from speechbias.stats import bootstrap_se, permutation_test
-from speechbias.stats.compiled_kernels import count_by_selection, division_magic, raw_words
+from speechbias.stats import compiled_kernels
+from speechbias.stats.compiled_kernels import count_by_rejection, count_by_selection, division_magic, raw_words
 from speechbias.stats.kernel_choice import ENVIRONMENT_VARIABLE, use_compiled_kernels
-from speechbias.stats.permutation import _count_by_selection_sampling, _selection_chunk, _tie_tolerance
+from speechbias.stats.permutation import (
+    _count_by_rejection,
+    _count_by_selection_sampling,
+    _selection_chunk,
+    _tie_tolerance,
+    byte_sum_tables,
+    complement_counts,
+)
 from speechbias.stats.random_integers import TableIntegers
 
 
@@ -58,6 +66,49 @@ def test_compiled_selection_count_equals_the_numpy_kernel(n, k):
             centred, k, at_least, n_permutations, _selection_chunk(n), np.random.default_rng(k)
         )
         assert compiled == numpy_count
+
+
+def _compiled_rejection(centred, k, t_obs, n_permutations, rng):
+    """compiled_kernels.count_by_rejection called as permutation._count_sampled_at_least calls it."""
+    at_least = t_obs - _tie_tolerance(centred)
+    n_subsets, n_complements = complement_counts(centred.size, k, n_permutations)
+    tables = byte_sum_tables(centred)
+    at_most = float(centred.sum()) - at_least
+    steps = 30.0 + tables.shape[0]
+    return count_by_rejection(centred, k, tables, at_least, at_most, n_subsets, n_complements, steps, rng)
+
+
+@pytest.mark.parametrize("n, k", [(120, 60), (16, 8), (64, 32), (65, 32), (119, 60), (130, 65), (200, 100), (600, 300)])
+def test_compiled_rejection_count_equals_the_numpy_kernel(n, k):
+    # balanced groups (each subset counted with its complement) and near-balanced ones (each once); masks of
+    # one word, a full word, a partial second word, three words and ten
+    rng = np.random.default_rng(n + k)
+    centred = rng.normal(size=n)
+    centred -= centred.mean()
+    for t_obs in (float(centred[:k].sum()), 0.0, -0.4):
+        for n_permutations in (1, 2, 3, 2_001, 20_000):
+            numpy_count = _count_by_rejection(centred, k, t_obs, n_permutations, np.random.default_rng(k))
+            compiled = _compiled_rejection(centred, k, t_obs, n_permutations, np.random.default_rng(k))
+            assert compiled == numpy_count, (t_obs, n_permutations)
+
+
+def test_compiled_rejection_count_includes_tied_sums():
+    values = np.repeat([-1.0, 1.0], [30, 30])  # every 30-subset's sum is an even integer: many exact ties
+    for t_obs in (-4.0, 0.0, 4.0):
+        count = _compiled_rejection(values, 30, t_obs, 5_000, np.random.default_rng(3))
+        assert count == _count_by_rejection(values, 30, t_obs, 5_000, np.random.default_rng(3))
+        assert 0 < count < 5_000
+
+
+def test_a_rejection_count_split_over_several_compiled_calls_equals_one_call(monkeypatch):
+    # calls of CALL_STEPS steps read one stream of words, as the numpy kernel's blocks do
+    centred = np.random.default_rng(8).normal(size=120)
+    centred -= centred.mean()
+    t_obs = float(centred[:60].sum())
+    numpy_count = _count_by_rejection(centred, 60, t_obs, 30_001, np.random.default_rng(4))
+    for call_steps in (50, 4_321, 10**6):  # one subset per call, some hundreds, one call
+        monkeypatch.setattr(compiled_kernels, "CALL_STEPS", call_steps)
+        assert _compiled_rejection(centred, 60, t_obs, 30_001, np.random.default_rng(4)) == numpy_count
 
 
 def test_compiled_selection_count_includes_tied_sums():
@@ -163,10 +214,10 @@ def test_kernel_choice_follows_the_environment(monkeypatch, fresh_choice):
     assert not fresh_choice
 
 
-@pytest.mark.parametrize("n_x, n_y, asked", [(60, 60, False), (5, 5, False), (20, 100, True), (1000, 1000, True)])
-def test_only_selection_sampling_asks_for_the_compiled_kernel_with_its_numpy_time(monkeypatch, n_x, n_y, asked):
-    # rejection (balanced groups up to 652 targets) and exact tests are numpy only; selection sampling asks
-    # with its numpy time, proportional to targets x permutations
+@pytest.mark.parametrize("n_x, n_y, asked", [(60, 60, True), (5, 5, False), (20, 100, True), (1000, 1000, True)])
+def test_sampled_tests_ask_for_the_compiled_kernel_with_their_numpy_time(monkeypatch, n_x, n_y, asked):
+    # exact tests are numpy only; both sampled kernels (rejection for 60 + 60, selection sampling for the
+    # others) ask with their numpy time, proportional to the permutations
     from speechbias.stats import permutation
 
     calls = []

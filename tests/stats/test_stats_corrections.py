@@ -1,6 +1,10 @@
-"""correct_pvalues(): Bonferroni, Holm and Benjamini-Hochberg against loops written from the definitions."""
+"""correct_pvalues(): Bonferroni, Holm and Benjamini-Hochberg against loops written from the definitions,
+statsmodels' multipletests and R's p.adjust."""
 
 from __future__ import annotations
+
+import shutil
+import subprocess
 
 import numpy as np
 import pandas as pd
@@ -50,6 +54,45 @@ def test_adjusted_p_values_match_definitions(method, seed):
     np.testing.assert_allclose(result.p_adjusted, expected, rtol=1e-12)
     np.testing.assert_array_equal(result.reject, np.array(expected) <= 0.05)
     assert (result.method, result.alpha, result.n_tests) == (method, 0.05, 16)
+
+
+STATSMODELS_NAMES = {"bonferroni": "bonferroni", "holm": "holm", "bh": "fdr_bh"}
+R_NAMES = {"bonferroni": "bonferroni", "holm": "holm", "bh": "BH"}
+
+
+def _families():
+    """p-value families: random, with ties and exact zeros and ones, one p, many near alpha."""
+    rng = np.random.default_rng(41)
+    yield rng.uniform(0, 1, 30)
+    yield np.concatenate([rng.uniform(0, 0.002, 40), rng.uniform(0, 1, 140)])  # 180 pairs, some tiny
+    yield np.array([0.01, 0.01, 0.03, 0.03, 0.03, 0.0, 1.0, 0.5, 0.5])
+    yield np.array([0.2])
+    yield rng.uniform(0.04, 0.06, 25) / 25
+
+
+@pytest.mark.parametrize("method", ["bonferroni", "holm", "bh"])
+def test_adjusted_p_values_and_rejections_equal_statsmodels(method):
+    from statsmodels.stats.multitest import multipletests
+
+    for p in _families():
+        for alpha in (0.05, 0.1):
+            reject, adjusted, _, _ = multipletests(p, alpha=alpha, method=STATSMODELS_NAMES[method])
+            result = correct_pvalues(p, method=method, alpha=alpha)
+            np.testing.assert_allclose(result.p_adjusted, adjusted, rtol=1e-14, atol=0)
+            np.testing.assert_array_equal(result.reject, reject)
+
+
+@pytest.mark.reference
+@pytest.mark.skipif(shutil.which("Rscript") is None, reason="R (Rscript) is not installed")
+@pytest.mark.parametrize("method", ["bonferroni", "holm", "bh"])
+def test_adjusted_p_values_equal_r_p_adjust(method):
+    for p in _families():
+        values = ",".join(repr(float(v)) for v in p)
+        script = f'cat(sprintf("%.17g", p.adjust(c({values}), method = "{R_NAMES[method]}")), sep = "\\n")'
+        out = subprocess.run(["Rscript", "-e", script], capture_output=True, text=True, check=True).stdout
+        expected = np.array([float(line) for line in out.split()])
+        assert expected.shape == p.shape
+        np.testing.assert_allclose(correct_pvalues(p, method=method).p_adjusted, expected, rtol=1e-15, atol=0)
 
 
 def test_fdr_bh_alias_and_labels_from_mapping_and_series():

@@ -272,3 +272,35 @@ def test_the_report_config_builds_the_task_with_its_collaborators(conf_dir, tmp_
     summary = task.run(config={})
     assert summary["report/n_speat_runs"] == 2 and summary["report/human_total"] == 2
     assert "p_holm" in pd.read_csv(tmp_path / "out" / "results.csv").columns
+
+
+def test_the_report_command_imports_no_torch(sweep, tmp_path):
+    """What the user types: python evaluate.py task=report sweep_dir=<sweep>; its seeding leaves torch alone
+    (the report draws nothing from torch's generator) and nothing else imports it (``-X importtime``)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            str(repo / "evaluate.py"),
+            "task=report",
+            f"sweep_dir={sweep}",
+            "logger=none",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    imported = {m.split(".")[0] for m in re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s+(\S+)", proc.stderr, re.M)}
+    assert "pandas" in imported  # the import record sees what the report imports
+    assert "torch" not in imported
+    assert (sweep / "report" / "report.md").is_file()

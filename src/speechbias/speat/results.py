@@ -35,7 +35,14 @@ def speat_by_layer(per_layer: np.ndarray, roles: np.ndarray, n_permutations: int
             parts = split_roles(per_layer[:, layer, :], roles)
             res = stats.speat(parts["X"], parts["Y"], parts["A"], parts["B"], n_permutations=n_permutations, seed=seed)
             rows.append(
-                {"layer": layer, "d": res.d, "p": res.p, "n_permutations": res.n_permutations, "exact": res.exact}
+                {
+                    "layer": layer,
+                    "d": res.d,
+                    "p": res.p,
+                    "n_permutations": res.n_permutations,
+                    "exact": res.exact,
+                    "statistics_layout": res.layout,
+                }
             )
             done()
     return pd.DataFrame(rows)
@@ -98,6 +105,7 @@ class SpeatResults:
             "n_b": int(len(parts["B"])),
             "n_permutations": res.n_permutations,
             "exact": res.exact,
+            "statistics_layout": res.layout,  # how the sampled partitions were drawn (stats.permutation)
             "seed": self.seed,
             "human_iat_d": self.bias_test.human_iat_d,
             "num_layers": int(per_layer.shape[1]),

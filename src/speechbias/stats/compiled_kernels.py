@@ -1,15 +1,16 @@
-"""numba-compiled inner loops of the permutation test's selection sampling and the bootstrap SE curve.
+"""numba-compiled inner loops of the permutation test (rejection of bit masks, selection sampling) and the
+bootstrap SE curve.
 
 Each kernel computes exactly what its numpy counterpart computes, from the same random words in the
 same order, with the float64 additions in the same order: the results are bit-identical (tested
 against the numpy kernels in tests/stats/test_stats_compiled_kernels.py, and under another CPU
 target in CI's rounding pass). They are faster because a rejected draw, a drawn pair or a selection
-step costs a few instructions instead of a pass over a temporary array: selection sampling 4x
-(1000 + 1000 targets: 16 vs 4 CPU-s per 10^6 permutations), the SE curve 2.2x (60 + 60, 10^4
-resamples per size: 0.12 vs 0.055 CPU-s), measured side by side in benchmarks/stats_bench.py. The
-permutation test's rejection kernel (balanced groups up to 1000 targets) has no compiled twin: with
-numpy's own random words it gained 1.2x (0.15 vs 0.126 CPU-s per 10^6 permutations of 60 + 60),
-short of the 1.5x a second implementation needs.
+step costs a few instructions instead of a pass over a temporary array: rejection of bit masks 1.7x
+(60 + 60, each subset with its complement: 74.5 vs 44.4 CPU-ms per 10^6 permutations, numba's draws of the
+random words ~27 of it; a tight kernel on a second, hand-written RNG, xoshiro256+, counting each subset
+once: 48.1), selection sampling 4x (1000 + 1000 targets: 16 vs 4 CPU-s per 10^6
+permutations), the SE curve 2.2x (60 + 60, 10^4 resamples per size: 0.12 vs 0.055 CPU-s), measured side
+by side in benchmarks/stats_bench.py.
 
 Random numbers: the kernels take the caller's ``np.random.Generator`` itself (numba's own Generator
 support) and draw raw 64-bit words with ``integers(0, 2**64 - 1, endpoint=True, dtype=np.uint64)``,
@@ -142,6 +143,132 @@ def count_by_selection(
         size = min(per_call, int(n_permutations) - done)
         count += int(_count_by_selection(rng, centred, int(k), float(at_least), size, chunk))
         done += size
+    return count
+
+
+_BYTE = np.uint64(0xFF)
+# Raw words drawn at a time by the rejection kernel (a multiple of a mask's words is used of it).
+_REJECTION_BUFFER_WORDS = 4096
+
+
+@njit(cache=True)
+def _popcount(word):
+    """Set bits of a uint64 (the SWAR sum; LLVM turns it into one popcnt instruction where the CPU has one)."""
+    word = word - ((word >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    word = (word & np.uint64(0x3333333333333333)) + ((word >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    word = (word + (word >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return (word * np.uint64(0x0101010101010101)) >> np.uint64(56)
+
+
+@njit(cache=True)
+def _count_kept(buffer, starts, n_kept, n_words, tail_mask, tables, at_least, at_most, first, n_complements):
+    """Count of the kept masks at ``buffer[starts[i]:starts[i] + n_words]``, i < ``n_kept`` (kept subsets
+    ``first``, ``first + 1``, ...; the last word masked with ``tail_mask``): each one whose byte-table sum
+    (``tables[b, byte b]`` added for b = 0, 1, ... in that order) is >= ``at_least``, and each complement, of
+    the subsets numbered below ``n_complements``, whose subset's sum is <= ``at_most``."""
+    n_bytes = tables.shape[0]
+    sums = np.empty(n_kept)
+    # byte by byte across the kept masks: their additions are independent of each other
+    for row in range(n_kept):
+        sums[row] = tables[0, buffer[starts[row]] & _BYTE]
+    for b in range(1, n_bytes):
+        table = tables[b]
+        word, shift = b >> 3, np.uint64(8 * (b & 7))
+        mask = tail_mask if word == n_words - 1 else np.uint64(0xFFFFFFFFFFFFFFFF)
+        for row in range(n_kept):
+            sums[row] += table[((buffer[starts[row] + word] & mask) >> shift) & _BYTE]
+    count = 0
+    for row in range(n_kept):
+        if sums[row] >= at_least:
+            count += 1
+        if first + row < n_complements and sums[row] <= at_most:
+            count += 1
+    return count
+
+
+@njit(cache=True)
+def _count_by_rejection(rng, buffer, position, n, k, tables, at_least, at_most, first, stop, n_complements):
+    """Kept subsets ``first``..``stop - 1`` of ``permutation._count_by_rejection`` and their count.
+
+    A candidate is the next ``ceil(n / 64)`` words of the stream (the last one masked to its low bits);
+    it is kept when exactly ``k`` bits are set. The words come from ``buffer`` until ``position[0]`` reaches
+    its end, then from blocks of as many fresh words from ``rng`` (a multiple of a candidate's words); the
+    last block is left in ``buffer`` for the next call of the test, so the calls read the stream word after
+    word, as the numpy kernel does.
+    """
+    n_words = (n + 63) // 64
+    tail_bits = n - 64 * (n_words - 1)
+    tail_mask = np.uint64(0xFFFFFFFFFFFFFFFF)
+    if tail_bits < 64:
+        tail_mask = (np.uint64(1) << np.uint64(tail_bits)) - np.uint64(1)
+    starts = np.empty(buffer.size // n_words, dtype=np.int64)
+    words = buffer  # the words being read: the shared buffer's, then fresh ones (copied back once, at the end)
+    fresh = False
+    pos = position[0]
+    count = 0
+    kept = first
+    while kept < stop:
+        if pos == words.size:
+            words = raw_words(rng, buffer.size)
+            fresh = True
+            pos = 0
+        # the kept masks of the rest of the words, up to the subsets still wanted
+        wanted = stop - kept
+        n_kept = 0
+        while pos < words.size and n_kept < wanted:
+            size = _popcount(words[pos + n_words - 1] & tail_mask)
+            for w in range(n_words - 1):
+                size += _popcount(words[pos + w])
+            starts[n_kept] = pos
+            n_kept += size == k
+            pos += n_words
+        count += _count_kept(words, starts, n_kept, n_words, tail_mask, tables, at_least, at_most, kept, n_complements)
+        kept += n_kept
+    if fresh:
+        buffer[:] = words
+    position[0] = pos
+    return count
+
+
+def count_by_rejection(
+    centred: np.ndarray,
+    k: int,
+    tables: np.ndarray,
+    at_least: float,
+    at_most: float,
+    n_subsets: int,
+    n_complements: int,
+    steps_per_subset: float,
+    rng: np.random.Generator,
+) -> int:
+    """``permutation._count_by_rejection``'s count, bit-identical: ``n_subsets`` kept k-subsets (rejection of
+    random bit masks) counted when their sum is >= ``at_least``, and the complements of the first
+    ``n_complements`` when the subset's sum is <= ``at_most``. ``tables``:
+    :func:`speechbias.stats.permutation.byte_sum_tables` of ``centred``. Calls of about :data:`CALL_STEPS`
+    steps (``steps_per_subset`` each: random words plus byte look-ups) reading one stream of words."""
+    n_words = (centred.size + 63) // 64
+    buffer = np.empty((_REJECTION_BUFFER_WORDS // n_words) * n_words, dtype=np.uint64)
+    position = np.array([buffer.size], dtype=np.int64)  # empty: the first call fills it
+    per_call = max(1, int(CALL_STEPS // max(1.0, steps_per_subset)))
+    count, done = 0, 0
+    while done < n_subsets:
+        stop = min(done + per_call, int(n_subsets))
+        count += int(
+            _count_by_rejection(
+                rng,
+                buffer,
+                position,
+                centred.size,
+                int(k),
+                tables,
+                float(at_least),
+                float(at_most),
+                done,
+                stop,
+                int(n_complements),
+            )
+        )
+        done = stop
     return count
 
 

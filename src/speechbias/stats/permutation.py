@@ -14,12 +14,16 @@ Alternative: X is more associated with A than Y is (large T).
 In both cases p is in (0, 1]. Sums that differ from T_obs only by floating-point rounding (e.g. a
 partition that swaps two targets with equal s) count as ties, i.e. as >= T_obs.
 
+Sampled partitions of balanced groups (n_x = n_y) come in pairs: each drawn subset and its complement
+(layout 2, :data:`STATISTICS_LAYOUT`, recorded with every sampled p): half the random draws, and a p that
+is unbiased with no more variance than independent partitions (tested against exact p over many seeds).
+
 Cost of the sampled test (benchmarks/stats_bench.py, one core): balanced groups up to 652 targets
-(60 + 60) use rejection of random bit masks, ~0.15 s per 1,000,000 permutations; other groups use
-selection sampling, O(n_permutations * (n_x + n_y)), ~8 ns per target and permutation in numpy and
-2-4.6x less in its numba-compiled twin (1000 + 1000 targets: 16 vs 4 CPU-s per 10^6 permutations), which
-serves when the call's saving repays numba's set-up (:mod:`speechbias.stats.kernel_choice`; same
-random words, same count).
+(60 + 60) use rejection of random bit masks, ~0.075 CPU-s per 1,000,000 permutations in numpy and ~0.045
+in its numba-compiled twin; other groups use selection sampling, O(n_permutations * (n_x + n_y)), ~8 ns
+per target and permutation in numpy and 2-4.6x less in its numba-compiled twin (1000 + 1000 targets: 16
+vs 4 CPU-s per 10^6 permutations). A twin serves when the call's saving, or the process's savings so
+far, repay numba's set-up (:mod:`speechbias.stats.kernel_choice`; same random words, same count).
 """
 
 from __future__ import annotations
@@ -33,6 +37,12 @@ from speechbias.stats.kernel_choice import use_compiled_kernels
 from speechbias.stats.random_integers import MAX_HIGH_16BIT, UniformIntegers
 from speechbias.stats.validation import as_sample, check_count, resolve_seed
 
+# How sampled partitions are laid out on the random stream, recorded with every sampled p (``layout``; results'
+# ``statistics_layout``): 1 (before issue 41) each drawn subset is one partition; 2 balanced groups (n_x = n_y) count
+# each drawn subset and its complement as two partitions (:func:`complement_counts`). The same seed gives another p
+# under each layout, within Monte Carlo error of each other.
+STATISTICS_LAYOUT = 2
+
 # Target working-set size of one chunk of sampled partitions (elements of the (n, chunk) arrays):
 # small enough to stay in the L2/L3 cache, large enough that Python overhead per step is negligible.
 _CHUNK_ELEMENTS = 1 << 19
@@ -45,6 +55,11 @@ _RAW_WORDS_PER_BLOCK = 1 << 17
 # 4-4.6x at 1000 + 1000: benchmarks/stats_bench.py section 2).
 _SELECTION_NUMPY_SECONDS = 8e-9
 _SELECTION_SPEED_UP = 2.0
+# Rejection of bit masks: numpy CPU-s per step (a random word or a byte look-up; 60 + 60: 27.5 + 15 steps per
+# kept subset, ~0.075 CPU-s per 10^6 permutations, i.e. 0.5 * 10^6 subsets), and how much faster the compiled twin
+# is at least (1.68-1.79x at 60 + 60: benchmarks/stats_bench.py section 2).
+_REJECTION_NUMPY_SECONDS = 3.6e-9
+_REJECTION_SPEED_UP = 1.6
 
 
 @dataclass(frozen=True)
@@ -52,7 +67,8 @@ class PermutationTestResult:
     """p-value of the one-sided permutation test and what produced it.
 
     ``statistic`` is T_obs = sum of s over X; ``n_permutations`` is the number of partitions
-    evaluated (all of them when ``exact``); ``seed`` is None for exact tests (no randomness).
+    evaluated (all of them when ``exact``); ``seed`` is None for exact tests (no randomness); ``layout``
+    is :data:`STATISTICS_LAYOUT` of a sampled test (None when exact).
     """
 
     p: float
@@ -63,6 +79,7 @@ class PermutationTestResult:
     exact: bool
     seed: int | None
     alternative: str = "greater"
+    layout: int | None = None
 
 
 def _tie_tolerance(centred: np.ndarray) -> float:
@@ -165,6 +182,17 @@ def rejection_words_per_subset(n: int, k: int) -> float:
         return math.inf
 
 
+def complement_counts(n: int, k: int, n_permutations: int) -> tuple[int, int]:
+    """(subsets drawn, of which the first this many also count their complement) for ``n_permutations``
+    partitions of n items into k and n - k: balanced groups (n = 2k) count each drawn k-subset and its
+    complement (also a uniformly random k-subset) as two partitions, the last subset alone when
+    ``n_permutations`` is odd (layout 2, :data:`STATISTICS_LAYOUT`); other groups count each subset once."""
+    if n != 2 * k:
+        return n_permutations, 0
+    drawn = (n_permutations + 1) // 2
+    return drawn, n_permutations - drawn
+
+
 def _count_by_rejection(
     centred: np.ndarray, k: int, t_obs: float, n_permutations: int, rng: np.random.Generator
 ) -> int:
@@ -172,11 +200,14 @@ def _count_by_rejection(
 
     The kernel for balanced groups. Each candidate is n fair random bits (raw PCG64 output), i.e. a
     uniformly random subset of any size; the candidates with exactly k bits set are kept, in the
-    order drawn, until ``n_permutations`` are kept. Conditioning a uniform subset on its size
+    order drawn (:func:`complement_counts` of them). Conditioning a uniform subset on its size
     leaves it uniform, so each kept subset is a uniformly random k-subset, independent of the
     others (the same distribution as selection sampling). About 1 candidate in 14 is kept for
-    60 + 60 targets; the subset sum of a kept one is ceil(n / 8) look-ups in per-byte sum tables
-    (:func:`byte_sum_tables`) instead of n multiply-adds. Written here (no library draws k-subsets
+    60 + 60 targets; the subset sum T of a kept one is ceil(n / 8) look-ups in per-byte sum tables
+    (:func:`byte_sum_tables`) instead of n multiply-adds. When n = 2k its complement, whose sum is
+    total - T, is counted too (T <= total - at_least): half the random words per partition, and the two
+    counts of a pair are never positively correlated (antithetic: T and total - T), so the variance of p
+    is at most that of independent partitions (tested). Written here (no library draws k-subsets
     as bit masks); benchmarks/stats_bench.py measures it against selection sampling in one run.
     """
     n = centred.size
@@ -186,17 +217,19 @@ def _count_by_rejection(
     tail_mask = np.uint64((1 << tail_bits) - 1) if tail_bits < 64 else None
     tables = byte_sum_tables(centred)
     at_least = t_obs - _tie_tolerance(centred)
+    at_most = float(centred.sum()) - at_least  # a complement's sum total - T is >= at_least
+    n_subsets, n_complements = complement_counts(n, k, n_permutations)
     block = max(1024, _RAW_WORDS_PER_BLOCK // n_words)
     count = 0
     done = 0
-    while done < n_permutations:
+    while done < n_subsets:
         words = rng.bit_generator.random_raw(block * n_words).reshape(block, n_words)
         if tail_mask is not None:
             words[:, -1] &= tail_mask
         size = np.bitwise_count(words[:, 0]).astype(np.int32)
         for w in range(1, n_words):
             size += np.bitwise_count(words[:, w])
-        kept = words[size == k][: n_permutations - done]
+        kept = words[size == k][: n_subsets - done]
         subset_bytes = np.ascontiguousarray(
             kept.astype("<u8", copy=False).view(np.uint8)[:, :n_bytes].T
         )  # (n_bytes, kept)
@@ -205,6 +238,8 @@ def _count_by_rejection(
         for b in range(1, n_bytes):
             sums += tables[b].take(subset_bytes[b])
         count += int(np.count_nonzero(sums >= at_least))
+        if done < n_complements:
+            count += int(np.count_nonzero(sums[: n_complements - done] <= at_most))
         done += kept.shape[0]
     return count
 
@@ -222,7 +257,19 @@ def _count_sampled_at_least(
     says so (groups up to ``MAX_HIGH_16BIT`` targets): the same count, bit for bit.
     """
     n = centred.size
-    if rejection_words_per_subset(n, k) <= n / 2:
+    words_per_subset = rejection_words_per_subset(n, k)
+    if words_per_subset <= n / 2:
+        n_subsets, n_complements = complement_counts(n, k, n_permutations)
+        steps = words_per_subset + (n + 7) // 8  # random words and byte look-ups per kept subset
+        if use_compiled_kernels(_REJECTION_NUMPY_SECONDS * steps * n_subsets, _REJECTION_SPEED_UP):
+            from speechbias.stats import compiled_kernels
+
+            at_least = t_obs - _tie_tolerance(centred)
+            at_most = float(centred.sum()) - at_least
+            tables = byte_sum_tables(centred)
+            return compiled_kernels.count_by_rejection(
+                centred, k, tables, at_least, at_most, n_subsets, n_complements, steps, rng
+            )
         return _count_by_rejection(centred, k, t_obs, n_permutations, rng)
     chunk = _selection_chunk(n)
     if n <= MAX_HIGH_16BIT and use_compiled_kernels(_SELECTION_NUMPY_SECONDS * n * n_permutations, _SELECTION_SPEED_UP):
@@ -274,4 +321,5 @@ def permutation_test(s_x, s_y, n_permutations: int = 1_000_000, seed: int | None
         n_permutations=n_permutations,
         exact=False,
         seed=seed,
+        layout=STATISTICS_LAYOUT,
     )

@@ -18,7 +18,8 @@ class SpeatResult:
     ``d``: effect size (> 0: X closer to A than Y is). ``p``: one-sided permutation p-value
     (conventions in :mod:`speechbias.stats.permutation`). ``statistic``: sum of s over X.
     ``n_permutations``: partitions evaluated (all of them when ``exact``). ``seed``: the PCG64 seed
-    of the sampled test (None when exact). ``s_x`` (n_x,), ``s_y`` (n_y,): per-target associations
+    of the sampled test (None when exact); ``layout``: how its partitions were drawn
+    (:data:`~speechbias.stats.permutation.STATISTICS_LAYOUT`; None when exact). ``s_x`` (n_x,), ``s_y`` (n_y,): per-target associations
     s(w) = mean cos(w, A) - mean cos(w, B), read-only.
     """
 
@@ -34,6 +35,7 @@ class SpeatResult:
     seed: int | None
     s_x: np.ndarray
     s_y: np.ndarray
+    layout: int | None = None
 
     def as_dict(self) -> dict:
         """Scalar fields only (for tables and loggers)."""
@@ -48,6 +50,7 @@ class SpeatResult:
             "n_permutations": self.n_permutations,
             "exact": self.exact,
             "seed": self.seed,
+            "layout": self.layout,
         }
 
 
@@ -84,4 +87,5 @@ def speat(X, Y, A, B, n_permutations: int = 1_000_000, seed: int | None = 0) -> 
         seed=test.seed,
         s_x=read_only(s_x),
         s_y=read_only(s_y),
+        layout=test.layout,
     )

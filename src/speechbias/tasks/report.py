@@ -98,6 +98,10 @@ class ReportTask:
             working directory when it exists there, else from here.
     """
 
+    # The entry point leaves torch's generator to the task (seeding.seed_run(torch=False)), and this task
+    # draws nothing from torch: a report never imports torch (~1.5 CPU-s).
+    seeds_torch_when_needed = True
+
     def __init__(
         self,
         sweep_dir: str | Path,

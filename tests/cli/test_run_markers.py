@@ -203,3 +203,17 @@ def test_one_list_decides_folder_names_and_the_digest(tmp_path):
         assert folder_and_digest(["seed=1", neutral]) == base, neutral
     name, digest = folder_and_digest(["seed=2"])
     assert name == "seed=2" and base[0] == "seed=1" and digest != base[1]
+
+
+def test_results_of_another_statistics_layout_are_recomputed(tmp_path, monkeypatch, caplog):
+    """The layout decides how a sampled p is drawn (layout 2: each subset with its complement): a folder
+    finished under another layout is not reused."""
+    from speechbias.stats import permutation
+
+    cfg = _cfg(tmp_path)
+    run = _finish(tmp_path, cfg)
+    assert finished_results(cfg, run) is not None
+    monkeypatch.setattr(permutation, "STATISTICS_LAYOUT", permutation.STATISTICS_LAYOUT - 1)
+    with caplog.at_level(logging.WARNING, logger="speechbias"):
+        assert finished_results(cfg, run) is None
+    assert "statistics_layout" in caplog.text

@@ -155,11 +155,18 @@ def model_identity(values: dict[str, str]) -> dict[str, object]:
 
 
 def run_identity(cfg: DictConfig | None, values: dict[str, str] | None = None) -> dict:
-    """What determines a run's results: its config values, the package version, and the identity of
+    """What determines a run's results: its config values, the package version and statistics layout, and the identity of
     its models and of its bias test's manifest (see the module docstring). ``values``: ``cfg``'s
     :func:`config_values` when the caller has them already."""
     values = config_values(cfg) if values is None else values
-    extra: dict[str, object] = {"speechbias.version": __version__, **model_identity(values)}
+    from speechbias.stats.permutation import STATISTICS_LAYOUT
+
+    # the statistics layout decides how a sampled p is drawn: a run of another layout is computed again
+    extra: dict[str, object] = {
+        "speechbias.version": __version__,
+        "speechbias.statistics_layout": STATISTICS_LAYOUT,
+        **model_identity(values),
+    }
     for key in ("bias_test.manifest",):
         if key in values and isinstance(json.loads(values[key]), str):
             extra[f"{key}.sha256"] = _file_sha256(Path(json.loads(values[key])).expanduser())

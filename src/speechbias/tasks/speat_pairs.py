@@ -242,7 +242,7 @@ class SpeatPairs:
         row = results.compute(statistics)
         group = task.writer.output_dir.parent.name  # the sweep, as for a one-pair job
         task.publish_pair(writer, run_info, test.name, aggregation.name, plain, group)
-        record_run_digest(None, folder, values)  # the pair's folder now holds its finished results
+        record_run_digest(None, folder, values, task.cache.root)  # the pair's folder now holds its finished results
         log_result(test.name, run_info["upstream"], aggregation.name, row)
         return row
 

@@ -24,7 +24,9 @@ from speechbias.launch.aggregation_configs import register_aggregation_configs
 from speechbias.launch.config_checks import check_config_unless_checked
 from speechbias.launch.parent_watch import job_done, watch_sweep_parent
 from speechbias.launch.signals import RunStopped, exit_now, print_stop_line, record_stop, running_job, stops_handled
+from speechbias.launch.run_folder_lock import hold_run_folder
 from speechbias.launch.storage_check import register_run_folders
+from speechbias.fileio.folder_lock import FolderBusyError, release
 from speechbias.project_paths import user_path
 from speechbias.run_context import register_choice_resolver
 from speechbias.tasks.run_markers import (
@@ -192,9 +194,33 @@ def run_entry(cfg: DictConfig) -> dict | None:
     In a job of several ranks (a SLURM job of N tasks) rank zero records the job's status; a rank
     that fails records its error (unless another rank already did) and exits non-zero, so that
     ``srun --kill-on-bad-exit`` ends the other ranks at once instead of leaving them waiting in a
-    collective until the time limit."""
+    collective until the time limit.
+
+    One writer per folder (:mod:`speechbias.launch.run_folder_lock`): a job whose folder another live
+    process writes prints one line and exits 1 (in a multirun: fails), having written nothing there."""
     with stops_handled():
-        return _run_job(cfg)
+        output_dir = Path(cfg.paths.output_dir)
+        try:  # one writer per folder: before its status, checkpoints, results (rank zero: the job's writer)
+            took = process_rank() == 0 and hold_run_folder(output_dir)
+        except FolderBusyError as exc:
+            return _refused(exc, cfg)  # the folder's status is its writer's: nothing written there
+        try:
+            return _run_job(cfg)
+        finally:
+            if took:
+                release(output_dir)
+
+
+def _refused(exc: FolderBusyError, cfg: DictConfig) -> None:
+    """A job whose folder another process writes: one line; exit 1, or in a multirun the job fails."""
+    if full_error_requested():
+        raise exc
+    if hydra_multirun():
+        job = " ".join(job_overrides()) or str(cfg.paths.output_dir)
+        print(f"job failed ({job}): {error_line(exc)}", file=sys.stderr)
+        return None
+    print(error_line(exc), file=sys.stderr)
+    sys.exit(1)
 
 
 def _run_job(cfg: DictConfig) -> dict | None:

@@ -256,11 +256,18 @@ def _outputs_verified(output_dir: Path, record: dict | None) -> bool:
 
 
 def read_digest(path: Path) -> dict | None:
-    """The record :func:`write_digest` wrote at ``path``; None when it is missing or unreadable."""
+    """The record :func:`write_digest` wrote at ``path``; None when it is missing, unreadable or not of its
+    shape (a folder is untrusted input: an object whose parts are objects, each file's record an object)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    if not isinstance(record, dict) or not isinstance(record.get("digest", ""), str):
+        return None
+    parts = [record.get(k, {}) for k in ("values", "extra", "clips", "files")]
+    if not all(isinstance(part, dict) for part in parts) or not all(isinstance(f, dict) for f in parts[3].values()):
+        return None
+    return record
 
 
 def record_run_digest(

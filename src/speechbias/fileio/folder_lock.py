@@ -68,8 +68,12 @@ def hold(folder: str | Path, fix: str = "wait for it to end, or give another fol
         os.close(fd)
         raise
     record = {"pid": os.getpid(), "started": time.time(), "command": [os.path.basename(sys.argv[0]), *sys.argv[1:]]}
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, json.dumps(record).encode(), 0)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(record).encode(), 0)
+    except OSError:  # a full disk: the lock is given up with its file (the caller names the failure)
+        os.close(fd)
+        raise
     _held[key] = fd
     return True
 

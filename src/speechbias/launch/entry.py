@@ -26,6 +26,7 @@ from speechbias.launch.parent_watch import job_done, watch_sweep_parent
 from speechbias.launch.signals import RunStopped, exit_now, print_stop_line, record_stop, running_job, stops_handled
 from speechbias.launch.run_folder_lock import hold_run_folder
 from speechbias.launch.storage_check import register_run_folders
+from speechbias.fileio.atomic_file import atomic_write
 from speechbias.fileio.folder_lock import FolderBusyError, release
 from speechbias.project_paths import user_path
 from speechbias.run_context import register_choice_resolver
@@ -202,8 +203,8 @@ def run_entry(cfg: DictConfig) -> dict | None:
         output_dir = Path(cfg.paths.output_dir)
         try:  # one writer per folder: before its status, checkpoints, results (rank zero: the job's writer)
             took = process_rank() == 0 and hold_run_folder(output_dir)
-        except FolderBusyError as exc:
-            return _refused(exc, cfg)  # the folder's status is its writer's: nothing written there
+        except (FolderBusyError, StorageError) as exc:  # busy: its status is its writer's; unwritable: no status
+            return _refused(exc, cfg)
         try:
             return _run_job(cfg)
         finally:
@@ -211,8 +212,9 @@ def run_entry(cfg: DictConfig) -> dict | None:
                 release(output_dir)
 
 
-def _refused(exc: FolderBusyError, cfg: DictConfig) -> None:
-    """A job whose folder another process writes: one line; exit 1, or in a multirun the job fails."""
+def _refused(exc: Exception, cfg: DictConfig) -> None:
+    """A job whose folder another process writes (or that cannot take a lock file): one line; exit 1, or
+    in a multirun the job fails."""
     if full_error_requested():
         raise exc
     if hydra_multirun():
@@ -324,7 +326,8 @@ def run_task(cfg: DictConfig) -> dict:
     seed_run(cfg.get("seed", 0), torch=not getattr(task_class_of(cfg), "seeds_torch_when_needed", False))
     output_dir = Path(cfg.paths.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    OmegaConf.save(cfg, output_dir / "config.yaml", resolve=False)
+    text = OmegaConf.to_yaml(cfg, resolve=False)  # OmegaConf.save's text, written atomically (a full disk: one line)
+    atomic_write(output_dir / "config.yaml", lambda tmp: tmp.write_text(text, encoding="utf-8"))
     if "trainer" in cfg:
         cfg.trainer = job_trainer_config(cfg.trainer)
     task = hydra.utils.instantiate(cfg.task.run)

@@ -203,3 +203,14 @@ def test_one_list_decides_folder_names_and_the_digest(tmp_path):
         assert folder_and_digest(["seed=1", neutral]) == base, neutral
     name, digest = folder_and_digest(["seed=2"])
     assert name == "seed=2" and base[0] == "seed=1" and digest != base[1]
+
+
+def test_a_changed_clip_is_named_and_a_digest_without_clips_says_it_is_an_earlier_versions():
+    from speechbias.tasks.run_markers import describe_change
+
+    values = {"values": {"seed": "0"}, "extra": {}}
+    now = {**values, "clips": {"/c/x.wav": "ab" * 32, "/c/y.wav": "ef" * 32}}
+    then = {**values, "clips": {"/c/x.wav": "cd" * 32, "/c/y.wav": "ef" * 32}}
+    assert describe_change(then, now) == "clip /c/x.wav changed (audio sha256 cdcdcdcdcdcd -> abababababab)"
+    assert describe_change(values, now) == "clips not recorded (a digest of an earlier version)"
+    assert describe_change({**now, "clips": {"/c/x.wav": "ab" * 32}}, now) == "clip /c/y.wav added"

@@ -304,6 +304,11 @@ def _shown(value: str | None) -> str:
 
 def describe_change(old: dict, new: dict) -> str:
     """``aggregation.layer: sum -> q3, speat.n_permutations: 1000 -> 2000 (+2 more)``."""
+    if "clips" not in old and new.get("clips"):  # a digest of a version before clips: not 'every clip added'
+        old = {**old, "clips": new["clips"]}
+        note = ["clips not recorded (a digest of an earlier version)"]
+    else:
+        note = []
     keys = changed_keys(old, new)
     merged_old = {**old.get("values", {}), **old.get("extra", {})}
     merged_new = {**new.get("values", {}), **new.get("extra", {})}
@@ -318,7 +323,7 @@ def describe_change(old: dict, new: dict) -> str:
             return f"clip {k} no longer read"
         return f"clip {k} changed (audio sha256 {clips_old[k][:12]} -> {clips_new[k][:12]})"
 
-    named = [named_key(k) for k in keys[:MAX_NAMED_KEYS]]
+    named = note + [named_key(k) for k in keys[:MAX_NAMED_KEYS]]
     more = f" (+{len(keys) - MAX_NAMED_KEYS} more)" if len(keys) > MAX_NAMED_KEYS else ""
     return ", ".join(named) + more
 
@@ -372,7 +377,7 @@ def finished_results(cfg: DictConfig, output_dir: str | Path, values: dict[str, 
         )
     else:
         keys = set(changed_keys(old, new))
-        audio_only = bool(keys) and keys <= set(old.get("clips", {})) | set(new.get("clips", {}))
+        audio_only = "clips" in old and bool(keys) and keys <= set(old["clips"]) | set(new.get("clips", {}))
         log.warning(
             "results in %s were computed %s (%s); recomputing",
             output_dir,

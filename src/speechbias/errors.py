@@ -34,6 +34,8 @@ USER_ERROR_CLASSES = frozenset(
         "speechbias.upstream.s3prl.S3PRLUpstreamError",
         # a SLURM job's stale attempt refused a write into a folder its requeued copy now owns
         "speechbias.launch.slurm.attempt_fence.StaleAttemptError",
+        # another live process writes the run folder (speechbias.launch.run_folder_lock)
+        "speechbias.fileio.folder_lock.FolderBusyError",
         # a required config value (``???``) that was not given
         "omegaconf.errors.MissingMandatoryValue",
     }

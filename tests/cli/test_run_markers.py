@@ -217,3 +217,14 @@ def test_results_of_another_statistics_layout_are_recomputed(tmp_path, monkeypat
     with caplog.at_level(logging.WARNING, logger="speechbias"):
         assert finished_results(cfg, run) is None
     assert "statistics_layout" in caplog.text
+
+
+def test_a_changed_clip_is_named_and_a_digest_without_clips_says_it_is_an_earlier_versions():
+    from speechbias.tasks.run_markers import describe_change
+
+    values = {"values": {"seed": "0"}, "extra": {}}
+    now = {**values, "clips": {"/c/x.wav": "ab" * 32, "/c/y.wav": "ef" * 32}}
+    then = {**values, "clips": {"/c/x.wav": "cd" * 32, "/c/y.wav": "ef" * 32}}
+    assert describe_change(then, now) == "clip /c/x.wav changed (audio sha256 cdcdcdcdcdcd -> abababababab)"
+    assert describe_change(values, now) == "clips not recorded (a digest of an earlier version)"
+    assert describe_change({**now, "clips": {"/c/x.wav": "ab" * 32}}, now) == "clip /c/y.wav added"

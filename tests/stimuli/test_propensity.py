@@ -326,3 +326,22 @@ def test_authors_folds_come_in_psmpys_row_order_when_its_last_fold_is_topped_up(
     assert [r for r in order if r < n_small] == small_first
     assert [r for r in order if r >= n_small] == large_first
     assert sorted(order) == list(range(n_small + n_large))
+
+
+def test_authors_folds_refuse_groups_of_equal_size_as_psmpy_does():
+    """psmpy 0.3.13's logistic_ps(balance=True) raises 'No objects to concatenate' when the two groups have
+    the same size: there are no authors' pairs to replay, so the replay refuses (the logit model still
+    matches them)."""
+    speakers = trees.saa_speakers(np.random.default_rng(0), 30, 30, 10)
+    with tempfile.TemporaryDirectory() as d:
+        speakers.to_csv(f"{d}/speaker_list.csv", index=False)
+        saa = read_saa_metadata(f"{d}/speaker_list.csv")
+    with pytest.raises(SelectionError, match="authors_folds: both groups have 30 rows.*propensity_model=logit"):
+        T.us_foreign(saa, np.random.default_rng(0), propensity_model="authors_folds")
+    assert len(T.us_foreign(saa, np.random.default_rng(0), propensity_model="logit").clips) > 0
+    # one row more on either side is a larger group again: scored, not refused
+    cov = pd.DataFrame({"age": np.arange(61.0) % 40 + 18, "male": np.arange(61.0) % 2})
+    treated = pd.Series(np.arange(61) < 30)
+    assert len(authors_fold_scores(treated, cov)) == 61
+    with pytest.raises(SelectionError, match="both groups have 30 rows"):
+        authors_fold_scores(treated.iloc[:60], cov.iloc[:60])

@@ -186,3 +186,21 @@ def test_paper_results_reject_a_table_in_another_layout(tmp_path):
     pd.DataFrame({"model": ["a"], "d": [1.0]}).to_csv(bad, index=False)
     with pytest.raises(ValueError, match="missing column"):
         load_paper_results(bad, {}, {})
+
+
+def test_speat_d_bound_is_the_largest_d_any_associations_give():
+    """|d| = |mean_x - mean_y| / sd(all, population) is largest when each group's values are equal; a
+    random search over association values never exceeds the bound and the two-point values reach it."""
+    import math
+
+    from speechbias.results.sweep_results import speat_d_bound
+
+    rng = np.random.default_rng(0)
+    for n_x, n_y in ((10, 10), (3, 7), (1, 5)):
+        bound = speat_d_bound(n_x, n_y)
+        two_point = np.r_[np.ones(n_x), np.zeros(n_y)]
+        assert abs(two_point[:n_x].mean() - two_point[n_x:].mean()) / two_point.std() == pytest.approx(bound)
+        for _ in range(2000):
+            s = rng.normal(size=n_x + n_y) * rng.uniform(0.01, 1, n_x + n_y) + np.r_[np.full(n_x, 3.0), np.zeros(n_y)]
+            assert abs(s[:n_x].mean() - s[n_x:].mean()) / s.std() <= bound + 1e-12
+    assert speat_d_bound(10, 10) == 2.0 and math.isinf(speat_d_bound(None, 3))

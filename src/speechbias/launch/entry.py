@@ -24,7 +24,10 @@ from speechbias.launch.aggregation_configs import register_aggregation_configs
 from speechbias.launch.config_checks import check_config_unless_checked
 from speechbias.launch.parent_watch import job_done, watch_sweep_parent
 from speechbias.launch.signals import RunStopped, exit_now, print_stop_line, record_stop, running_job, stops_handled
+from speechbias.launch.run_folder_lock import hold_run_folder
 from speechbias.launch.storage_check import register_run_folders
+from speechbias.fileio.atomic_file import atomic_write
+from speechbias.fileio.folder_lock import FolderBusyError, release
 from speechbias.project_paths import user_path
 from speechbias.run_context import register_choice_resolver
 from speechbias.tasks.run_markers import (
@@ -192,9 +195,34 @@ def run_entry(cfg: DictConfig) -> dict | None:
     In a job of several ranks (a SLURM job of N tasks) rank zero records the job's status; a rank
     that fails records its error (unless another rank already did) and exits non-zero, so that
     ``srun --kill-on-bad-exit`` ends the other ranks at once instead of leaving them waiting in a
-    collective until the time limit."""
+    collective until the time limit.
+
+    One writer per folder (:mod:`speechbias.launch.run_folder_lock`): a job whose folder another live
+    process writes prints one line and exits 1 (in a multirun: fails), having written nothing there."""
     with stops_handled():
-        return _run_job(cfg)
+        output_dir = Path(cfg.paths.output_dir)
+        try:  # one writer per folder: before its status, checkpoints, results (rank zero: the job's writer)
+            took = process_rank() == 0 and hold_run_folder(output_dir)
+        except (FolderBusyError, StorageError) as exc:  # busy: its status is its writer's; unwritable: no status
+            return _refused(exc, cfg)
+        try:
+            return _run_job(cfg)
+        finally:
+            if took:
+                release(output_dir)
+
+
+def _refused(exc: Exception, cfg: DictConfig) -> None:
+    """A job whose folder another process writes (or that cannot take a lock file): one line; exit 1, or
+    in a multirun the job fails."""
+    if full_error_requested():
+        raise exc
+    if hydra_multirun():
+        job = " ".join(job_overrides()) or str(cfg.paths.output_dir)
+        print(f"job failed ({job}): {error_line(exc)}", file=sys.stderr)
+        return None
+    print(error_line(exc), file=sys.stderr)
+    sys.exit(1)
 
 
 def _run_job(cfg: DictConfig) -> dict | None:
@@ -298,7 +326,8 @@ def run_task(cfg: DictConfig) -> dict:
     seed_run(cfg.get("seed", 0), torch=not getattr(task_class_of(cfg), "seeds_torch_when_needed", False))
     output_dir = Path(cfg.paths.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    OmegaConf.save(cfg, output_dir / "config.yaml", resolve=False)
+    text = OmegaConf.to_yaml(cfg, resolve=False)  # OmegaConf.save's text, written atomically (a full disk: one line)
+    atomic_write(output_dir / "config.yaml", lambda tmp: tmp.write_text(text, encoding="utf-8"))
     if "trainer" in cfg:
         cfg.trainer = job_trainer_config(cfg.trainer)
     task = hydra.utils.instantiate(cfg.task.run)

@@ -83,13 +83,32 @@ def csv_text(table: Table) -> str:
     floats shortest round-trip). Written with the csv module: ~11x faster than pandas for the one-row
     results table each run (and each pair of a list job) writes (0.25 vs 2.9 ms, measured with its
     DataFrame construction and to_json), benchmarks/speat_pairs_bench.py; tests/core/test_run_writer.py
-    holds it equal to pandas."""
+    holds it equal to pandas. One difference, for text a spreadsheet would run: a text cell (or column name)
+    that begins with ``=``, ``+``, ``-``, ``@``, tab or CR and is not a number is written with a single quote
+    before it (:func:`inert_cell`, OWASP's CSV-injection advice), as read from an untrusted run folder."""
     columns, rows = table_columns(table)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows(["" if _missing(v) else v for v in row] for row in rows)
+    writer.writerow([inert_cell(c) for c in columns])
+    writer.writerows(["" if _missing(v) else inert_cell(v) for v in row] for row in rows)
     return out.getvalue()
+
+
+# what a spreadsheet takes for the start of a formula (OWASP, CSV injection)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def inert_cell(value):
+    """``value``, or for a string a spreadsheet would take for a formula (it begins with one of
+    :data:`FORMULA_STARTS` and is not a number: ``-0.5`` and ``+1e3`` are numbers) the string with a
+    single quote before it; numbers and other values as they are."""
+    if not isinstance(value, str) or not value.startswith(FORMULA_STARTS):
+        return value
+    try:
+        float(value)
+        return value
+    except ValueError:
+        return "'" + value
 
 
 def json_value(value):

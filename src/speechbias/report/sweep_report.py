@@ -33,6 +33,7 @@ import pandas as pd
 
 from speechbias.report import paper_figures, sweep_tables
 from speechbias.report.caveat import DEMO_CAVEAT, demo_tests_caveat, is_demo_test
+from speechbias.report.markdown_escape import escaped_table, md_code, md_text
 from speechbias.report.run_writer import RunWriter, markdown_table
 from speechbias.results.sweep_results import REPORT_MARKER, SweepResults
 
@@ -132,7 +133,7 @@ def sweep_caveat(tables: SweepTables) -> str | None:
     demo = [t for t in tests if is_demo_test(t)]
     if not demo:
         return None
-    return DEMO_CAVEAT if len(demo) == len(tests) else demo_tests_caveat(demo)
+    return DEMO_CAVEAT if len(demo) == len(tests) else demo_tests_caveat([md_text(t) for t in demo])
 
 
 def _plural(n: int, word: str) -> str:
@@ -187,6 +188,12 @@ def _figures(tables: SweepTables, writer: RunWriter, options: ReportOptions) -> 
     return written
 
 
+def _md_table(table: pd.DataFrame, **kwargs) -> str:
+    """A markdown table of ``table`` whose names and text cells came from run folders: escaped
+    (:func:`~speechbias.report.markdown_escape.escaped_table`)."""
+    return markdown_table(escaped_table(table), **kwargs)
+
+
 def _image(figs: dict[str, Path], name: str, alt: str, missing: str) -> str:
     """The markdown image of figure ``name``, or a line saying why it was not drawn."""
     if name in figs:
@@ -199,9 +206,33 @@ def _incomplete_lines(results: SweepResults) -> list[str]:
     lines = []
     for d in results.incomplete[:20]:
         reason = results.incomplete_reasons.get(d, "")
-        lines.append(f"  - `{d}`: {reason}" if reason else f"  - `{d}`")
+        lines.append(f"  - {md_code(d)}: {md_text(reason)}" if reason else f"  - {md_code(d)}")
     if len(results.incomplete) > 20:
         lines.append(f"  - and {len(results.incomplete) - 20} more")
+    return lines
+
+
+def _untrusted_lines(results: SweepResults) -> list[str]:
+    """Bullets for what the report left out of its tables: flagged rows (each), folders it could not read
+    and pair folders of an earlier list (the first 20 of each)."""
+    lines = []
+    flagged = results.flagged
+    if len(flagged):
+        lines.append(
+            f"- **{len(flagged)} result value(s) flagged and left out of the tables** (not a result a run computes):"
+        )
+        for r in flagged.head(20).itertuples():
+            lines.append(f"  - {md_code(r.run_dir)}: {md_text(r.column)} = {md_code(r.value)} {md_text(r.why)}")
+    bad = [(d, why) for d, why in results.malformed.items() if d not in results.incomplete_reasons]
+    if bad:
+        lines.append(f"- **{len(bad)} pair folder(s) could not be read and were skipped:**")
+        lines += [f"  - {md_code(d)}: {md_text(why)}" for d, why in bad[:20]]
+    if results.stale:
+        lines.append(
+            f"- {len(results.stale)} pair folder(s) of an earlier list of their job, not counted: "
+            + ", ".join(md_code(d) for d in results.stale[:20])
+            + (f" and {len(results.stale) - 20} more" if len(results.stale) > 20 else "")
+        )
     return lines
 
 
@@ -210,7 +241,7 @@ def _no_layer_profiles_reason(layers: pd.DataFrame) -> str:
         return "no per-layer results (speat.per_layer=false)"
     return (
         "every upstream of this sweep has a single layer ("
-        + ", ".join(dict.fromkeys(layers["upstream"].astype(str)))
+        + ", ".join(md_text(u) for u in dict.fromkeys(layers["upstream"].astype(str)))
         + "), whose one d per test is Figure 1's"
     )
 
@@ -220,7 +251,7 @@ def _no_heatmap_reason(appendix_d: pd.DataFrame) -> str:
         return "no SpEAT results in this sweep"
     r = appendix_d.iloc[0]
     return (
-        f"one aggregation strategy in this sweep ({r['aggregation']}: d > 0 in {int(r['n_positive'])} of "
+        f"one aggregation strategy in this sweep ({md_text(r['aggregation'])}: d > 0 in {int(r['n_positive'])} of "
         f"{int(r['n'])} results); the heat map compares strategies (experiment=paper_aggregation runs the paper's 30)"
     )
 
@@ -238,7 +269,7 @@ def _sections(
         for c, w in (("upstream", "model"), ("test", "test"), ("aggregation", "aggregation"))
     ]
     lines = [
-        f"- sweep folder(s): {', '.join(str(d) for d in results.sweep_dirs)}",
+        f"- sweep folder(s): {', '.join(md_text(d) for d in results.sweep_dirs)}",
         f"- {results.completion()}",
         f"- SpEAT runs: {len(speat)} ({', '.join(counts)}); SER runs: {n_prop}",
     ]
@@ -251,6 +282,7 @@ def _sections(
             "again (same `hydra.sweep.dir`) to finish only these; finished jobs are skipped."
         )
         lines.extend(_incomplete_lines(results))
+    lines.extend(_untrusted_lines(results))
     sections.append(("Sweep", "\n".join(lines)))
     sections.append(
         (
@@ -260,7 +292,7 @@ def _sections(
             f"after {method.capitalize()} correction over the {len(main)} model x test results of this "
             f"aggregation, `*` significant at alpha = {options.alpha} uncorrected only. "
             "One-sided permutation p (H1: d > 0). All runs: `results.csv` / `results.parquet`.\n\n"
-            + markdown_table(sweep_tables.d_pivot(main)),
+            + _md_table(sweep_tables.d_pivot(main)),
         )
     )
     sections.append(
@@ -274,7 +306,7 @@ def _sections(
         body = (
             _image(figs, "figure2_propagation", "Figure 2", "no SER propagation results") + "\n\n"
             "SpEAT d vs. Cohen's d of the valence head's predictions (X vs. Y); `pooled`: all heads' "
-            "predictions pooled per group. Sign agreement:\n\n" + markdown_table(agreement)
+            "predictions pooled per group. Sign agreement:\n\n" + _md_table(agreement)
         )
     else:
         body = (
@@ -307,21 +339,21 @@ def _sections(
             "Proportion of positive d per aggregation strategy (appendix D)",
             _image(figs, "appendix_d_positive", "appendix D figure", _no_heatmap_reason(tables.appendix_d))
             + "\n\n"
-            + (markdown_table(pivot.reset_index(), floatfmt=".2f") if len(pivot) else "_(no rows)_"),
+            + (_md_table(pivot.reset_index(), floatfmt=".2f") if len(pivot) else "_(no rows)_"),
         )
     )
     anova = tables.anova
     sections.append(
         (
             "Two-way ANOVA: test x model family",
-            tables.anova_note + ("\n\n" + markdown_table(anova) if len(anova) else ""),
+            tables.anova_note + ("\n\n" + _md_table(anova) if len(anova) else ""),
         )
     )
     cong, totals = tables.congruence, tables.congruence_totals
     body = (
         (
             f"{totals['n_congruent']} of {totals['n_total']} model x test effect sizes ({agg}) have the sign of "
-            "the human IAT D of their test.\n\n" + markdown_table(cong)
+            "the human IAT D of their test.\n\n" + _md_table(cong)
         )
         if totals["n_total"]
         else "_No test in this sweep has a human IAT D._"
@@ -330,8 +362,7 @@ def _sections(
     if len(by_agg):
         body += (
             f"\n\nPer aggregation strategy: tests whose mean d over models has the IAT's sign "
-            f"({int(by_agg['n_congruent'].sum())} of {int(by_agg['n_tests'].sum())} in all).\n\n"
-            + markdown_table(by_agg)
+            f"({int(by_agg['n_congruent'].sum())} of {int(by_agg['n_tests'].sum())} in all).\n\n" + _md_table(by_agg)
         )
     sections.append(("Congruence with human IAT signs", body))
     if tables.paper_comparison is not None:
@@ -343,7 +374,7 @@ def _sections(
                 "beside this sweep's d; `d_minus_paper` = this - paper. "
                 f"Same sign in {int(comp['same_sign'].sum())} of {len(comp)}; mean |difference| "
                 f"{comp['d_minus_paper'].abs().mean():.3f}.\n\n"
-                + markdown_table(comp.drop(columns=["model_id"], errors="ignore"))
+                + _md_table(comp.drop(columns=["model_id"], errors="ignore"))
             )
         else:
             body = "_No (model, test) of this sweep is in the paper's table._"

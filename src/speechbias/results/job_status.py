@@ -48,7 +48,7 @@ def read_status(job_dir: str | Path) -> JobStatus | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         return JobStatus(**{k: v for k, v in data.items() if k in JobStatus.__dataclass_fields__})
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, AttributeError):  # AttributeError: JSON that is not an object
         return None
 
 

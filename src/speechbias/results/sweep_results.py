@@ -15,13 +15,23 @@ A SpEAT job of several pairs (``bias_test=[a,b] aggregation=[...]``, tasks/speat
 pair into ``<job>/<test>/<aggregation>/``, a run folder read like any other (its overrides: the job's, with
 the pair's test and aggregation in place of the lists), and ``pairs.csv`` (:data:`PAIRS_FILE`) plus its
 ``results.json`` into the job folder: that folder is one finished job, its pairs are runs, not jobs;
-a job stopped before its last pair is one incomplete job, and its finished pairs are read.
+a job stopped before its last pair is one incomplete job, and its finished pairs are read. The job records
+its current pairs when it starts (:data:`CURRENT_PAIRS_FILE`); pair folders it does not list (an earlier
+list's) are stale: named, not counted.
+
+Run folders are untrusted input: a folder whose tables cannot be read (unreadable, not UTF-8, no rows,
+a missing column) is named in one line and skipped (``malformed``); a result row whose d or p is not a
+finite number, a p outside [0, 1] or a SpEAT d beyond what any d of its group sizes can be
+(:func:`speat_d_bound`) is left out of the tables and listed in ``flagged``. Nothing read from a folder is
+instantiated or resolved: overrides are read as text lines, configs not at all.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 import logging
+import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +53,8 @@ PAIRS_FILE = "pairs.csv"
 SWEEP_DIR_EXAMPLE = (
     "e.g. multirun/paper_speat (experiment=paper_speat's) or multirun/<date>/<time>-<microseconds>-<pid> (an ad-hoc -m)"
 )
+# a job of several pairs: the pairs of its current lists, written when it starts ({"pairs": ["<test>/<agg>"]})
+CURRENT_PAIRS_FILE = "pair_list.json"
 FAMILY_ORDER = ("wav2vec2", "hubert", "wavlm", "whisper", "s3prl", "classical", "tiny")
 
 
@@ -59,6 +71,9 @@ class SweepResults:
     ``incomplete_reasons``: why, per incomplete folder (its ``job_status.json`` error or log line).
     ``finished``: job or run folders (relative paths) with results, repeated runs included (a job of
     several pairs once: its pairs' folders are runs in the tables, not jobs).
+    ``flagged``: result rows left out (``run_dir``, ``column``, ``value``, ``why``): not finite, out of range.
+    ``malformed``: folders whose tables could not be read (relative path -> why), skipped.
+    ``stale``: pair folders of an earlier list of their job, not counted.
     """
 
     sweep_dirs: list[Path]
@@ -71,6 +86,9 @@ class SweepResults:
     incomplete_reasons: dict[str, str] = field(default_factory=dict)
     duplicates: int = 0
     finished: list[str] = field(default_factory=list)
+    flagged: pd.DataFrame = field(default_factory=pd.DataFrame)
+    malformed: dict[str, str] = field(default_factory=dict)
+    stale: list[str] = field(default_factory=list)
 
     @property
     def n_jobs(self) -> int:
@@ -152,6 +170,127 @@ def _read_csv(path: Path) -> pd.DataFrame:
         raise ConfigError(f"{path}: unreadable results table ({exc})") from exc
 
 
+class MalformedFolder(Exception):
+    """A run folder whose tables cannot be read as a run's (the reason; the folder is skipped)."""
+
+
+@dataclass
+class _Run:
+    """What one finished run folder gave: its rows (None: not of that kind), tables beside them, flagged rows."""
+
+    speat: pd.DataFrame | None = None
+    layers: list[pd.DataFrame] = field(default_factory=list)
+    se: list[pd.DataFrame] = field(default_factory=list)
+    propagation: pd.DataFrame | None = None
+    predictions: list[pd.DataFrame] = field(default_factory=list)
+    flagged: list[dict] = field(default_factory=list)
+
+
+def current_pairs(job_dir: Path) -> set[str] | None:
+    """The ``<test>/<aggregation>`` pairs a job of several pairs runs now (:data:`CURRENT_PAIRS_FILE`, else
+    its finished ``pairs.csv``), or None when it says none (a one-pair job, an older version's job)."""
+    listed = _listed_pairs(job_dir)
+    return listed if listed is not None else _pairs_table(job_dir)
+
+
+def _listed_pairs(job_dir: Path) -> set[str] | None:
+    try:
+        listed = json.loads((job_dir / CURRENT_PAIRS_FILE).read_text(encoding="utf-8"))["pairs"]
+        return {str(p) for p in listed}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def speat_d_bound(n_x, n_y) -> float:
+    """The largest |d| SpEAT's effect size can take with ``n_x`` and ``n_y`` target clips: the mean
+    difference over the standard deviation of all N = n_x + n_y associations is largest when each group's
+    values are equal, where it is N / sqrt(n_x n_y) (population sd; sqrt(N (N - 1) / (n_x n_y)) with
+    N - 1), 2 for equal groups; inf when the sizes are not known."""
+    try:
+        n_x, n_y = float(n_x), float(n_y)
+    except (TypeError, ValueError):
+        return math.inf
+    if not (n_x >= 1 and n_y >= 1):
+        return math.inf
+    return (n_x + n_y) / math.sqrt(n_x * n_y)
+
+
+def _flag_rows(table: pd.DataFrame, rel: str, speat: bool) -> tuple[pd.DataFrame, list[dict]]:
+    """``table`` without its rows whose effect size or p cannot be a result, and those rows' flags."""
+    flags, bad = [], pd.Series(False, index=table.index)
+    for column in ("d", "p") if speat else ("cohens_d",):
+        values = pd.to_numeric(table[column], errors="coerce")
+        for i, (raw, value) in enumerate(zip(table[column], values)):
+            why = None
+            if not math.isfinite(value):
+                why = "is not a finite number"
+            elif column == "p" and not 0.0 <= value <= 1.0:
+                why = "is not a probability (outside [0, 1])"
+            elif column == "d" and abs(value) > (bound := speat_d_bound(*_sizes(table, i))) * (1 + 1e-9):
+                why = f"is beyond any SpEAT d of its group sizes (|d| <= {bound:.4g})"
+            if why is not None:
+                bad.iloc[i] = True
+                flags.append({"run_dir": rel, "column": column, "value": str(raw), "why": why})
+        table = table.assign(**{column: values})
+    return table.loc[~bad].reset_index(drop=True), flags
+
+
+def _sizes(table: pd.DataFrame, i: int) -> tuple:
+    return tuple(table[c].iloc[i] if c in table.columns else None for c in ("n_x", "n_y"))
+
+
+def _read_run(run_dir: Path, kind: str, rel: str) -> _Run | None:
+    """One finished folder's tables (None for a job folder of several pairs: its pairs are read);
+    :class:`MalformedFolder` when they cannot be read as a run's."""
+    if kind == "job":
+        listed, finished = _listed_pairs(run_dir), _pairs_table(run_dir)
+        if listed is not None and finished is not None and listed != finished:
+            raise MalformedFolder(f"{PAIRS_FILE} lists the pairs of an earlier list than {CURRENT_PAIRS_FILE}")
+        return None
+    try:
+        results = _read_csv(run_dir / "results.csv")
+        overrides = _overrides(run_dir)
+        if kind == "pair" and not results.empty:
+            overrides = _pair_overrides(_overrides(run_dir.parent.parent), results.iloc[0])
+        tags = {"run_dir": rel, "overrides": overrides}
+        results = _mark_random_control(results, overrides)
+        run = _Run()
+        if results.empty:
+            raise MalformedFolder("results.csv has no rows")
+        if is_speat_table(results):
+            results, run.flagged = _flag_rows(results, rel, speat=True)
+            if results.empty:
+                return run
+            mtime = (run_dir / "results.json").stat().st_mtime_ns
+            run.speat = results.assign(**tags, _mtime=mtime)
+            for name, bucket in (("layers.csv", run.layers), ("se_curve.csv", run.se)):
+                if (run_dir / name).is_file():
+                    extra = _mark_random_control(_read_csv(run_dir / name), overrides)
+                    if name == "layers.csv" and "d" in extra.columns:
+                        extra, flags = _flag_rows(extra.assign(p=extra.get("p", 0.5)), f"{rel}/{name}", True)
+                        run.flagged += flags
+                    bucket.append(extra.assign(run_dir=rel, aggregation=results["aggregation"].iloc[0]))
+        elif is_propagation_table(results):
+            results, run.flagged = _flag_rows(results, rel, speat=False)
+            run.propagation = results.assign(**tags) if len(results) else None
+            if (run_dir / "predictions.csv").is_file():
+                run.predictions.append(_read_csv(run_dir / "predictions.csv").assign(run_dir=rel))
+        else:
+            raise MalformedFolder("results.csv is neither a SpEAT nor a propagation table (no test, d, p or cohens_d)")
+        return run
+    except ConfigError as exc:
+        raise MalformedFolder(str(exc).split(": ", 1)[-1]) from exc
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, IndexError, TypeError) as exc:
+        raise MalformedFolder(f"unreadable ({type(exc).__name__}: {exc})") from exc
+
+
+def _pairs_table(job_dir: Path) -> set[str] | None:
+    try:
+        return {str(p) for p in pd.read_csv(job_dir / PAIRS_FILE, usecols=["pair_dir"])["pair_dir"]}
+    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError):
+        return None
+
+
 def is_speat_table(df: pd.DataFrame) -> bool:
     return {"test", "aggregation", "d", "p"} <= set(df.columns)
 
@@ -226,6 +365,10 @@ def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str
         if not d.is_dir():
             raise ConfigError(f"sweep_dir {d}: no such folder ({missing_sweep_folder_hint(d)})")
     speat, layers, se, prop, preds, incomplete, reasons, finished = [], [], [], [], [], [], {}, []
+    flagged: list[dict] = []
+    malformed: dict[str, str] = {}
+    stale: list[str] = []
+    current: dict[Path, set[str] | None] = {}
     for sweep in dirs:
         for run_dir, kind in _walk_runs(sweep, [Path(p) for p in exclude]):
             rel = str(run_dir.relative_to(sweep)) if len(dirs) == 1 else str(run_dir)
@@ -233,32 +376,51 @@ def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str
                 incomplete.append(rel)
                 reasons[rel] = incomplete_reason(run_dir)
                 continue
+            if kind == "pair":
+                job = run_dir.parent.parent
+                if job not in current:
+                    current[job] = current_pairs(job)
+                if current[job] is not None and f"{run_dir.parent.name}/{run_dir.name}" not in current[job]:
+                    stale.append(rel)  # an earlier list's pair: not one of the job's runs now
+                    continue
+            try:
+                read = _read_run(run_dir, kind, rel)
+            except MalformedFolder as exc:
+                log.warning("%s: %s; skipped", run_dir, exc)
+                malformed[rel] = str(exc)
+                if kind != "pair":
+                    incomplete.append(rel)
+                    reasons[rel] = f"skipped: {exc}"
+                continue
             if kind != "pair":
                 finished.append(rel)  # a job (or run) folder; a pair is one of its job's runs
-            if kind == "job":
+            if read is None:
                 continue
-            results = _read_csv(run_dir / "results.csv")
-            overrides = _overrides(run_dir)
-            if kind == "pair" and not results.empty:
-                overrides = _pair_overrides(_overrides(run_dir.parent.parent), results.iloc[0])
-            tags = {"run_dir": rel, "overrides": overrides}
-            results = _mark_random_control(results, tags["overrides"])
-            if is_speat_table(results):
-                mtime = (run_dir / "results.json").stat().st_mtime_ns
-                speat.append(results.assign(**tags, _mtime=mtime))
-                for name, bucket in (("layers.csv", layers), ("se_curve.csv", se)):
-                    if (run_dir / name).is_file():
-                        extra = _mark_random_control(_read_csv(run_dir / name), tags["overrides"])
-                        bucket.append(extra.assign(run_dir=rel, aggregation=results["aggregation"].iloc[0]))
-            elif is_propagation_table(results):
-                prop.append(results.assign(**tags))
-                if (run_dir / "predictions.csv").is_file():
-                    preds.append(_read_csv(run_dir / "predictions.csv").assign(run_dir=rel))
-            else:
-                log.debug("%s: results.csv is neither a SpEAT nor a propagation table; skipped", run_dir)
+            flagged += read.flagged
+            if read.speat is not None:
+                speat.append(read.speat)
+                layers += read.layers
+                se += read.se
+            if read.propagation is not None:
+                prop.append(read.propagation)
+                preds += read.predictions
     out = SweepResults(
-        sweep_dirs=dirs, incomplete=sorted(incomplete), incomplete_reasons=reasons, finished=sorted(finished)
+        sweep_dirs=dirs,
+        incomplete=sorted(incomplete),
+        incomplete_reasons=reasons,
+        finished=sorted(finished),
+        flagged=pd.DataFrame(flagged, columns=["run_dir", "column", "value", "why"]),
+        malformed=malformed,
+        stale=sorted(stale),
     )
+    for row in flagged:
+        log.warning(
+            "%s: %s = %s %s; left out of the report's tables", row["run_dir"], row["column"], row["value"], row["why"]
+        )
+    if stale:
+        log.warning(
+            "%d pair folder(s) of an earlier list of their job not counted: %s", len(stale), ", ".join(stale[:5])
+        )
     if speat:
         table = pd.concat(speat, ignore_index=True)
         key = [k for k in SPEAT_KEY if k in table.columns]

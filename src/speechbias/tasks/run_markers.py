@@ -7,8 +7,9 @@ records (name, size, sha256: every file the run wrote into its folder but the bo
 gets one line naming it (``results.csv missing; recomputing``) and the run is recomputed. The digest is what determines
 the results: the resolved config without presentation keys (:data:`PRESENTATION_KEYS`: where outputs go,
 the logger, progress bars, ``force``, ...), the package version, and where it is cheap the upstream's
-identity (the hub commit of a cached hub id, the weight files of a local folder) and the sha256 of the
-bias test's manifest. A finished folder is reused only when its digest matches the new run's; otherwise
+identity (the hub commit of a cached hub id, the weight files of a local folder), the sha256 of the
+bias test's manifest and the decoded-audio sha256 of every clip the run reads (``clips``, as the audio
+index knows it: :mod:`speechbias.tasks.clip_identity`; a changed clip is named). A finished folder is reused only when its digest matches the new run's; otherwise
 one line names the keys that changed and the run is recomputed into the folder.
 
 Light on purpose (no pandas, torch): the entry points call :func:`finished_results` before anything heavy
@@ -154,11 +155,19 @@ def model_identity(values: dict[str, str]) -> dict[str, object]:
     return identity
 
 
-def run_identity(cfg: DictConfig | None, values: dict[str, str] | None = None) -> dict:
-    """What determines a run's results: its config values, the package version and statistics layout, and the identity of
-    its models and of its bias test's manifest (see the module docstring). ``values``: ``cfg``'s
-    :func:`config_values` when the caller has them already."""
+def run_identity(
+    cfg: DictConfig | None, values: dict[str, str] | None = None, cache_dir: str | Path | None = None
+) -> dict:
+    """What determines a run's results: its config values, the package version and statistics layout, the identity of its
+    models and of its bias test's manifest, and the decoded-audio sha256 of every clip it reads
+    (``clips``, :func:`speechbias.tasks.clip_identity.run_clips`, through the audio index under
+    ``cache_dir``, else ``cfg``'s ``paths.cache_dir``). ``values``: ``cfg``'s :func:`config_values` when
+    the caller has them already."""
+    from speechbias.tasks.clip_identity import run_clips
+
     values = config_values(cfg) if values is None else values
+    if cache_dir is None and cfg is not None:
+        cache_dir = OmegaConf.select(cfg, "paths.cache_dir", default=None)
     from speechbias.stats.permutation import STATISTICS_LAYOUT
 
     # the statistics layout decides how a sampled p is drawn: a run of another layout is computed again
@@ -170,7 +179,11 @@ def run_identity(cfg: DictConfig | None, values: dict[str, str] | None = None) -
     for key in ("bias_test.manifest",):
         if key in values and isinstance(json.loads(values[key]), str):
             extra[f"{key}.sha256"] = _file_sha256(Path(json.loads(values[key])).expanduser())
-    return {"values": values, "extra": {k: json.dumps(v, sort_keys=True, default=str) for k, v in extra.items()}}
+    return {
+        "values": values,
+        "extra": {k: json.dumps(v, sort_keys=True, default=str) for k, v in extra.items()},
+        "clips": run_clips(cfg, values, cache_dir),
+    }
 
 
 def identity_digest(identity: dict) -> str:
@@ -250,18 +263,31 @@ def _outputs_verified(output_dir: Path, record: dict | None) -> bool:
 
 
 def read_digest(path: Path) -> dict | None:
-    """The record :func:`write_digest` wrote at ``path``; None when it is missing or unreadable."""
+    """The record :func:`write_digest` wrote at ``path``; None when it is missing, unreadable or not of its
+    shape (a folder is untrusted input: an object whose parts are objects, each file's record an object)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    if not isinstance(record, dict) or not isinstance(record.get("digest", ""), str):
+        return None
+    parts = [record.get(k, {}) for k in ("values", "extra", "clips", "files")]
+    if not all(isinstance(part, dict) for part in parts) or not all(isinstance(f, dict) for f in parts[3].values()):
+        return None
+    return record
 
 
-def record_run_digest(cfg: DictConfig | None, output_dir: str | Path, values: dict[str, str] | None = None) -> Path:
+def record_run_digest(
+    cfg: DictConfig | None,
+    output_dir: str | Path,
+    values: dict[str, str] | None = None,
+    cache_dir: str | Path | None = None,
+) -> Path:
     """Write ``run_digest.json`` (digest + what it was computed from + every output file's size and
     sha256) into a completed run's folder, last (atomically: a run killed before has none). ``values``:
-    ``cfg``'s :func:`config_values` when the caller has them already (``cfg`` is then not needed)."""
-    identity = run_identity(cfg, values)
+    ``cfg``'s :func:`config_values` when the caller has them already (``cfg`` is then not needed, but
+    ``cache_dir``, the audio index's cache folder, is)."""
+    identity = run_identity(cfg, values, cache_dir)
     return write_digest(Path(output_dir) / RUN_DIGEST_FILE, identity, output_files(output_dir))
 
 
@@ -269,7 +295,7 @@ def changed_keys(old: dict, new: dict) -> list[str]:
     """Keys whose value differs between two identities (config keys first; the task object's own copies
     of config values, ``task.run.*``, only when nothing else changed)."""
     keys = []
-    for part in ("values", "extra"):
+    for part in ("values", "extra", "clips"):
         a, b = old.get(part, {}), new.get(part, {})
         keys += sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
     outer = [k for k in keys if not k.startswith("task.run.")]
@@ -285,10 +311,26 @@ def _shown(value: str | None) -> str:
 
 def describe_change(old: dict, new: dict) -> str:
     """``aggregation.layer: sum -> q3, speat.n_permutations: 1000 -> 2000 (+2 more)``."""
+    if "clips" not in old and new.get("clips"):  # a digest of a version before clips: not 'every clip added'
+        old = {**old, "clips": new["clips"]}
+        note = ["clips not recorded (a digest of an earlier version)"]
+    else:
+        note = []
     keys = changed_keys(old, new)
     merged_old = {**old.get("values", {}), **old.get("extra", {})}
     merged_new = {**new.get("values", {}), **new.get("extra", {})}
-    named = [f"{k}: {_shown(merged_old.get(k))} -> {_shown(merged_new.get(k))}" for k in keys[:MAX_NAMED_KEYS]]
+    clips_old, clips_new = old.get("clips", {}), new.get("clips", {})
+
+    def named_key(k: str) -> str:
+        if k in merged_old or k in merged_new:
+            return f"{k}: {_shown(merged_old.get(k))} -> {_shown(merged_new.get(k))}"
+        if k not in clips_old:
+            return f"clip {k} added"
+        if k not in clips_new:
+            return f"clip {k} no longer read"
+        return f"clip {k} changed (audio sha256 {clips_old[k][:12]} -> {clips_new[k][:12]})"
+
+    named = note + [named_key(k) for k in keys[:MAX_NAMED_KEYS]]
     more = f" (+{len(keys) - MAX_NAMED_KEYS} more)" if len(keys) > MAX_NAMED_KEYS else ""
     return ", ".join(named) + more
 
@@ -341,9 +383,12 @@ def finished_results(cfg: DictConfig, output_dir: str | Path, values: dict[str, 
             output_dir,
         )
     else:
+        keys = set(changed_keys(old, new))
+        audio_only = "clips" in old and bool(keys) and keys <= set(old["clips"]) | set(new.get("clips", {}))
         log.warning(
-            "results in %s were computed with another config (%s); recomputing",
+            "results in %s were computed %s (%s); recomputing",
             output_dir,
+            "from other audio" if audio_only else "with another config",
             describe_change(old, new) or "version or models",
         )
         digest_file.unlink(missing_ok=True)

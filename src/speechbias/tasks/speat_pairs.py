@@ -8,7 +8,7 @@ not cached), then computes each pair with :class:`~speechbias.speat.results.Spea
 (results.csv/json, layers.csv, report.md, figures, tracker_log.jsonl, config.yaml, run_digest.json),
 with the job's seed, so each pair's numbers equal its one-pair job's bit for bit. The job folder gets
 ``pairs.csv`` (one row per pair: its folder and result row) and ``results.json`` (the same rows), written
-last. A rerun of a killed job skips the pairs whose folder holds their finished results
+last; ``pair_list.json`` (its current pairs) first. A rerun of a killed job skips the pairs whose folder holds their finished results
 (:func:`~speechbias.tasks.run_markers.finished_results`: markers and a digest of the pair's config).
 One process only: a job of several processes (DDP) takes one pair.
 """
@@ -29,6 +29,7 @@ from speechbias.features.cached_statistics import StackedStatistics
 from speechbias.fileio.atomic_file import atomic_write
 from speechbias.report.caveat import DEMO_CAVEAT, is_demo_test
 from speechbias.report.run_writer import RunWriter, markdown_table
+from speechbias.results.sweep_results import CURRENT_PAIRS_FILE
 from speechbias.speat.results import SpeatResults
 from speechbias.stimuli.bias_test import BiasTest
 from speechbias.tasks.run_markers import (
@@ -175,6 +176,8 @@ class SpeatPairs:
         paths = list(dict.fromkeys(str(p) for m in manifests.values() for p in m["path"]))
         row_of = {p: i for i, p in enumerate(paths)}
         todo = [(t, a) for t in self.tests for a in self.aggregations]
+        # the job's current pairs, before any is computed: a report counts these only (an earlier list's are stale)
+        task.writer.json(CURRENT_PAIRS_FILE, {"pairs": [f"{t.name}/{a.name}" for t, a in todo]})
         configs = PairConfigs(config or {}, self.config_dir, task.writer.output_dir)
         rows: dict[tuple[str, str], dict] = {}
         for t, a in todo:
@@ -242,7 +245,7 @@ class SpeatPairs:
         row = results.compute(statistics)
         group = task.writer.output_dir.parent.name  # the sweep, as for a one-pair job
         task.publish_pair(writer, run_info, test.name, aggregation.name, plain, group)
-        record_run_digest(None, folder, values)  # the pair's folder now holds its finished results
+        record_run_digest(None, folder, values, task.cache.root)  # the pair's folder now holds its finished results
         log_result(test.name, run_info["upstream"], aggregation.name, row)
         return row
 

@@ -56,6 +56,13 @@ def check_valence_source(cfg: DictConfig) -> None:
 
 def check_propagation_tests(cfg: DictConfig) -> None:
     """``bias_tests`` of train.py name existing ``conf/bias_test/*.yaml`` files whose manifests check out."""
+    for entry, node in propagation_test_nodes(cfg):
+        check_bias_test(node, f"bias_tests[{entry}]", OmegaConf.select(cfg, "paths.cache_dir", default=None), cfg)
+
+
+def propagation_test_nodes(cfg: DictConfig) -> list[tuple[str, DictConfig]]:
+    """(name, bias test node with the run's paths and seed) of each of train.py's ``bias_tests``; a
+    ConfigError for a value that is not a list of known names."""
     entries = cfg.get("bias_tests") or []
     if not isinstance(entries, (list, ListConfig)):
         raise ConfigError(
@@ -63,16 +70,16 @@ def check_propagation_tests(cfg: DictConfig) -> None:
         )
     primary = primary_config_dir(cfg)
     folder = Path(primary) if primary else None
+    nodes = []
     for entry in entries:
         if not isinstance(entry, str):
             continue
         if folder is None:
-            return
+            break
         try:
             node = bias_test_config(entry, folder)
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
         scoped = OmegaConf.merge({"paths": cfg.paths, "seed": cfg.get("seed", 0)}, {"bias_test": node})
-        check_bias_test(
-            scoped.bias_test, f"bias_tests[{entry}]", OmegaConf.select(cfg, "paths.cache_dir", default=None), cfg
-        )
+        nodes.append((entry, scoped.bias_test))
+    return nodes

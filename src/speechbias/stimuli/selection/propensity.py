@@ -85,6 +85,9 @@ def authors_fold_scores(treated: pd.Series, covariates: pd.DataFrame) -> pd.Seri
     the mean of its scores. Rows of the larger group are thus scored by different models: their
     scores are not on one scale, which is why the authors' pairs are far apart in age and sex.
 
+    Groups of equal size are refused (a :class:`SelectionError`): psmpy 0.3.13 raises ``ValueError: No
+    objects to concatenate`` there, so the authors' procedure gives no pairs to replay.
+
     The scores come in psmpy's row order (:func:`psmpy_row_order`), the order its ``knn_matched``
     visits the smaller group and breaks ties in the larger one; ``.sort_index()`` gives table order.
     """
@@ -92,6 +95,12 @@ def authors_fold_scores(treated: pd.Series, covariates: pd.DataFrame) -> pd.Seri
     small, large = (
         (covariates[is_t], covariates[~is_t]) if is_t.sum() <= (~is_t).sum() else (covariates[~is_t], covariates[is_t])
     )
+    if len(small) == len(large):  # psmpy 0.3.13 folds only a larger group: 'No objects to concatenate'
+        raise SelectionError(
+            f"authors_folds: both groups have {len(small)} rows; psmpy, whose matching authors_folds replays, "
+            "cannot match groups of equal size (it fails with 'No objects to concatenate'); "
+            "use propensity_model=logit"
+        )
     small_is_t = bool(is_t.loc[small.index[0]])
     n, k = len(small), len(large) // len(small)
     rest = len(large) - k * n

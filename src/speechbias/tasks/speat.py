@@ -37,7 +37,7 @@ from speechbias.report.tracker import Tracker
 from speechbias.run_context import upstream_info
 from speechbias.tasks.run_markers import finished_marker, result_rows
 from speechbias.seeding import seed_torch
-from speechbias.stimuli.bias_test import BiasTest
+from speechbias.stimuli.bias_test import BiasTest, ClipCheck
 from speechbias.upstream.deferred import DeferredUpstream, built_upstream
 
 if TYPE_CHECKING:
@@ -74,6 +74,8 @@ class SpeatTask:
         seed: permutations and resamples (and torch's generator, seeded before extraction: the entry
             point leaves it to this task, :attr:`seeds_torch_when_needed`); force: rerun even when
             results.json exists.
+        clip_check: how a bias test's manifest built in the run has its clips checked (the pre-run
+            check's settings: :class:`~speechbias.stimuli.bias_test.ClipCheck`; None: not checked).
     """
 
     seeds_torch_when_needed = True
@@ -95,6 +97,7 @@ class SpeatTask:
         bias_tests: Sequence[BiasTest] = (),
         aggregations: Sequence[Aggregation] = (),
         config_dir: str | None = None,
+        clip_check: ClipCheck | None = None,
     ):
         self.bias_test = bias_test
         self.upstream = upstream
@@ -111,6 +114,7 @@ class SpeatTask:
         self.bias_tests = list(bias_tests or ())
         self.aggregations = list(aggregations or ())
         self.config_dir = config_dir
+        self.clip_check = clip_check
         self.demo = is_demo_test(bias_test.name) and not bias_test.user_manifest  # a user's manifest is no demo
         if self.writer.caveat is None and self.demo:
             self.writer.caveat = DEMO_CAVEAT
@@ -123,7 +127,7 @@ class SpeatTask:
         done = finished_marker(TASK_NAME, self.writer.output_dir, self.force)
         if done is not None:
             return result_rows(done)[0]
-        manifest = self.bias_test.load()
+        manifest = self.bias_test.load(self.clip_check)
         info = upstream_info(self.upstream, self.upstream_name)
         paths = list(manifest["path"])
         statistics = (

@@ -171,7 +171,7 @@ class SpeatPairs:
         """Compute (or reuse) every pair; returns their result rows (test-major). ``statistics_of(paths)``
         gives (the statistics of ``paths`` in order, the number of upstream forwards it took)."""
         task = self.task
-        manifests = {t.name: t.load() for t in self.tests}
+        manifests = {t.name: t.load(task.clip_check) for t in self.tests}
         paths = list(dict.fromkeys(str(p) for m in manifests.values() for p in m["path"]))
         row_of = {p: i for i, p in enumerate(paths)}
         todo = [(t, a) for t in self.tests for a in self.aggregations]

@@ -1,0 +1,133 @@
+"""A corpus-built test's manifest built during the run has its clips checked as a cached one's are before
+the run: repeated audio is one line of error on the first run (evaluate.py single runs, list jobs and
+train.py's bias_tests), nothing is cached for a rerun to reuse, and allow_duplicate_audio=true runs it with
+one warning. On d0ae760 the first run went through and reported d=0.000 (exit 0); only the second run,
+whose manifest was then cached, was refused.
+
+The corpora are the fixture trees of tests/stimuli/corpus_trees.py as they are: every Speech Accent Archive
+clip the same tone, and a MESS clip's tone set by its number within its actor (so six actors' clips of one
+number are the same audio).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import soundfile as sf
+
+from tests.stimuli import corpus_trees as trees
+
+REPO = Path(__file__).resolve().parents[2]
+FAST = ("upstream=fbank", "speat.n_permutations=200", "speat.per_layer=false", "speat.se_curve=false", "logger=none")
+MANIFEST = "manifests/us_foreign-ours-seed0.csv"
+LOG_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d [\d:,]+\]\[[\w.]+\]\[(INFO|DEBUG)\] - ")
+ERROR_END = "(HYDRA_FULL_ERROR=1 shows the traceback)"
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory) -> Path:
+    """SAA (30 US-born speakers, 6 Korean-born: us_foreign's matched pairs) and MESS, clips as the trees write them."""
+    root = tmp_path_factory.mktemp("corpora")
+    rng = np.random.default_rng(0)
+    speakers = trees.saa_speakers(rng, n_us=30, n_korean=6, n_uk=4)
+    trees.write_saa_scraped(root / "speech_accent_archive", speakers, audio_by="id")
+    trees.write_mess(root / "morgan_emotional_speech_set", rng, clips_per_actor=20)
+    return root
+
+
+def _run(script: str, workdir: Path, *overrides: str) -> tuple[int, list[str]]:
+    """``python <script> <overrides>`` from ``workdir`` with its own cache; the console lines other than
+    INFO log lines and progress bars."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", WANDB_MODE="offline", SPEECHBIAS_CACHE=str(workdir / "cache"))
+    env.pop("HYDRA_FULL_ERROR", None)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / script), *overrides, f"paths.output_root={workdir / 'outputs'}"],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    lines = [
+        ln
+        for ln in (proc.stdout + proc.stderr).splitlines()
+        if ln.strip() and not LOG_LINE.match(ln) and "Predicting" not in ln and "srun" not in ln
+    ]
+    return proc.returncode, lines
+
+
+def _one_error(rc: int, lines: list[str]) -> str:
+    assert rc == 1 and len(lines) == 1, lines
+    assert lines[0].startswith("error: ") and lines[0].endswith(ERROR_END), lines
+    return lines[0]
+
+
+def _repeated_rows(manifest: pd.DataFrame) -> int:
+    """Rows whose decoded audio an earlier row already lists (derived here: sha256 of each clip's samples)."""
+    digests = [hashlib.sha256(sf.read(p, dtype="float32")[0].tobytes()).hexdigest() for p in manifest["path"]]
+    return len(digests) - len(set(digests))
+
+
+def test_first_run_of_a_built_manifest_with_repeated_audio_is_one_line_and_caches_nothing(tmp_path, corpora):
+    work = tmp_path / "refused"
+    line = _one_error(*_run("evaluate.py", work, "bias_test=us_foreign", f"paths.data_root={corpora}", *FAST))
+    assert line.startswith(f"error: bias test us_foreign, built for {work / 'cache' / MANIFEST}: ")
+    assert "repeat audio listed in another row" in line and f"{corpora}/speech_accent_archive/" in line
+    assert "set allow_duplicate_audio=true to run anyway" in line
+    assert line.endswith(f"(the manifest was not written: a rerun builds it again) {ERROR_END}")
+    assert not (work / "cache" / MANIFEST).exists()  # nothing a rerun would take as built and checked
+    assert not list((work / "outputs").rglob("results.json"))
+
+    # allowed: the same build runs, with one warning naming the repeats, and is cached
+    allowed = tmp_path / "allowed"
+    rc, lines = _run(
+        "evaluate.py",
+        allowed,
+        "bias_test=us_foreign",
+        f"paths.data_root={corpora}",
+        "allow_duplicate_audio=true",
+        *FAST,
+    )
+    assert rc == 0, lines
+    assert len(lines) == 2 and lines[1].startswith("results in "), lines  # the warning, then where the results are
+    assert "[WARNING] - bias test us_foreign, built for" in lines[0] and "repeat audio" in lines[0]
+    assert lines[0].endswith("(run anyway: allow_duplicate_audio=true)")
+    manifest = pd.read_csv(allowed / "cache" / MANIFEST, dtype=str, keep_default_na=False)
+    n_repeated = _repeated_rows(manifest)
+    assert n_repeated > 0
+    # the refused run counted the repeats of this very build (a build is a function of the seed)
+    assert f": {n_repeated} row(s) repeat audio" in line
+    (result,) = json.loads(next((allowed / "outputs").rglob("results.json")).read_text())
+    assert result["test"] == "us_foreign" and result["n_x"] + result["n_y"] + result["n_a"] + result["n_b"] == len(
+        manifest
+    )
+
+
+def test_a_list_job_refuses_a_built_manifest_with_repeated_audio_in_one_line(tmp_path, corpora):
+    work = tmp_path / "list"
+    line = _one_error(
+        *_run("evaluate.py", work, "bias_test=[us_foreign,demo_voice]", f"paths.data_root={corpora}", *FAST)
+    )
+    assert line.startswith(f"error: bias test us_foreign, built for {work / 'cache' / MANIFEST}: ")
+    assert "repeat audio listed in another row" in line
+    assert not (work / "cache" / MANIFEST).exists()
+
+
+def test_train_refuses_a_built_manifest_with_repeated_audio_in_one_line(tmp_path, corpora):
+    work = tmp_path / "train"
+    line = _one_error(
+        *_run("train.py", work, "bias_tests=[us_foreign]", f"paths.data_root={corpora}", "max_steps=20", "logger=none")
+    )
+    assert line.startswith(f"error: bias test us_foreign, built for {work / 'cache' / MANIFEST}: ")
+    assert "repeat audio listed in another row" in line
+    assert not (work / "cache" / MANIFEST).exists()

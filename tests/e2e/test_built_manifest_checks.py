@@ -4,6 +4,9 @@ train.py's bias_tests), nothing is cached for a rerun to reuse, and allow_duplic
 one warning. On d0ae760 the first run went through and reported d=0.000 (exit 0); only the second run,
 whose manifest was then cached, was refused.
 
+Also: clips that differ in their audio but not in what the upstream gives them (every target's association
+equal, the effect size undefined) are one line naming the test, not a traceback.
+
 The corpora are the fixture trees of tests/stimuli/corpus_trees.py as they are: every Speech Accent Archive
 clip the same tone, and a MESS clip's tone set by its number within its actor (so six actors' clips of one
 number are the same audio).
@@ -131,3 +134,33 @@ def test_train_refuses_a_built_manifest_with_repeated_audio_in_one_line(tmp_path
     assert line.startswith(f"error: bias test us_foreign, built for {work / 'cache' / MANIFEST}: ")
     assert "repeat audio listed in another row" in line
     assert not (work / "cache" / MANIFEST).exists()
+
+
+def _tone(path: Path, freq: float, tail: int) -> Path:
+    """A 0.225 s tone at 16 kHz (exactly 21 fbank frames: 400 samples + 20 hops of 160) followed by ``tail``
+    samples of 0.05, fewer than a hop: audio that differs by its tail gives the same frames."""
+    t = np.arange(400 + 160 * 20) / 16000
+    samples = np.concatenate([0.1 * np.sin(2 * np.pi * freq * t), np.full(tail, 0.05)]).astype(np.float32)
+    sf.write(str(path), samples, 16000, subtype="FLOAT")
+    return path
+
+
+def test_distinct_clips_with_equal_associations_are_one_line_naming_the_test(tmp_path):
+    """A and B are the same tones, each with its own tail: every clip's audio differs (the duplicate check
+    passes) but fbank gives A and B the same frames, so mean(A) - mean(B) is 0 and so is every target's
+    association: d = 0 / 0."""
+    folder = tmp_path / "clips"
+    folder.mkdir()
+    rows = []
+    for role, freqs, tail in (("X", (300, 410), 0), ("Y", (520, 630), 0), ("A", (740, 850), 3), ("B", (740, 850), 7)):
+        for freq in freqs:
+            path = _tone(folder / f"{role}{freq}.wav", freq, tail)
+            rows.append({"clip_id": path.stem, "path": path.name, "role": role})
+    pd.DataFrame(rows).to_csv(folder / "same_frames.csv", index=False)
+    work = tmp_path / "work"
+    for attempt in ("extracted", "cached"):  # the extraction loop's callback, then the warm path
+        line = _one_error(*_run("evaluate.py", work, f"bias_test.manifest={folder / 'same_frames.csv'}", *FAST))
+        assert line.startswith(
+            "error: bias_test=same_frames upstream=fbank aggregation=mean_sum: the effect size d is undefined: "
+            "every target clip (X and Y) has the same association with A vs B"
+        ), attempt

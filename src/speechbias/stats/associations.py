@@ -25,6 +25,11 @@ import numpy as np
 from speechbias.stats.validation import StatsInputError, as_embeddings, as_sample, check_same_dim
 
 
+class EqualAssociationsError(StatsInputError):
+    """Every association value is the same (standard deviation 0): the effect size d is undefined. A task
+    names the test, upstream and aggregation that gave them (it is not a user error here)."""
+
+
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit Euclidean norm; rows are pre-scaled by their max |value| so the norm
     neither overflows nor underflows. Input must be finite with no zero rows (see validation)."""
@@ -55,7 +60,7 @@ def effect_size_from_associations(s_x, s_y) -> float:
     s_y = as_sample(s_y, "s_y", min_size=2)
     pooled = np.concatenate([s_x, s_y])
     if np.ptp(pooled) == 0.0:  # std would be 0 (or rounding noise around 0)
-        raise StatsInputError(
+        raise EqualAssociationsError(
             "s_x, s_y: all association values are equal (standard deviation 0); the effect size d is undefined"
         )
     return float((s_x.mean() - s_y.mean()) / pooled.std(ddof=1))

@@ -19,7 +19,8 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -28,6 +29,7 @@ from speechbias.aggregation import Aggregation
 from speechbias.errors import ConfigError
 from speechbias.speat.results import SpeatResults
 from speechbias.speat.settings import SpeatSettings
+from speechbias.stats.associations import EqualAssociationsError
 from speechbias.features.cache import FeatureCache
 from speechbias.features.cached_statistics import fully_cached_statistics
 from speechbias.features.extraction_settings import ExtractionSettings
@@ -135,21 +137,24 @@ class SpeatTask:
             if single_process(self.trainer)
             else None
         )
-        if statistics is not None:  # warm: no loop, no Trainer, no upstream
-            log.info("%s: 0 of %d clips needed an upstream forward (every clip cached)", self.upstream.name, len(paths))
-            results = SpeatResults(
-                self.bias_test,
-                manifest,
-                self.aggregation,
-                self.writer,
-                {**info, "n_upstream_forwards": 0},
-                self.speat,
-                self.seed,
-                self.upstream.fingerprint_fields().get("layer_convention"),
-            )
-            summary, global_zero = results.compute(statistics), True
-        else:
-            summary, global_zero = self._extract_and_compute(manifest, info)
+        with defined_effect_size(self.bias_test.name, info["upstream"], self.aggregation.name):
+            if statistics is not None:  # warm: no loop, no Trainer, no upstream
+                log.info(
+                    "%s: 0 of %d clips needed an upstream forward (every clip cached)", self.upstream.name, len(paths)
+                )
+                results = SpeatResults(
+                    self.bias_test,
+                    manifest,
+                    self.aggregation,
+                    self.writer,
+                    {**info, "n_upstream_forwards": 0},
+                    self.speat,
+                    self.seed,
+                    self.upstream.fingerprint_fields().get("layer_convention"),
+                )
+                summary, global_zero = results.compute(statistics), True
+            else:
+                summary, global_zero = self._extract_and_compute(manifest, info)
         if global_zero:  # one tracker run, not one per DDP rank
             self.publish_pair(self.writer, info, self.bias_test.name, self.aggregation.name, config)
         if summary:
@@ -249,6 +254,22 @@ class SpeatTask:
         if trainer.is_global_zero and trainer.world_size > 1:
             return result_rows(self.writer.path("results.json"))[0]
         return {}
+
+
+@contextmanager
+def defined_effect_size(test: str, upstream: str, aggregation: str) -> Iterator[None]:
+    """A pair whose target clips all have the same association (the statistics' EqualAssociationsError: d
+    undefined, e.g. clips that differ in audio but not in what the upstream gives them) as one user line
+    naming the test, the upstream and the aggregation."""
+    try:
+        yield
+    except EqualAssociationsError as exc:
+        raise ConfigError(
+            f"bias_test={test} upstream={upstream} aggregation={aggregation}: the effect size d is undefined: "
+            "every target clip (X and Y) has the same association with A vs B (their standard deviation is 0; "
+            "e.g. the X and Y clips, or the A and B clips, give the same embeddings); check the clips, or use "
+            "another upstream or aggregation"
+        ) from exc
 
 
 def log_result(test: str, upstream: str, aggregation: str, row: dict) -> None:

@@ -7,9 +7,10 @@ whose manifest was then cached, was refused.
 Also: clips that differ in their audio but not in what the upstream gives them (every target's association
 equal, the effect size undefined) are one line naming the test, not a traceback.
 
-The corpora are the fixture trees of tests/stimuli/corpus_trees.py as they are: every Speech Accent Archive
-clip the same tone, and a MESS clip's tone set by its number within its actor (so six actors' clips of one
-number are the same audio).
+The corpora are the fixture trees of tests/stimuli/corpus_trees.py: MESS as they write it, a clip's tone set
+by its number within its actor (so six actors' clips of one number are the same audio: repeated attribute
+clips), and each Speech Accent Archive clip rewritten as its own tone (targets of one audio, as the trees
+write them, would leave d undefined when allowed).
 """
 
 from __future__ import annotations
@@ -38,12 +39,14 @@ ERROR_END = "(HYDRA_FULL_ERROR=1 shows the traceback)"
 
 @pytest.fixture(scope="module")
 def corpora(tmp_path_factory) -> Path:
-    """SAA (30 US-born speakers, 6 Korean-born: us_foreign's matched pairs) and MESS, clips as the trees write them."""
+    """SAA (30 US-born speakers, 6 Korean-born: us_foreign's matched pairs), each clip its own tone, and MESS."""
     root = tmp_path_factory.mktemp("corpora")
     rng = np.random.default_rng(0)
     speakers = trees.saa_speakers(rng, n_us=30, n_korean=6, n_uk=4)
-    trees.write_saa_scraped(root / "speech_accent_archive", speakers, audio_by="id")
+    saa = trees.write_saa_scraped(root / "speech_accent_archive", speakers, audio_by="id")
     trees.write_mess(root / "morgan_emotional_speech_set", rng, clips_per_actor=20)
+    for i, path in enumerate(sorted(saa.glob("*.wav"))):
+        trees.write_tone(path, 0.1 + 0.001 * i, freq=130.0 + 11.3 * i)
     return root
 
 
@@ -85,7 +88,7 @@ def test_first_run_of_a_built_manifest_with_repeated_audio_is_one_line_and_cache
     work = tmp_path / "refused"
     line = _one_error(*_run("evaluate.py", work, "bias_test=us_foreign", f"paths.data_root={corpora}", *FAST))
     assert line.startswith(f"error: bias test us_foreign, built for {work / 'cache' / MANIFEST}: ")
-    assert "repeat audio listed in another row" in line and f"{corpora}/speech_accent_archive/" in line
+    assert "repeat audio listed in another row" in line and f"(A: {corpora}/morgan_emotional_speech_set/" in line
     assert "set allow_duplicate_audio=true to run anyway" in line
     assert line.endswith(f"(the manifest was not written: a rerun builds it again) {ERROR_END}")
     assert not (work / "cache" / MANIFEST).exists()  # nothing a rerun would take as built and checked
@@ -111,9 +114,29 @@ def test_first_run_of_a_built_manifest_with_repeated_audio_is_one_line_and_cache
     # the refused run counted the repeats of this very build (a build is a function of the seed)
     assert f": {n_repeated} row(s) repeat audio" in line
     (result,) = json.loads(next((allowed / "outputs").rglob("results.json")).read_text())
-    assert result["test"] == "us_foreign" and result["n_x"] + result["n_y"] + result["n_a"] + result["n_b"] == len(
-        manifest
+    assert (
+        np.isfinite(result["d"])
+        and result["test"] == "us_foreign"
+        and result["n_x"] + result["n_y"] + result["n_a"] + result["n_b"] == len(manifest)
     )
+
+
+def test_allowed_targets_of_one_audio_are_one_line_saying_d_is_undefined(tmp_path):
+    """The lead's case: every SAA clip as the trees write it, one tone. Allowed, its targets all have the same
+    association (up to rounding), which d0ae760 reported as d=0.000."""
+    root = tmp_path / "corpora"
+    rng = np.random.default_rng(0)
+    speakers = trees.saa_speakers(rng, n_us=30, n_korean=6, n_uk=4)
+    trees.write_saa_scraped(root / "speech_accent_archive", speakers, audio_by="id")
+    trees.write_mess(root / "morgan_emotional_speech_set", rng, clips_per_actor=20)
+    work = tmp_path / "work"
+    rc, lines = _run(
+        "evaluate.py", work, "bias_test=us_foreign", f"paths.data_root={root}", "allow_duplicate_audio=true", *FAST
+    )
+    assert rc == 1 and len(lines) == 2 and "repeat audio" in lines[0], lines  # the warning, then the error
+    assert lines[1].startswith(
+        "error: bias_test=us_foreign upstream=fbank aggregation=mean_sum: the effect size d is undefined"
+    ) and lines[1].endswith(ERROR_END)
 
 
 def test_a_list_job_refuses_a_built_manifest_with_repeated_audio_in_one_line(tmp_path, corpora):

@@ -41,7 +41,9 @@ USER_ERROR_CLASSES = frozenset(
     }
 )
 # project error classes that are deliberately not user errors (wrong arguments from code, i.e. bugs)
-NOT_USER_ERROR_CLASSES = frozenset({"speechbias.stats.validation.StatsInputError"})
+NOT_USER_ERROR_CLASSES = frozenset(
+    {"speechbias.stats.validation.StatsInputError", "speechbias.stats.associations.EqualAssociationsError"}
+)
 
 FULL_ERROR_HINT = "HYDRA_FULL_ERROR=1 shows the traceback"
 

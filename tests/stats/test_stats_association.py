@@ -127,3 +127,29 @@ def test_constant_associations_have_no_effect_size():
     B = np.eye(4)[2:]
     with pytest.raises(StatsInputError, match="standard deviation 0"):
         effect_size(X, X.copy(), A, B)
+
+
+@pytest.mark.parametrize("n_x, n_y, dim", [(3, 5, 80), (6, 7, 768), (12, 5, 1280)])
+def test_targets_of_one_embedding_have_no_effect_size_despite_rounding(n_x, n_y, dim):
+    """Every target the same vector: every s is the same number, so d = 0 / 0. A matrix product rounds each
+    row its own way (s about 1e-17 apart), which must not become a d of rounding noise."""
+    from speechbias.stats import speat
+    from speechbias.stats.associations import EqualAssociationsError
+
+    rng = np.random.default_rng(dim)
+    w, A, B = rng.normal(size=dim), rng.normal(size=(5, dim)), rng.normal(size=(6, dim))
+    X, Y = np.tile(w, (n_x, 1)), np.tile(w, (n_y, 1))
+    with pytest.raises(EqualAssociationsError, match="all association values are equal"):
+        effect_size(X, Y, A, B)
+    with pytest.raises(EqualAssociationsError, match="all association values are equal"):
+        speat(X, Y, A, B, n_permutations=100)
+
+
+def test_a_tiny_real_spread_of_associations_keeps_its_effect_size():
+    """Targets 1e-7 apart (relative) spread s far above rounding: d is the loop reference's."""
+    rng = np.random.default_rng(3)
+    dim = 80
+    w, A, B = rng.normal(size=dim), rng.normal(size=(4, dim)), rng.normal(size=(5, dim))
+    X = w + 1e-7 * rng.normal(size=(3, dim))
+    Y = w + 1e-7 * rng.normal(size=(4, dim))
+    assert effect_size(X, Y, A, B) == pytest.approx(d_ref(X.tolist(), Y.tolist(), A.tolist(), B.tolist()), rel=1e-4)

@@ -15,7 +15,9 @@ Precision: every input is cast once to float64 (features may stay float32 on dis
 exact) and all of the above runs in float64. float32 is not enough: when one coordinate
 dominates (MFCC c0), cosines sit near 1, s(w) is a small difference of such cosines and d lost
 about 1e-5 relative in float32 (tests/stats/test_stats_float64.py); in float64 it matches a
-float64 loop reference to about 1e-13.
+float64 loop reference to about 1e-13. Associations that differ by no more than rounding
+(:func:`association_noise`; targets of one embedding, s a row of a matrix product each) are equal: d is
+undefined, not a ratio of rounding noise.
 """
 
 from __future__ import annotations
@@ -23,6 +25,11 @@ from __future__ import annotations
 import numpy as np
 
 from speechbias.stats.validation import StatsInputError, as_embeddings, as_sample, check_same_dim
+
+
+class EqualAssociationsError(StatsInputError):
+    """Every association value is the same (standard deviation 0): the effect size d is undefined. A task
+    names the test, upstream and aggregation that gave them (it is not a user error here)."""
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
@@ -49,13 +56,23 @@ def association(W, A, B) -> np.ndarray:
     return unit_rows(W) @ direction
 
 
-def effect_size_from_associations(s_x, s_y) -> float:
-    """d from per-target associations ``s_x`` (n_x,), ``s_y`` (n_y,); each group needs >= 2 targets."""
+def association_noise(direction: np.ndarray) -> float:
+    """How far rounding can move s(w) = w_hat . ``direction`` (D,) in float64: (D + 4) eps |direction| per
+    value (a dot product's bound, |w_hat| = 1, plus unit_rows' own rounding), twice that between two values.
+    Targets with the same embedding give the same s only up to this: a matrix product rounds each row its
+    own way (about 1e-17 apart at D = 80)."""
+    return 2.0 * (direction.shape[0] + 4) * float(np.finfo(np.float64).eps) * float(np.linalg.norm(direction))
+
+
+def effect_size_from_associations(s_x, s_y, noise: float = 0.0) -> float:
+    """d from per-target associations ``s_x`` (n_x,), ``s_y`` (n_y,); each group needs >= 2 targets.
+    ``noise``: the rounding error the values may carry (:func:`association_noise`); values that spread no
+    more than that are all equal (d undefined, :class:`EqualAssociationsError`), not a d of rounding noise."""
     s_x = as_sample(s_x, "s_x", min_size=2)
     s_y = as_sample(s_y, "s_y", min_size=2)
     pooled = np.concatenate([s_x, s_y])
-    if np.ptp(pooled) == 0.0:  # std would be 0 (or rounding noise around 0)
-        raise StatsInputError(
+    if np.ptp(pooled) <= noise:  # std would be 0, or rounding noise around 0
+        raise EqualAssociationsError(
             "s_x, s_y: all association values are equal (standard deviation 0); the effect size d is undefined"
         )
     return float((s_x.mean() - s_y.mean()) / pooled.std(ddof=1))
@@ -68,4 +85,7 @@ def effect_size(X, Y, A, B) -> float:
     A = as_embeddings(A, "A")
     B = as_embeddings(B, "B")
     check_same_dim(X=X, Y=Y, A=A, B=B)
-    return effect_size_from_associations(association(X, A, B), association(Y, A, B))
+    direction = attribute_direction(A, B)
+    return effect_size_from_associations(
+        unit_rows(X) @ direction, unit_rows(Y) @ direction, association_noise(direction)
+    )

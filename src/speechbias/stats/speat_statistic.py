@@ -6,7 +6,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from speechbias.stats.associations import attribute_direction, effect_size_from_associations, unit_rows
+from speechbias.stats.associations import (
+    association_noise,
+    attribute_direction,
+    effect_size_from_associations,
+    unit_rows,
+)
 from speechbias.stats.permutation import permutation_test
 from speechbias.stats.validation import as_embeddings, check_count, check_same_dim, read_only
 
@@ -72,7 +77,7 @@ def speat(X, Y, A, B, n_permutations: int = 1_000_000, seed: int | None = 0) -> 
     direction = attribute_direction(A, B)
     s_x = unit_rows(X) @ direction
     s_y = unit_rows(Y) @ direction
-    d = effect_size_from_associations(s_x, s_y)
+    d = effect_size_from_associations(s_x, s_y, association_noise(direction))
     test = permutation_test(s_x, s_y, n_permutations=n_permutations, seed=seed)
     return SpeatResult(
         d=d,

@@ -11,6 +11,11 @@ README's way) is the user's test, not the demo's: the demo config names its own 
 ``demo_manifest``, and a test whose ``manifest`` is another file is named after that file (unless
 ``bias_test.name=...`` says otherwise), labelled from its group column, resampled as its pair ids allow,
 and carries no demo caveat, espeak label or human IAT value of the demo.
+
+A manifest that exists before a run has its clips checked before the run (tasks/input_checks); one that
+:meth:`BiasTest.load` builds (or finds written by a parallel job while it waited for the lock) is checked
+there with the same :func:`~speechbias.stimuli.manifest.check_manifest_audio`, given the run's
+:class:`ClipCheck`, and a build that fails the check is not written (a rerun builds and checks it again).
 """
 
 from __future__ import annotations
@@ -24,11 +29,39 @@ from pathlib import Path
 import pandas as pd
 from filelock import FileLock
 
-from speechbias.stimuli.manifest import ManifestError, load_manifest, validate_manifest, write_manifest
+from speechbias.stimuli.manifest import (
+    ManifestError,
+    check_manifest_audio,
+    load_manifest,
+    validate_manifest,
+    write_manifest,
+)
 
 log = logging.getLogger(__name__)
 
 RESAMPLING_DESIGNS = ("iid", "paired", "stratified")
+
+
+@dataclass(frozen=True)
+class ClipCheck:
+    """The run's check of the clips of a manifest built during the run (the pre-run check's settings):
+    ``cache_dir`` the audio index's cache folder (None: every clip decoded), ``check_audio`` ``changed``
+    or ``full`` (every clip decoded again), ``allow_duplicate_audio`` repeated audio warned about, not
+    refused."""
+
+    cache_dir: str | None = None
+    check_audio: str = "changed"
+    allow_duplicate_audio: bool = False
+
+    def apply(self, df: pd.DataFrame, source: str) -> None:
+        """Check the clips of ``df`` (a validated manifest: absolute paths) or raise ManifestError."""
+        check_manifest_audio(
+            df[["path", "role"]].to_dict("records"),
+            source,
+            self.cache_dir,
+            full=self.check_audio == "full",
+            allow_repeats=self.allow_duplicate_audio,
+        )
 
 
 @dataclass
@@ -80,9 +113,11 @@ class BiasTest:
         self.demo_manifest = None
         self.user_manifest = True
 
-    def load(self) -> pd.DataFrame:
-        """The validated manifest; built (and written to ``manifest``) on first use if needed."""
-        df = self._read_or_build()
+    def load(self, clip_check: ClipCheck | None = None) -> pd.DataFrame:
+        """The validated manifest; built (and written to ``manifest``) on first use if needed. A manifest
+        built here, or written by a parallel job while this one waited, has its clips checked with
+        ``clip_check`` (the run's settings; None: not checked) before it is written or used."""
+        df = self._read_or_build(clip_check)
         for role, attr, fallback in (
             ("X", "x_label", "X"),
             ("Y", "y_label", "Y"),
@@ -97,28 +132,39 @@ class BiasTest:
             self.resampling = "paired" if (targets["pair_id"] != "").all() else "iid"
         return df
 
-    def _read_or_build(self) -> pd.DataFrame:
-        if self.manifest is not None and Path(self.manifest).is_file():
+    def _read_or_build(self, clip_check: ClipCheck | None) -> pd.DataFrame:
+        if self.manifest is not None and Path(self.manifest).is_file():  # its clips were checked before the run
             return load_manifest(self.manifest, root=self.root)
         if self.builder is None:
             raise ManifestError(
                 f"bias test {self.name}: manifest {self.manifest} does not exist and no builder is configured"
             )
         if self.manifest is None:
-            return self._build()
+            return self._checked(self._build(), clip_check, f"bias test {self.name} (stimuli built by its builder)")
         # parallel jobs of a sweep that need the same test build its manifest once: the first holds the
         # lock and builds, the others wait and read what it wrote
         Path(self.manifest).parent.mkdir(parents=True, exist_ok=True)
         with FileLock(f"{self.manifest}.lock"):
-            if Path(self.manifest).is_file():
-                return load_manifest(self.manifest, root=self.root)
+            if Path(self.manifest).is_file():  # written while this job waited: not checked before the run
+                return self._checked(load_manifest(self.manifest, root=self.root), clip_check, self.manifest)
+            # checked before it is written: a refused build leaves no manifest for a rerun to reuse
             df = self._build()
+            try:
+                self._checked(df, clip_check, f"bias test {self.name}, built for {self.manifest}")
+            except ManifestError as exc:
+                raise ManifestError(f"{exc} (the manifest was not written: a rerun builds it again)") from exc
             # read back what was written, so a fresh build and a cached one are the same table
             return load_manifest(write_manifest(df, self.manifest), root=self.root)
 
     def _build(self) -> pd.DataFrame:
         log.info("building stimuli for bias test %s", self.name)
         return validate_manifest(self.builder(), source=f"builder of {self.name}", root=self.root)
+
+    @staticmethod
+    def _checked(df: pd.DataFrame, clip_check: ClipCheck | None, source: str) -> pd.DataFrame:
+        if clip_check is not None:
+            clip_check.apply(df, source)
+        return df
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -58,7 +58,8 @@ def check_writable_folder(folder, key: str, create: bool = True, fix: str | None
 def check_bias_test(node: DictConfig, key: str, cache_dir=None, cfg: DictConfig | None = None) -> None:
     """The bias test's manifest exists and every clip it lists exists and decodes, with at least
     :data:`MIN_CLIPS_PER_ROLE` clips per role and no audio repeated (``cfg``'s ``check_audio`` and
-    ``allow_duplicate_audio`` apply); or a builder will write it from corpus folders that exist."""
+    ``allow_duplicate_audio`` apply); or a builder will write it from corpus folders that exist (the clips
+    of what it builds are checked then, with the same settings: BiasTest.load's ClipCheck)."""
     manifest = OmegaConf.select(node, "manifest", default=None)
     has_builder = OmegaConf.select(node, "builder", default=None) is not None
     if manifest is None:

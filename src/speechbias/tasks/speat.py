@@ -19,7 +19,8 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -28,6 +29,7 @@ from speechbias.aggregation import Aggregation
 from speechbias.errors import ConfigError
 from speechbias.speat.results import SpeatResults
 from speechbias.speat.settings import SpeatSettings
+from speechbias.stats.associations import EqualAssociationsError
 from speechbias.features.cache import FeatureCache
 from speechbias.features.cached_statistics import fully_cached_statistics
 from speechbias.features.extraction_settings import ExtractionSettings
@@ -37,7 +39,7 @@ from speechbias.report.tracker import Tracker
 from speechbias.run_context import upstream_info
 from speechbias.tasks.run_markers import finished_marker, result_rows
 from speechbias.seeding import seed_torch
-from speechbias.stimuli.bias_test import BiasTest
+from speechbias.stimuli.bias_test import BiasTest, ClipCheck
 from speechbias.upstream.deferred import DeferredUpstream, built_upstream
 
 if TYPE_CHECKING:
@@ -74,6 +76,8 @@ class SpeatTask:
         seed: permutations and resamples (and torch's generator, seeded before extraction: the entry
             point leaves it to this task, :attr:`seeds_torch_when_needed`); force: rerun even when
             results.json exists.
+        clip_check: how a bias test's manifest built in the run has its clips checked (the pre-run
+            check's settings: :class:`~speechbias.stimuli.bias_test.ClipCheck`; None: not checked).
     """
 
     seeds_torch_when_needed = True
@@ -95,6 +99,7 @@ class SpeatTask:
         bias_tests: Sequence[BiasTest] = (),
         aggregations: Sequence[Aggregation] = (),
         config_dir: str | None = None,
+        clip_check: ClipCheck | None = None,
     ):
         self.bias_test = bias_test
         self.upstream = upstream
@@ -111,6 +116,7 @@ class SpeatTask:
         self.bias_tests = list(bias_tests or ())
         self.aggregations = list(aggregations or ())
         self.config_dir = config_dir
+        self.clip_check = clip_check
         self.demo = is_demo_test(bias_test.name) and not bias_test.user_manifest  # a user's manifest is no demo
         if self.writer.caveat is None and self.demo:
             self.writer.caveat = DEMO_CAVEAT
@@ -123,7 +129,7 @@ class SpeatTask:
         done = finished_marker(TASK_NAME, self.writer.output_dir, self.force)
         if done is not None:
             return result_rows(done)[0]
-        manifest = self.bias_test.load()
+        manifest = self.bias_test.load(self.clip_check)
         info = upstream_info(self.upstream, self.upstream_name)
         paths = list(manifest["path"])
         statistics = (
@@ -131,21 +137,24 @@ class SpeatTask:
             if single_process(self.trainer)
             else None
         )
-        if statistics is not None:  # warm: no loop, no Trainer, no upstream
-            log.info("%s: 0 of %d clips needed an upstream forward (every clip cached)", self.upstream.name, len(paths))
-            results = SpeatResults(
-                self.bias_test,
-                manifest,
-                self.aggregation,
-                self.writer,
-                {**info, "n_upstream_forwards": 0},
-                self.speat,
-                self.seed,
-                self.upstream.fingerprint_fields().get("layer_convention"),
-            )
-            summary, global_zero = results.compute(statistics), True
-        else:
-            summary, global_zero = self._extract_and_compute(manifest, info)
+        with defined_effect_size(self.bias_test.name, info["upstream"], self.aggregation.name):
+            if statistics is not None:  # warm: no loop, no Trainer, no upstream
+                log.info(
+                    "%s: 0 of %d clips needed an upstream forward (every clip cached)", self.upstream.name, len(paths)
+                )
+                results = SpeatResults(
+                    self.bias_test,
+                    manifest,
+                    self.aggregation,
+                    self.writer,
+                    {**info, "n_upstream_forwards": 0},
+                    self.speat,
+                    self.seed,
+                    self.upstream.fingerprint_fields().get("layer_convention"),
+                )
+                summary, global_zero = results.compute(statistics), True
+            else:
+                summary, global_zero = self._extract_and_compute(manifest, info)
         if global_zero:  # one tracker run, not one per DDP rank
             self.publish_pair(self.writer, info, self.bias_test.name, self.aggregation.name, config)
         if summary:
@@ -245,6 +254,22 @@ class SpeatTask:
         if trainer.is_global_zero and trainer.world_size > 1:
             return result_rows(self.writer.path("results.json"))[0]
         return {}
+
+
+@contextmanager
+def defined_effect_size(test: str, upstream: str, aggregation: str) -> Iterator[None]:
+    """A pair whose target clips all have the same association (the statistics' EqualAssociationsError: d
+    undefined, e.g. clips that differ in audio but not in what the upstream gives them) as one user line
+    naming the test, the upstream and the aggregation."""
+    try:
+        yield
+    except EqualAssociationsError as exc:
+        raise ConfigError(
+            f"bias_test={test} upstream={upstream} aggregation={aggregation}: the effect size d is undefined: "
+            "every target clip (X and Y) has the same association with A vs B (their standard deviation is 0; "
+            "e.g. the X and Y clips, or the A and B clips, give the same embeddings); check the clips, or use "
+            "another upstream or aggregation"
+        ) from exc
 
 
 def log_result(test: str, upstream: str, aggregation: str, row: dict) -> None:

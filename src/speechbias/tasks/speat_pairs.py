@@ -39,7 +39,7 @@ from speechbias.tasks.run_markers import (
     result_rows,
     without_keys,
 )
-from speechbias.tasks.speat import log_result
+from speechbias.tasks.speat import defined_effect_size, log_result
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ class SpeatPairs:
         """Compute (or reuse) every pair; returns their result rows (test-major). ``statistics_of(paths)``
         gives (the statistics of ``paths`` in order, the number of upstream forwards it took)."""
         task = self.task
-        manifests = {t.name: t.load() for t in self.tests}
+        manifests = {t.name: t.load(task.clip_check) for t in self.tests}
         paths = list(dict.fromkeys(str(p) for m in manifests.values() for p in m["path"]))
         row_of = {p: i for i, p in enumerate(paths)}
         todo = [(t, a) for t in self.tests for a in self.aggregations]
@@ -242,7 +242,8 @@ class SpeatPairs:
         atomic_write(folder / "config.yaml", lambda tmp: tmp.write_text(text, encoding="utf-8"))
         layer_convention = task.upstream.fingerprint_fields().get("layer_convention")
         results = SpeatResults(test, manifest, aggregation, writer, run_info, task.speat, task.seed, layer_convention)
-        row = results.compute(statistics)
+        with defined_effect_size(test.name, run_info["upstream"], aggregation.name):
+            row = results.compute(statistics)
         group = task.writer.output_dir.parent.name  # the sweep, as for a one-pair job
         task.publish_pair(writer, run_info, test.name, aggregation.name, plain, group)
         record_run_digest(None, folder, values, task.cache.root)  # the pair's folder now holds its finished results

@@ -39,7 +39,7 @@ from speechbias.ser.pooling import lr_label
 from speechbias.ser.split import DevSplit
 from speechbias.ser.training_settings import PropagationSettings, TrainingSettings, ValenceDataSettings
 from speechbias.ser.valence import ValenceSet
-from speechbias.stimuli.bias_test import BiasTest
+from speechbias.stimuli.bias_test import BiasTest, ClipCheck
 from speechbias.upstream.base import Upstream
 
 log = logging.getLogger(__name__)
@@ -96,6 +96,8 @@ class TrainSerTask:
         valence_data: ``ser_data.*`` (the dev split, batches, validation interval, loader workers).
         extraction: the extraction loop's settings.
         seed: the run's seed (batches; identity columns). force: rerun a finished run.
+        clip_check: how a bias test's manifest built in the run has its clips checked (the pre-run
+            check's settings: :class:`~speechbias.stimuli.bias_test.ClipCheck`; None: not checked).
     """
 
     def __init__(
@@ -116,6 +118,7 @@ class TrainSerTask:
         upstream_name: str | None = None,
         seed: int = 0,
         force: bool = False,
+        clip_check: ClipCheck | None = None,
     ):
         self.valence = valence
         self.bias_tests = list(bias_tests)
@@ -133,6 +136,7 @@ class TrainSerTask:
         self.extraction = extraction
         self.seed = int(seed)
         self.force = bool(force)
+        self.clip_check = clip_check
 
     def run(self, config: dict | None = None) -> dict:
         """Extract, fit, measure propagation, publish; returns the summary metrics (those of the
@@ -144,7 +148,7 @@ class TrainSerTask:
         training, data = self.training, self.valence_data
         if training.torch_threads:
             torch.set_num_threads(training.torch_threads)
-        tests = [PropagationTest(bias_test=t, manifest=t.load()) for t in self.bias_tests]
+        tests = [PropagationTest(bias_test=t, manifest=t.load(self.clip_check)) for t in self.bias_tests]
         info = upstream_info(self.upstream, self.upstream_name)
         lr_text = ",".join(lr_label(v) for v in training.lr)
         run_info = {

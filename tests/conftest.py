@@ -24,6 +24,15 @@ CONF_DIR = REPO_ROOT / "conf"
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data" / "speat_paper"
 
 
+@pytest.fixture(autouse=True)
+def _third_party_warnings_quieted():
+    """The scoped filters of known third-party warnings that the entry points install (console_quieting), in
+    each test's own warnings context too (pytest resets the filters per test): ``pytest -q`` shows none."""
+    from speechbias.console_quieting import quiet_third_party_console
+
+    quiet_third_party_console()
+
+
 @pytest.fixture
 def repo_root() -> Path:
     return REPO_ROOT

@@ -62,6 +62,24 @@ THIRD_PARTY_WARNINGS = (
         UserWarning,
         r"lightning\.pytorch\.loops\.fit_loop",
     ),
+    # Lightning's checkpoint callback when a run resumes into its own checkpoints/ (train.py resumes there on
+    # purpose: tasks/run_markers.claim_checkpoints decides whether the folder's checkpoints are this config's)
+    (
+        r"Checkpoint directory .* exists and is not empty",
+        UserWarning,
+        r"pytorch_lightning\.callbacks\.model_checkpoint",
+    ),
+    (
+        r"Checkpoint directory .* exists and is not empty",
+        UserWarning,
+        r"lightning\.pytorch\.callbacks\.model_checkpoint",
+    ),
+    # torch deprecates a bool key_padding_mask beside a float attn_mask; transformers' WavLM attention passes both
+    (
+        r"Support for mismatched key_padding_mask and attn_mask is deprecated",
+        UserWarning,
+        r"torch\.nn\.functional",
+    ),
     # torch >= 2.10 deprecates torch.distributed.nn.functional.all_gather; Lightning 2.6 all_gather uses it
     (
         r"torch\.distributed\.nn\.functional\.all_gather is deprecated",

@@ -35,6 +35,8 @@ def _interrupt_early(cmd: list[str], delay: float) -> tuple[int, list[str]]:
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, **ENV},
+        # Ctrl-C's default, as at a terminal: a background job of a non-interactive shell (CI) inherits it ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     lines: list[str] = []
     script_began = threading.Event()

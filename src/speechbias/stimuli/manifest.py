@@ -48,8 +48,9 @@ REQUIRED_COLUMNS = ("clip_id", "path", "role")
 _OPTIONAL_DEFAULTS = {"group": "", "speaker": "", "pair_id": "", "stratum": ""}
 # what the roles mean, for error lines
 ROLE_MEANINGS = "X, Y: the target groups; A, B: the attribute poles, pleasant and unpleasant"
-# bad clips / repeated clips named in one error line
+# bad clips / repeated clips named in one error line, and the rows of each repeated clip
 MAX_LISTED = 3
+MAX_LISTED_ROWS = 5
 # the setting that runs a manifest with repeated audio anyway (a warning names the repeats)
 ALLOW_REPEATS = "allow_duplicate_audio=true"
 
@@ -58,10 +59,11 @@ class ManifestError(ValueError):
     """A manifest that cannot be used; the message names the source and the offending rows."""
 
 
-def _rows(positions: Sequence[int]) -> str:
-    """Row positions (0-based, data rows) as the CSV's line numbers (the header is line 1)."""
-    rows = [str(i + 2) for i in list(positions)[:10]]
-    more = f" (+{len(positions) - 10} more)" if len(positions) > 10 else ""
+def _rows(positions: Sequence[int], limit: int = 10) -> str:
+    """Row positions (0-based, data rows) as the CSV's line numbers (the header is line 1): the first
+    ``limit`` and how many more, so that an error line stays one short line whatever the manifest's size."""
+    rows = [str(i + 2) for i in list(positions)[:limit]]
+    more = f" (+{len(positions) - limit} more)" if len(positions) > limit else ""
     return ", ".join(rows) + more
 
 
@@ -85,7 +87,11 @@ def check_rows(
         seen[v] = seen.get(v, 0) + 1
     dup = [i for i, v in enumerate(ids) if seen[v] > 1]
     if dup:
-        raise ManifestError(f"{source}: duplicate clip_id {sorted({ids[i] for i in dup})[:5]} in row(s) {_rows(dup)}")
+        repeated = sorted({ids[i] for i in dup})
+        raise ManifestError(
+            f"{source}: {len(repeated)} duplicate clip_id(s), e.g. {repeated[:5]}, in {len(dup)} rows: {_rows(dup)}; "
+            "a clip_id names one row"
+        )
     roles = [r["role"] for r in rows]
     bad_role = [i for i, v in enumerate(roles) if v not in ROLES]
     if bad_role:
@@ -267,7 +273,7 @@ def check_manifest_audio(
     repeats = repeated_clips(paths, {p: f.sha256 for p, f in facts.items()})
     if repeats:
         named = "; ".join(
-            f"row(s) {', '.join(str(i + 2) for i in group)} ({roles[group[0]]}: {paths[group[0]]}"
+            f"row(s) {_rows(group, MAX_LISTED_ROWS)} ({roles[group[0]]}: {paths[group[0]]}"
             f"{'' if len({paths[i] for i in group}) == 1 else ' and other files with the same audio'})"
             for group in repeats[:MAX_LISTED]
         )

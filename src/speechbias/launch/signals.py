@@ -148,6 +148,12 @@ def stopped_before_handlers() -> None:
     raise SystemExit(stop.exit_code)
 
 
+def handling_stops() -> bool:
+    """Whether a run in this process has its stops handled here now (inside :func:`ends_on_signals` or
+    :func:`stops_handled`)."""
+    return _State.guarded
+
+
 @contextmanager
 def stops_handled() -> Iterator[None]:
     """Inside: SIGTERM/SIGINT raise :class:`RunStopped`, which the caller catches (:func:`run_entry

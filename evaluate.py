@@ -4,11 +4,15 @@ Thin Hydra entry point: compose the config, instantiate the task's runner, run i
 writes results.csv/json and report.md into the run's output folder and logs to W&B.
 """
 
-from __future__ import annotations
+# no `from __future__` import: it runs an import before the try below, outside its reach
+try:
+    from speechbias.launch.signals import ends_on_signals, install_stop_handlers
 
-from speechbias.launch.signals import ends_on_signals, install_stop_handlers
+    install_stop_handlers()  # first: SIGTERM/SIGINT end the command with one line and exit 128 + signal
+except KeyboardInterrupt:  # Ctrl-C during that import, before the handlers: the same one line
+    from speechbias.launch.signals import stopped_before_handlers
 
-install_stop_handlers()  # first: SIGTERM/SIGINT end the command with one line and exit 128 + signal
+    stopped_before_handlers()
 
 from pathlib import Path  # noqa: E402
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import signal
 import subprocess
 import time
 
@@ -53,3 +54,41 @@ def test_scancel_of_a_training_job_reads_stopped_by_sigterm_in_the_sweep_table(t
         (row,) = list(csv.DictReader(f))
     assert row["status"] == "failed"
     assert "cancelled" in row["error"] and "stopped by SIGTERM during training" in row["error"], row
+
+
+def test_sigterm_to_a_slurm_sweep_cancels_its_jobs_and_prints_their_table(tmp_path):
+    # before (issue 40): the sweep's process printed "of 0 job(s)" and an empty sweep_status.csv and left its
+    # jobs running
+    assert sbatch_answers()
+    sweep, log = tmp_path / "sweep", tmp_path / "console.log"
+    proc = start(
+        "train.py",
+        "-m",
+        "upstream=fbank",
+        "max_steps=200000",
+        "checkpoint_every_n_epochs=1",
+        "logger=none",
+        "seed=0,1",
+        *CPU_JOB,
+        f"hydra.sweep.dir={sweep}",
+        cache=tmp_path / "cache",
+        log=log,
+    )
+    try:
+        jobs = wait_for(lambda: len(job_ids(sweep)) == 2 and job_ids(sweep), 60, "the jobs' submission")
+        wait_for(lambda: len(list(sweep.glob("*/checkpoints/last.ckpt"))) == 2, 300, "both jobs training")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 143, log.read_text()[-3000:]
+        assert all(queue_state(job) in ("CANCELLED", "") for job in jobs), [queue_state(job) for job in jobs]
+    finally:
+        proc.kill()
+        cancel_jobs(sweep)
+    console = log.read_text()
+    assert "2 failed of 2 job(s)" in console, console[-3000:]
+    assert console.rstrip().endswith("speechbias: sweep stopped by SIGTERM; rerun the same command to resume")
+    with open(sweep / "sweep_status.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert sorted(row["error"].split(";")[0] for row in rows) == [
+        f"SLURM job {job} cancelled by the sweep's SIGTERM" for job in jobs
+    ]
+    assert all(row["error"].endswith("the job said: stopped by SIGTERM during training") for row in rows), rows

@@ -41,18 +41,23 @@ def sbatch_answers() -> bool:
     return proc.returncode == 0
 
 
-@lru_cache(maxsize=1)
-def two_nodes_answer() -> bool:
-    """Whether ``sbatch`` accepts a job of two nodes here (``.ci/slurm/start --nodes 2``)."""
+@lru_cache(maxsize=4)
+def nodes_answer(nodes: int) -> bool:
+    """Whether ``sbatch`` accepts a job of ``nodes`` nodes here (``.ci/slurm/start --nodes N``, N >= nodes)."""
     if not sbatch_answers():
         return False
     proc = subprocess.run(
-        ["sbatch", "--test-only", "-N2", "--ntasks-per-node=1", "--wrap", "true"],
+        ["sbatch", "--test-only", f"-N{nodes}", "--ntasks-per-node=1", "--wrap", "true"],
         capture_output=True,
         text=True,
         timeout=20,
     )
     return proc.returncode == 0
+
+
+def two_nodes_answer() -> bool:
+    """Whether ``sbatch`` accepts a job of two nodes here (``.ci/slurm/start --nodes 2``)."""
+    return nodes_answer(2)
 
 
 # tests marked so skip where no cluster answers (the fixture is in tests/slurm/conftest.py)

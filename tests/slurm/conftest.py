@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from slurm.cluster import run, sbatch_answers, two_nodes_answer
+from slurm.cluster import nodes_answer, run, sbatch_answers, two_nodes_answer
 
 # optimiser steps of the train.py runs compared here: long enough that a requeue lands mid-training
 TRAIN_STEPS = 2000
@@ -20,6 +20,12 @@ def slurm_cluster() -> None:
 def two_node_cluster() -> None:
     if not two_nodes_answer():
         pytest.skip("no two-node SLURM cluster answers here (CI starts one with .ci/slurm/start --nodes 2)")
+
+
+@pytest.fixture
+def three_node_cluster() -> None:
+    if not nodes_answer(3):
+        pytest.skip("no three-node SLURM cluster answers here (.ci/slurm/start --nodes 3)")
 
 
 @pytest.fixture(scope="session")

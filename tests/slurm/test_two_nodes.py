@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 
 import pandas as pd
@@ -112,6 +113,25 @@ def test_a_rank_failing_on_the_second_node_ends_the_job_with_the_cause_in_the_ta
     )
     assert "\n" not in row["error"]
     print(f"\nthe two-node job ended {ended_s:.1f} s after its rank 1 (sbnode2) was killed")
+
+
+def test_scancel_of_a_two_node_job_carries_the_jobs_own_stop_line(tmp_path):
+    # the ranks record "stopped by SIGTERM during <phase>" within SLURM's KillWait (5 s on this cluster)
+    sweep, log = tmp_path / "sweep", tmp_path / "console.log"
+    proc = start("train.py", "-m", "upstream=fbank", "max_steps=100000", "checkpoint_every_n_epochs=1",
+                 "logger=none", *TWO_NODES, f"hydra.sweep.dir={sweep}", cache=tmp_path / "cache", log=log)  # fmt: skip
+    try:
+        (job,) = wait_for(lambda: job_ids(sweep), 60, "the job's submission")
+        wait_for(lambda: ddp_started(sweep), 180, "DDP to start")
+        wait_for(lambda: list(sweep.glob("*/checkpoints/last.ckpt")), 240, "the first epoch's checkpoint")
+        subprocess.run(["scancel", job], check=True)
+        assert proc.wait(timeout=120) == 1, log.read_text()[-3000:]
+    finally:
+        proc.kill()
+        cancel_jobs(sweep)
+    row = pd.read_csv(sweep / "sweep_status.csv").iloc[0]
+    assert row["status"] == "failed" and row["error"].startswith(f"SLURM job {job} cancelled"), row["error"]
+    assert row["error"].endswith("the job said: stopped by SIGTERM during training"), row["error"]
 
 
 @pytest.mark.parametrize(

@@ -59,6 +59,9 @@ from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLaunche
 log = logging.getLogger(__name__)
 
 KILL_ON_BAD_EXIT = "--kill-on-bad-exit=1"
+# after a stop signal, how long the sweep's process waits for the jobs it cancelled to leave the queue (their
+# ranks record "stopped by SIGTERM during <phase>" within SLURM's KillWait; 30 s by default, 5 on CI)
+CANCEL_WAIT_S = 15.0
 # where the configured set and the statistics set are set (conf/hydra/launcher/slurm.yaml)
 CONFIGURED_PREFIX = "hydra.launcher."
 STATISTICS_PREFIX = "hydra.launcher.statistics."
@@ -354,9 +357,46 @@ class SweepWatch:
     until every job has its results or has ended (printing the reason of jobs pending too long)."""
 
     def __init__(self, launcher: SpeechbiasSlurmLauncher, jobs: list, calls: list[tuple[list[str], int]]):
+        from speechbias.launch.signals import on_sweep_stop
+
         self.launcher = launcher
         self.jobs = {job.job_id: (job, overrides, idx) for job, (overrides, idx) in zip(jobs, calls)}
         self.final: dict[str, str | None] | None = None
+        # a stop signal to the sweep's process cancels these jobs before its table (the folder lookups of
+        # jobs that never started cost a compose each: ~0.2 s a job)
+        on_sweep_stop(self.cancel, CANCEL_WAIT_S + 5.0 + 0.5 * len(self.jobs))
+
+    def cancel(self, stop) -> None:
+        """The sweep's process got ``stop`` (SIGTERM, SIGINT): ``scancel`` its jobs that have no results yet,
+        wait up to :data:`CANCEL_WAIT_S` for them to leave the queue, then record each one failed with
+        ``SLURM job <id> cancelled by the sweep's SIGTERM`` (after the job's own line when it recorded one),
+        so that the sweep's table lists every job it submitted."""
+        import subprocess
+
+        from speechbias.launch.slurm.queue import TERMINAL_STATES, queue_states
+        from speechbias.launch.sweep_status import current_sweep_id, record_failure
+
+        ids = [job_id for job_id, (job, _, _) in self.jobs.items() if not has_results(job)]
+        if not ids:
+            return
+        try:
+            subprocess.run(["scancel", *ids], capture_output=True, timeout=30)
+        except (OSError, subprocess.SubprocessError) as exc:
+            log.warning("scancel %s: %s", " ".join(ids), exc)
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while time.monotonic() < deadline:
+            entries = queue_states({j.split("_")[0] for j in ids})
+            if entries is not None and all(entries.get(j) is None or entries[j].state in TERMINAL_STATES for j in ids):
+                break
+            time.sleep(0.5)
+        for job_id in ids:
+            job, overrides, idx = self.jobs[job_id]
+            if has_results(job):  # it finished while being cancelled
+                continue
+            job_dir = self.launcher.job_dir(overrides, idx)
+            if job_dir is not None:
+                error = f"SLURM job {job_id} cancelled by the sweep's {stop.signal_name}"
+                record_failure(job_dir, error, overrides, current_sweep_id(), add_to_failed=True)
 
     def job_return(self, job_id: str) -> JobReturn:
         if self.final is None:

@@ -6,19 +6,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from speechbias.checked_settings import Settings, boolean, integer, setting
+from speechbias.checked_settings import Settings, boolean, integer, number, setting
 
 
 @dataclass(frozen=True)
 class ExtractionSettings(Settings):
     """The extraction predict loop of a task (``extraction.*``): clips per batch, DataLoader workers,
-    and whether clips shorter than the upstream's receptive field are zero-padded (else an error)."""
+    whether clips shorter than the upstream's receptive field are zero-padded (else an error), and the
+    longest clip a run takes (checked before any model loads: one forward holds a whole clip)."""
 
     NODE = "extraction"
 
     batch_size: int = setting(integer(1), 8, "clips per forward")
     num_workers: int = setting(integer(0), 0, "DataLoader worker processes")
     pad_short: bool = setting(boolean(), False, "zero-pad clips shorter than the receptive field")
+    max_clip_seconds: float = setting(number(0, low_open=True), 1800.0, "longest clip a run takes, in seconds")
 
     def kwargs(self) -> dict:
         """As keyword arguments of :func:`speechbias.features.extraction.extract_statistics`."""

@@ -192,7 +192,8 @@ def run_entry(cfg: DictConfig) -> dict | None:
     the signal, a single run prints one line, and the process exits 128 + the signal (in a basic
     launcher's sweep the stop goes on to the sweep's process, which prints the table).
 
-    In a job of several ranks (a SLURM job of N tasks) rank zero records the job's status; a rank
+    In a job of several ranks (a SLURM job of N tasks) rank zero records the job's status (a stop signal:
+    every rank records it, the first wins); a rank
     that fails records its error (unless another rank already did) and exits non-zero, so that
     ``srun --kill-on-bad-exit`` ends the other ranks at once instead of leaving them waiting in a
     collective until the time limit.
@@ -238,8 +239,10 @@ def _run_job(cfg: DictConfig) -> dict | None:
     )
     previous = read_status(output_dir) if rank == 0 else None  # the record of the run that left results here
     register_run_folders(cfg, output_dir, multirun)  # a write that fails names the setting that moves its folder
-    if rank == 0:
-        running_job(output_dir)  # a stop signal from now on records it
+    if rank == 0 or several_ranks:
+        # a stop signal from now on records it; in a job of several ranks each rank does (the first wins):
+        # after scancel, the rank that exits first with 143 makes srun --kill-on-bad-exit SIGKILL the others
+        running_job(output_dir)
     if multirun:
         watch_sweep_parent(output_dir if rank == 0 else None)  # a loky worker ends when the sweep's process dies
     try:

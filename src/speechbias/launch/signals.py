@@ -103,6 +103,8 @@ class _State:
     job_dir: Path | None = None
     sweep: tuple[Path, str] | None = None  # (sweep folder, sweep id) of the multirun this process runs
     requeue_under_way = False
+    sweep_stop = None  # hook(stop) run before a stopped sweep's table (on_sweep_stop), and the seconds it may take
+    sweep_stop_s = 0.0
     installed = False
     guarded = False  # a RunStopped raised now is caught (ends_on_signals, run_entry)
     line_printed = False
@@ -134,6 +136,22 @@ def install_stop_handlers() -> bool:
     _wrap_requeue_handler()
     _State.installed = True
     return True
+
+
+def stopped_before_handlers() -> None:
+    """Ctrl-C before :func:`install_stop_handlers` ran: while an entry script imported this module (~0.1 s
+    of imports; ~0.4 s on a loaded machine), Python's own SIGINT handler raised ``KeyboardInterrupt``,
+    which the script catches and passes here: the same one line as later, exit 130 (the interpreter's
+    exit: nothing has started). SIGTERM then is the system's default end, silent."""
+    stop = RunStopped(signal.SIGINT, "start-up")
+    print_stop_line(stop)
+    raise SystemExit(stop.exit_code)
+
+
+def handling_stops() -> bool:
+    """Whether a run in this process has its stops handled here now (inside :func:`ends_on_signals` or
+    :func:`stops_handled`)."""
+    return _State.guarded
 
 
 @contextmanager
@@ -237,7 +255,7 @@ def exit_now(code: int) -> None:
 def _force_exit(stop: RunStopped) -> None:
     """The watchdog: the process did not end in time (a long compiled call, a slow shutdown): record the
     job, print the line unless it was, end."""
-    time.sleep(FORCE_EXIT_S)
+    time.sleep(FORCE_EXIT_S + _State.sweep_stop_s)
     record_stop(stop)
     try:
         print_stop_line(stop)
@@ -252,6 +270,14 @@ def sweep_started(sweep_dir: str | Path, sweep_id: str) -> None:
 
 def sweep_ended() -> None:
     _State.sweep = None
+    on_sweep_stop(None)
+
+
+def on_sweep_stop(hook, seconds: float = 0.0) -> None:
+    """``hook(stop)`` runs when a stop signal ends this process's sweep, before its table is printed (the
+    SLURM launcher cancels the jobs it submitted and records each one's end); the watchdog gives it
+    ``seconds`` beyond :data:`FORCE_EXIT_S`. ``None`` removes it."""
+    _State.sweep_stop, _State.sweep_stop_s = hook, (float(seconds) if hook is not None else 0.0)
 
 
 def running_sweep() -> tuple[Path, str] | None:
@@ -305,6 +331,11 @@ def ends_on_signals() -> Iterator[None]:
     except RunStopped as stop:
         record_stop(stop)
         sweep = _State.sweep
+        if sweep is not None and _State.sweep_stop is not None:
+            try:
+                _State.sweep_stop(stop)
+            except Exception:  # noqa: BLE001 - the table, the line and the exit code still come
+                pass
         if sweep is not None:
             from speechbias.launch.sweep_status import report_sweep
 

@@ -35,6 +35,7 @@ from omegaconf import DictConfig
 from speechbias.fileio.atomic_file import atomic_write
 from speechbias.launch.parent_watch import SWEEP_PID_ENV
 from speechbias.launch.signals import sweep_ended, sweep_started
+from speechbias.launch.sweep_folder import SweepFolderBusy, claim_sweep_folder, release_sweep_folder
 from speechbias.results.job_status import NO_END, STATUS_FILE, JobStatus, read_status
 from speechbias.run_context import SWEEP_ID_ENV
 from speechbias.errors import find_user_error, message_line
@@ -197,18 +198,25 @@ class SweepStatusCallback(Callback):
 
     def __init__(self) -> None:
         self.sweep_dir: Path | None = None
+        self.folder_lock = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        self.sweep_dir = Path(str(config.hydra.sweep.dir))
+        try:  # one sweep at a time in a folder: a second one stops here, naming the first
+            self.folder_lock = claim_sweep_folder(self.sweep_dir)
+        except SweepFolderBusy as busy:
+            print(f"error: {busy}", file=sys.stderr)
+            sys.exit(1)
         # inherited by joblib workers and (sbatch exports the environment) SLURM jobs
         os.environ[SWEEP_ID_ENV] = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
         os.environ[SWEEP_PID_ENV] = str(os.getpid())  # local workers end when this process dies (parent_watch)
-        self.sweep_dir = Path(str(config.hydra.sweep.dir))
         sweep_started(self.sweep_dir, os.environ[SWEEP_ID_ENV])  # a stop signal reaches its workers, shows the table
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         sweep_dir = self.sweep_dir or Path(str(config.hydra.sweep.dir))
         sweep_ended()
         rows = report_sweep(sweep_dir, current_sweep_id())
+        release_sweep_folder(self.folder_lock)  # (a process's end releases it too, whichever way it ends)
         os.environ.pop(SWEEP_ID_ENV, None)
         os.environ.pop(SWEEP_PID_ENV, None)
         if any(r.status == "failed" for r in rows):

@@ -48,8 +48,9 @@ REQUIRED_COLUMNS = ("clip_id", "path", "role")
 _OPTIONAL_DEFAULTS = {"group": "", "speaker": "", "pair_id": "", "stratum": ""}
 # what the roles mean, for error lines
 ROLE_MEANINGS = "X, Y: the target groups; A, B: the attribute poles, pleasant and unpleasant"
-# bad clips / repeated clips named in one error line
+# bad clips / repeated clips named in one error line, and the rows of each repeated clip
 MAX_LISTED = 3
+MAX_LISTED_ROWS = 5
 # the setting that runs a manifest with repeated audio anyway (a warning names the repeats)
 ALLOW_REPEATS = "allow_duplicate_audio=true"
 
@@ -58,10 +59,11 @@ class ManifestError(ValueError):
     """A manifest that cannot be used; the message names the source and the offending rows."""
 
 
-def _rows(positions: Sequence[int]) -> str:
-    """Row positions (0-based, data rows) as the CSV's line numbers (the header is line 1)."""
-    rows = [str(i + 2) for i in list(positions)[:10]]
-    more = f" (+{len(positions) - 10} more)" if len(positions) > 10 else ""
+def _rows(positions: Sequence[int], limit: int = 10) -> str:
+    """Row positions (0-based, data rows) as the CSV's line numbers (the header is line 1): the first
+    ``limit`` and how many more, so that an error line stays one short line whatever the manifest's size."""
+    rows = [str(i + 2) for i in list(positions)[:limit]]
+    more = f" (+{len(positions) - limit} more)" if len(positions) > limit else ""
     return ", ".join(rows) + more
 
 
@@ -85,7 +87,11 @@ def check_rows(
         seen[v] = seen.get(v, 0) + 1
     dup = [i for i, v in enumerate(ids) if seen[v] > 1]
     if dup:
-        raise ManifestError(f"{source}: duplicate clip_id {sorted({ids[i] for i in dup})[:5]} in row(s) {_rows(dup)}")
+        repeated = sorted({ids[i] for i in dup})
+        raise ManifestError(
+            f"{source}: {len(repeated)} duplicate clip_id(s), e.g. {repeated[:5]}, in {len(dup)} rows: {_rows(dup)}; "
+            "a clip_id names one row"
+        )
     roles = [r["role"] for r in rows]
     bad_role = [i for i, v in enumerate(roles) if v not in ROLES]
     if bad_role:
@@ -243,6 +249,7 @@ def check_manifest_audio(
     cache_dir: str | Path | None,
     full: bool = False,
     allow_repeats: bool = False,
+    max_seconds: float | None = None,
 ) -> dict[str, AudioFacts]:
     """Every clip of the checked manifest ``rows`` (dicts with absolute ``path`` and ``role``, e.g.
     :func:`read_manifest_rows`) decodes as a stimulus, and no audio is listed twice.
@@ -252,7 +259,8 @@ def check_manifest_audio(
     ``check_audio=full``: every clip decoded again and its record repaired). Bad files are named in one
     :class:`ManifestError` (their count and the first :data:`MAX_LISTED` with their reasons). Rows that
     repeat a file or its decoded audio (:func:`repeated_clips`) are refused with one line naming them,
-    or, with ``allow_repeats``, named in one warning. Returns each path's :class:`AudioFacts`.
+    or, with ``allow_repeats``, named in one warning. Clips longer than ``max_seconds`` (the run's
+    ``extraction.max_clip_seconds``) are refused in one line naming them. Returns each path's :class:`AudioFacts`.
     """
     paths, roles = [r["path"] for r in rows], [r["role"] for r in rows]
     facts = AudioIndex(cache_dir).facts(paths, full=full)
@@ -264,10 +272,12 @@ def check_manifest_audio(
             f"{source}: {len(problems)} of {len(facts)} clips cannot be used: {shown}{more}; "
             "fix or replace those files, or drop their rows"
         )
+    if max_seconds is not None:
+        _refuse_long_clips(facts, float(max_seconds), source)
     repeats = repeated_clips(paths, {p: f.sha256 for p, f in facts.items()})
     if repeats:
         named = "; ".join(
-            f"row(s) {', '.join(str(i + 2) for i in group)} ({roles[group[0]]}: {paths[group[0]]}"
+            f"row(s) {_rows(group, MAX_LISTED_ROWS)} ({roles[group[0]]}: {paths[group[0]]}"
             f"{'' if len({paths[i] for i in group}) == 1 else ' and other files with the same audio'})"
             for group in repeats[:MAX_LISTED]
         )
@@ -282,6 +292,25 @@ def check_manifest_audio(
             raise ManifestError(f"{source}: {what}; drop the repeated rows, or set {ALLOW_REPEATS} to run anyway")
         log.warning("%s: %s (run anyway: %s)", source, what, ALLOW_REPEATS)
     return {p: f for p, f in facts.items() if not isinstance(f, str)}
+
+
+def _refuse_long_clips(facts: Mapping[str, AudioFacts], max_seconds: float, source: str) -> None:
+    """One line naming the clips longer than ``max_seconds`` (the longest first), if any: extraction runs
+    one forward over a whole clip, whose memory grows with its length."""
+    from speechbias.fileio.audio import SAMPLE_RATE  # with numpy, which the run imports next anyway
+
+    long = sorted(
+        ((f.n_samples / SAMPLE_RATE, p) for p, f in facts.items() if f.n_samples > max_seconds * SAMPLE_RATE),
+        reverse=True,
+    )
+    if long:
+        shown = "; ".join(f"{p} ({seconds:.0f} s)" for seconds, p in long[:MAX_LISTED])
+        more = f"; ... ({len(long) - MAX_LISTED} more)" if len(long) > MAX_LISTED else ""
+        raise ManifestError(
+            f"{source}: {len(long)} clip(s) longer than extraction.max_clip_seconds={max_seconds:g}: {shown}{more}; "
+            "extraction holds a whole clip in one forward (fbank: ~1.5 MB per second of audio, more for larger "
+            "models): cut those clips, or raise extraction.max_clip_seconds where memory allows"
+        )
 
 
 def repeated_clips(paths: Sequence[str], sha_of_path: Mapping[str, str] | None = None) -> list[list[int]]:

@@ -83,7 +83,8 @@ def check_bias_test(node: DictConfig, key: str, cache_dir=None, cfg: DictConfig 
         settings = cfg if cfg is not None else OmegaConf.create()
         full = OmegaConf.select(settings, "check_audio", default="changed") == "full"
         repeats = bool(OmegaConf.select(settings, "allow_duplicate_audio", default=False))
-        check_manifest_audio(table, str(path), cache_dir, full=full, allow_repeats=repeats)
+        max_seconds = OmegaConf.select(settings, "extraction.max_clip_seconds", default=None)
+        check_manifest_audio(table, str(path), cache_dir, full=full, allow_repeats=repeats, max_seconds=max_seconds)
     except ManifestError as exc:
         raise ConfigError(f"{key}.manifest={exc}") from exc
 

@@ -1,0 +1,105 @@
+"""Bounded input: whatever a manifest's size, a refusal is one short line that names the first few offending
+rows and their count.
+
+Before (issue 40): a 100,000-row manifest whose rows repeat 40 clips was refused in one line of 52 KB (every
+repeated row's number)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from faults.stop_signals import command, run
+
+N_ROWS = 100_000
+N_FILES = 40  # 10 per role
+LINE_LIMIT = 1_000  # characters: one line a terminal shows whole in a few rows
+FAST = ("speat.n_permutations=100", "speat.per_layer=false")
+
+
+def _clips(folder: Path) -> list[tuple[str, Path]]:
+    rng = np.random.default_rng(0)
+    clips = []
+    for role in "XYAB":
+        for i in range(N_FILES // 4):
+            path = folder / "audio" / f"{role}{i}.wav"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            sf.write(path, (0.1 * rng.standard_normal(4_000)).astype("float32"), 16_000)
+            clips.append((role, path))
+    return clips
+
+
+def _args(tmp_path: Path, run_dir: str = "run") -> tuple[str, ...]:
+    return (
+        "upstream=fbank",
+        "logger=none",
+        f"bias_test.manifest={tmp_path / 'manifest.csv'}",
+        f"hydra.run.dir={tmp_path / run_dir}",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+    )
+
+
+def _refusal(tmp_path: Path, rows: list[str], *overrides: str) -> str:
+    manifest = tmp_path / "manifest.csv"
+    manifest.write_text("clip_id,path,role\n" + "\n".join(rows) + "\n")
+    done = run(command("evaluate", *_args(tmp_path), *overrides))
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    assert done.returncode == 1 and len(lines) == 1, lines[:5]
+    assert lines[0].startswith(f"error: bias_test.manifest={manifest}: ")
+    assert len(lines[0]) < LINE_LIMIT, len(lines[0])
+    assert not (tmp_path / "run" / "results.csv").exists()
+    return lines[0]
+
+
+def test_a_100k_row_manifest_repeating_its_clips_is_refused_in_one_short_line(tmp_path):
+    clips = _clips(tmp_path)
+    # row n lists clip n mod 40: each clip on CSV lines k + 2, k + 42, k + 82, ... (line 1 is the header)
+    rows = [f"c{n},{clips[n % N_FILES][1]},{clips[n % N_FILES][0]}" for n in range(N_ROWS)]
+    line = _refusal(tmp_path, rows)
+    assert f"{N_ROWS - N_FILES} row(s) repeat audio listed in another row" in line
+    per_clip = N_ROWS // N_FILES
+    for k in range(3):  # the first three clips, their first five lines and how many more
+        role, path = clips[k]
+        first = ", ".join(str(k + 2 + N_FILES * j) for j in range(5))
+        assert f"row(s) {first} (+{per_clip - 5} more) ({role}: {path})" in line
+    assert f"... ({N_FILES - 3} more)" in line
+
+
+def test_a_100k_row_manifest_with_duplicate_clip_ids_is_refused_in_one_short_line(tmp_path):
+    clips = _clips(tmp_path)
+    # 50,000 ids, each on two rows n and n + 50,000 (different files: only the ids repeat)
+    rows = [f"c{n % (N_ROWS // 2)},{clips[n % N_FILES][1]},{clips[n % N_FILES][0]}" for n in range(N_ROWS)]
+    line = _refusal(tmp_path, rows)
+    first_ids = sorted(f"c{i}" for i in range(N_ROWS // 2))[:5]
+    first_lines = ", ".join(str(i + 2) for i in range(10))
+    assert (
+        f"{N_ROWS // 2} duplicate clip_id(s), e.g. {first_ids}, in {N_ROWS} rows: {first_lines} (+{N_ROWS - 10} more)"
+        in line
+    )
+
+
+def test_a_clip_longer_than_the_limit_is_refused_before_any_model_loads(tmp_path):
+    # 31 minutes (int16 WAV, 60 MB) among 1 s clips; the default extraction.max_clip_seconds is 1800
+    clips = _clips(tmp_path)
+    long_clip = tmp_path / "audio" / "long.wav"
+    rng = np.random.default_rng(1)
+    with sf.SoundFile(long_clip, "w", samplerate=16_000, channels=1, subtype="PCM_16") as out:
+        for _ in range(31):
+            out.write((0.1 * rng.standard_normal(16_000 * 60)).astype("float32"))
+    rows = [f"c{i},{path},{role}" for i, (role, path) in enumerate(clips)] + [f"long,{long_clip},X"]
+    line = _refusal(tmp_path, rows)
+    assert f"1 clip(s) longer than extraction.max_clip_seconds=1800: {long_clip} ({31 * 60} s)" in line
+    assert not (tmp_path / "cache" / "stats").exists()  # nothing extracted
+
+
+def test_the_clip_limit_is_a_setting(tmp_path):
+    clips = _clips(tmp_path)
+    three_s = tmp_path / "audio" / "three_s.wav"
+    sf.write(three_s, (0.1 * np.random.default_rng(2).standard_normal(48_000)).astype("float32"), 16_000)
+    rows = [f"c{i},{path},{role}" for i, (role, path) in enumerate(clips)] + [f"three_s,{three_s},X"]
+    line = _refusal(tmp_path, rows, "extraction.max_clip_seconds=2.5")
+    assert f"1 clip(s) longer than extraction.max_clip_seconds=2.5: {three_s} (3 s)" in line
+    allowed = run(command("evaluate", *_args(tmp_path, "run2"), "extraction.max_clip_seconds=3.5", *FAST))
+    assert allowed.returncode == 0, allowed.stderr[-2000:]

@@ -44,7 +44,7 @@ def _refused(done: subprocess.CompletedProcess, run: Path, pid: int) -> None:
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
-    assert f"{run}: another process is writing this run folder (process {pid}" in lines[0], lines[0]
+    assert f"{run}: another process is writing this run folder (pid {pid}" in lines[0], lines[0]
 
 
 def _config_lr(run: Path) -> float:

@@ -35,7 +35,8 @@ from omegaconf import DictConfig
 from speechbias.fileio.atomic_file import atomic_write
 from speechbias.launch.parent_watch import SWEEP_PID_ENV
 from speechbias.launch.signals import sweep_ended, sweep_started
-from speechbias.launch.sweep_folder import SweepFolderBusy, claim_sweep_folder, release_sweep_folder
+from speechbias.fileio.folder_lock import FolderBusyError
+from speechbias.launch.sweep_folder import claim_sweep_folder, release_sweep_folder
 from speechbias.results.job_status import NO_END, STATUS_FILE, JobStatus, read_status
 from speechbias.run_context import SWEEP_ID_ENV
 from speechbias.errors import find_user_error, message_line
@@ -204,7 +205,7 @@ class SweepStatusCallback(Callback):
         self.sweep_dir = Path(str(config.hydra.sweep.dir))
         try:  # one sweep at a time in a folder: a second one stops here, naming the first
             self.folder_lock = claim_sweep_folder(self.sweep_dir)
-        except SweepFolderBusy as busy:
+        except FolderBusyError as busy:
             print(f"error: {busy}", file=sys.stderr)
             sys.exit(1)
         # inherited by joblib workers and (sbatch exports the environment) SLURM jobs

@@ -11,6 +11,8 @@ peak RSS (``ru_maxrss`` of the child), the load average, the ratios, and whether
 the same results files.
 
 Usage: python benchmarks/warm_run_bench.py [--reference /work/main/src] [--repeats 3] [--only demo|upstream]
+[--override logger=none ...] (``--override``: a further override of both commands and checkouts, e.g. the
+issue 41 goal's ``logger=none``)
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ def main() -> None:
     ap.add_argument("--upstream", default="random_wav2vec2_base", help="the second command's upstream")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--only", choices=["demo", "upstream"], help="one of the two commands")
+    ap.add_argument("--override", action="append", default=[], help="a further override of every command (repeatable)")
     args = ap.parse_args()
     ours, reference = REPO, checkout_root(args.reference)
     print(f"{os.cpu_count()} cores; before: {load()}")
@@ -92,9 +95,13 @@ def main() -> None:
     print(f"this checkout: {ours}; reference: {reference}")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        common = [f"paths.root_dir={ours}", f"paths.cache_dir={tmp / 'cache'}"]
+        common = [f"paths.root_dir={ours}", f"paths.cache_dir={tmp / 'cache'}", *args.override]
         commands = {
-            "demo": ("python evaluate.py (the offline default: demo_voice on fbank, W&B offline)", []),
+            "demo": (
+                " ".join(["python evaluate.py", *args.override])
+                + " (demo_voice on fbank; W&B offline unless an override sets logger)",
+                [],
+            ),
             "upstream": (
                 f"python evaluate.py upstream={args.upstream} bias_test=demo_accent speat.per_layer=false",
                 [f"upstream={args.upstream}", "bias_test=demo_accent", "speat.per_layer=false"],

@@ -36,6 +36,23 @@ def test_cache_estimate_is_an_entry_and_an_index_record_per_clip_not_cached(tmp_
     assert cache.setting.startswith("paths.cache_dir=")
 
 
+def test_the_estimate_resolves_only_the_values_that_name_tables(tmp_path):
+    """Its clips come from the ``*manifest`` / ``*ratings`` values (interpolated ones resolved); no other
+    value is resolved, and a node interpolated elsewhere (``task.run.bias_test: ${bias_test}``) is read
+    where it is."""
+    ratings = tmp_path / "r.csv"
+    ratings.write_text("path,valence\nd.wav,0.5\n")
+    resolved: list[str] = []
+    OmegaConf.register_new_resolver("storage_test_seen", lambda key: resolved.append(key) or key, replace=True)
+    cfg = _cfg(tmp_path, seed="${storage_test_seen:seed}", data={"ratings": "${storage_test_seen:ratings}"})
+    cfg.data.ratings = str(ratings).replace("r.csv", "${storage_test_seen:r.csv}")
+    cfg.task.run = {"bias_test": "${bias_test}", "name": "${storage_test_seen:name}"}
+    needs = estimate_writes(cfg, tmp_path / "run")
+    cache = next(n for n in needs if n.folder == tmp_path / "cache")
+    assert resolved == ["r.csv"]  # the ratings table's name only
+    assert "4 cache entries" in " ".join(cache.parts)  # a.wav, b.wav, /nowhere/c.wav, d.wav
+
+
 def test_train_estimate_holds_two_checkpoints_of_each_head(tmp_path):
     block = os.statvfs(tmp_path).f_frsize
     one = estimate_writes(_cfg(tmp_path, task="train_ser"), tmp_path / "run")[0].parts["checkpoints"]

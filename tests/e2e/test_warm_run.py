@@ -1,5 +1,6 @@
-"""A warm `python evaluate.py` (every clip cached): no loop, no Trainer, no model, no Lightning, and for a
-weight-free upstream no torch; its files are those of the run that extracted. A run with clips missing,
+"""A warm `python evaluate.py` (every clip cached): no loop, no Trainer, no model, no Lightning, no pandas or
+scipy, and for a weight-free upstream no torch (a one-pair job and a list job); its files are those of the
+run that extracted. A run with clips missing,
 or of several processes, keeps the extraction loop."""
 
 from __future__ import annotations
@@ -35,7 +36,16 @@ RUN_FILES = (
 )
 # the default demo (fbank on demo_voice) with fewer permutations, so a cold run stays short
 SMALL = ("speat.n_permutations=2000", "logger=none")
-HEAVY_MODULES = ("pytorch_lightning", "lightning_fabric", "torch", "transformers", "torchaudio", "matplotlib", "scipy")
+HEAVY_MODULES = (
+    "pytorch_lightning",
+    "lightning_fabric",
+    "torch",
+    "transformers",
+    "torchaudio",
+    "matplotlib",
+    "scipy",
+    "pandas",
+)
 
 
 def _evaluate(run_dir: Path, cache: Path, *overrides: str) -> set[str]:
@@ -92,6 +102,22 @@ def test_warm_run_writes_the_cold_runs_files_without_lightning_or_torch(tmp_path
         assert warm_text == cold_text, name
         if name.startswith("results."):
             assert (cold_n, warm_n) == (40, 0), name  # the one column that says what the run had to do
+
+
+def test_a_warm_list_job_writes_the_cold_jobs_files_without_pandas_torch_or_scipy(tmp_path):
+    cache, lists = tmp_path / "cache", ("bias_test=[demo_voice,demo_accent]", *SMALL)
+    cold_modules = _evaluate(tmp_path / "cold", cache, *lists)
+    warm_modules = _evaluate(tmp_path / "warm", cache, *lists)
+    assert "pandas" in cold_modules or "pytorch_lightning" in cold_modules  # the record sees the cold job's
+    assert not warm_modules & set(HEAVY_MODULES), sorted(warm_modules & set(HEAVY_MODULES))
+    for pair in ("demo_voice/mean_sum", "demo_accent/mean_sum"):
+        for name in RUN_FILES:
+            if name == "config.yaml":  # it names the pair's folder
+                continue
+            cold, warm = (_forwards_apart(tmp_path / r / pair, name) for r in ("cold", "warm"))
+            assert warm[0] == cold[0], (pair, name)
+            if name.startswith("results."):
+                assert cold[1] > 0 and warm[1] == 0, (pair, name)
 
 
 def _compose(tmp_path: Path, *overrides: str):

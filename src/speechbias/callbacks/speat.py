@@ -12,8 +12,8 @@ tracker afterwards.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 
-import pandas as pd
 import pytorch_lightning as pl
 import torch
 
@@ -33,7 +33,8 @@ log = logging.getLogger(__name__)
 class SpeatCallback(pl.Callback):
     """Computes SpEAT for one bias test and aggregation and writes the results through ``writer``.
 
-    ``manifest``: the bias test's clips (rows in the order of the cached statistics); ``fingerprint``:
+    ``manifest``: the bias test's clips (rows in the order of the cached statistics) as columns
+    (:meth:`~speechbias.stimuli.bias_test.BiasTest.load_columns`, or a DataFrame); ``fingerprint``:
     the upstream's (cache key); ``run_info``: the run's identity columns
     (:func:`speechbias.run_context.upstream_info`); ``layer_convention``: the upstream's, for the
     layer axis of the layer profile. After the loop,
@@ -44,7 +45,7 @@ class SpeatCallback(pl.Callback):
     def __init__(
         self,
         bias_test,
-        manifest: pd.DataFrame,
+        manifest: Mapping[str, Sequence],
         aggregation: Aggregation,
         cache: FeatureCache,
         fingerprint: str,

@@ -124,14 +124,24 @@ def upstream_shape(upstream) -> tuple[int, int]:
     return UNKNOWN_SHAPE
 
 
+# the keys whose value names a table of clips
+TABLE_KEYS = ("manifest", "ratings")
+
+
 def _manifest_clips(cfg: DictConfig) -> set[Path]:
     """The audio files of the CSV tables the config names (any ``*manifest`` or ``*ratings`` value that is
-    an existing ``.csv`` with a ``path`` column; relative paths from the table's folder)."""
+    an existing ``.csv`` with a ``path`` column; relative paths from the table's folder).
+
+    Only those values are resolved: the config is walked by its keys, and an interpolated value under any
+    other key is not followed (``task.run.bias_test: ${bias_test}`` repeats a node walked where it is);
+    resolving every value of the config (its resolvers, and the grammar's first parse of each kind of
+    interpolation) was most of the estimate's cost."""
     tables: list[Path] = []
 
     def walk(node) -> None:
         for key in list(node.keys()) if isinstance(node, DictConfig) else []:
-            if str(key) == "hydra":
+            names_table = str(key).endswith(TABLE_KEYS)
+            if str(key) == "hydra" or (not names_table and OmegaConf.is_interpolation(node, key)):
                 continue
             try:
                 value = node[key]
@@ -139,7 +149,7 @@ def _manifest_clips(cfg: DictConfig) -> set[Path]:
                 continue
             if isinstance(value, DictConfig):
                 walk(value)
-            elif isinstance(value, str) and str(key).endswith(("manifest", "ratings")) and value.endswith(".csv"):
+            elif isinstance(value, str) and names_table and value.endswith(".csv"):
                 tables.append(Path(value).expanduser())
 
     walk(cfg)

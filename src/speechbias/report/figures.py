@@ -3,7 +3,8 @@
 Plotting functions return figures; :func:`save` (used by ``RunWriter.figure``) lays one out, adds a
 demo run's caveat and writes it. Matplotlib is imported at the first figure (:func:`pyplot`; ``figures.plt``
 is the same module), not with this module: its text helpers serve runs that draw nothing (a one-layer
-upstream's report), and importing pyplot costs ~0.5 s.
+upstream's report), and importing pyplot costs ~0.5 s. The SpEAT helpers take the layer table as row dicts
+(or a DataFrame) and import no pandas.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from speechbias.fileio.atomic_file import atomic_write
+from speechbias.report.run_writer import Table, table_rows
 
 # one colour per model family, used by every figure so families read the same everywhere
 FAMILY_COLOURS = {
@@ -104,24 +105,27 @@ def single_layer_note(upstream: str) -> str:
     )
 
 
-def layer_profile(layers: pd.DataFrame, title: str, layer_convention: str | None = None):
-    """SpEAT d at every single layer, as a matplotlib figure (the caller saves it, e.g.
-    ``RunWriter.figure``, which adds a demo run's caveat): one line per upstream (column
-    ``upstream``), x = layer index; None for a one-layer upstream (:func:`is_single_layer`: fbank,
+def layer_profile(layers: Table, title: str, layer_convention: str | None = None):
+    """SpEAT d at every single layer (row dicts or a DataFrame), as a matplotlib figure (the caller saves
+    it, e.g. ``RunWriter.figure``, which adds a demo run's caveat): one line per upstream (column
+    ``upstream``, in the order of its first row), x = layer index; None for a one-layer upstream (:func:`is_single_layer`: fbank,
     mfcc), whose one point would only repeat its d (report.md says so: :func:`single_layer_note`).
 
     Ticks sit on whole layers only. When ``layers`` has ``n_permutations`` (and ``exact``), the
     subtitle says what the per-layer p values came from.
     """
-    if layers.empty or is_single_layer(layers["layer"], layer_convention):
+    rows = table_rows(layers)
+    if not rows or is_single_layer([r["layer"] for r in rows], layer_convention):
         return None
     fig, ax = pyplot().subplots(figsize=(6.4, 3.6))
-    has_upstream = "upstream" in layers.columns
-    groups = list(layers.groupby("upstream", sort=False)) if has_upstream else [("", layers)]
-    layer_axis(ax, layers["layer"], layer_convention)
-    for name, g in groups:
-        colour = family_colour(g["family"].iloc[0]) if "family" in g.columns else None
-        ax.plot(g["layer"], g["d"], marker="o", ms=3, label=str(name) or None, color=colour)
+    has_upstream = "upstream" in rows[0]
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault(r["upstream"] if has_upstream else "", []).append(r)
+    layer_axis(ax, [r["layer"] for r in rows], layer_convention)
+    for name, g in groups.items():
+        colour = family_colour(g[0]["family"]) if "family" in g[0] else None
+        ax.plot([r["layer"] for r in g], [r["d"] for r in g], marker="o", ms=3, label=str(name) or None, color=colour)
     ax.axhline(0, color="black", lw=0.8)
     ax.set_ylabel("SpEAT effect size d")
     permutations = permutation_note(layers)
@@ -151,18 +155,21 @@ def layer_axis(ax, layer_numbers, layer_convention: str | None = None) -> bool:
     return False
 
 
-def sampled_p_floor_note(layers: pd.DataFrame, run_p: float) -> str:
+def sampled_p_floor_note(layers: Table, run_p: float) -> str:
     """Why a sampled per-layer p can exceed the run's p at the same d: a p from n random permutations
     counts the observed split as one of them, (1 + #{T >= T_obs}) / (1 + n), so it is never below
     1 / (1 + n). Empty unless some layer's sampled p sits at that floor above ``run_p``."""
-    if not {"n_permutations", "exact", "p"} <= set(layers.columns):
+    rows = table_rows(layers)
+    if not rows or not {"n_permutations", "exact", "p"} <= set(rows[0]):
         return ""
-    sampled = layers[~layers["exact"].astype(bool)]
-    floors = 1.0 / (1.0 + sampled["n_permutations"].astype(float))
-    at_floor = sampled[np.isclose(sampled["p"].astype(float), floors, rtol=1e-9, atol=0.0)]
-    if at_floor.empty or not run_p < float(floors.loc[at_floor.index].min()):
+    sampled = [r for r in rows if not bool(r["exact"])]
+    floors = [1.0 / (1.0 + float(r["n_permutations"])) for r in sampled]
+    at_floor = [
+        (r, floor) for r, floor in zip(sampled, floors) if np.isclose(float(r["p"]), floor, rtol=1e-9, atol=0.0)
+    ]
+    if not at_floor or not run_p < min(floor for _, floor in at_floor):
         return ""
-    n = int(at_floor["n_permutations"].max())
+    n = int(max(r["n_permutations"] for r, _ in at_floor))
     return (
         f"A p from {n:,} random permutations is never below 1 / ({n:,} + 1) = {1 / (n + 1):.2g} (the observed "
         "split counts as one of them): a layer p at that floor means no permutation reached its d, and "
@@ -170,13 +177,14 @@ def sampled_p_floor_note(layers: pd.DataFrame, run_p: float) -> str:
     )
 
 
-def permutation_note(layers: pd.DataFrame) -> str:
+def permutation_note(layers: Table) -> str:
     """What the per-layer p values of ``layers`` came from: ``p per layer: one-sided, 10,000 random
     permutations`` or ``p per layer: one-sided, exact over all 184,756 partitions`` (empty when the
     table has no ``n_permutations``)."""
-    if "n_permutations" not in layers.columns or layers.empty:
+    rows = table_rows(layers)
+    if not rows or "n_permutations" not in rows[0]:
         return ""
-    counts = "/".join(f"{c:,}" for c in sorted({int(v) for v in layers["n_permutations"]}))
-    if "exact" in layers.columns and bool(layers["exact"].all()):
+    counts = "/".join(f"{c:,}" for c in sorted({int(r["n_permutations"]) for r in rows}))
+    if "exact" in rows[0] and all(bool(r["exact"]) for r in rows):
         return f"p per layer: one-sided, exact over all {counts} partitions"
     return f"p per layer: one-sided, {counts} random permutations"

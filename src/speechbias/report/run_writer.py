@@ -19,11 +19,12 @@ import io
 import json
 import math
 import os
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
-import pandas as pd
 
 from speechbias.fileio.atomic_file import atomic_write, storage_error
 from speechbias.report.caveat import markdown_caveat
@@ -50,15 +51,37 @@ def json_text(obj) -> str:
     return json.dumps(obj, indent=2, default=_json_default) + "\n"
 
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 # A table as the writer takes it: a DataFrame, or its rows as dicts (column order: the first row's keys, then
-# any new key of a later row), each value written as given (no per-column type is inferred)
-Table = pd.DataFrame | Sequence[dict]
+# any new key of a later row), each value written as given (no per-column type is inferred). pandas is not
+# imported here (a SpEAT run writes row dicts and imports no pandas): a DataFrame, pd.NA and pd.NaT can only
+# come from a process that imported it, so they are recognised through sys.modules.
+Table: TypeAlias = "pd.DataFrame | Sequence[dict]"
+
+
+def _pandas():
+    """The pandas module when this process has imported it, else None."""
+    return sys.modules.get("pandas")
+
+
+def is_dataframe(table) -> bool:
+    """Whether ``table`` is a pandas DataFrame (without importing pandas)."""
+    pd = _pandas()
+    return pd is not None and isinstance(table, pd.DataFrame)
+
+
+def table_rows(table: Table) -> list[dict]:
+    """The rows of ``table`` as dicts (a DataFrame's by ``to_dict("records")``, row dicts as they are)."""
+    return table.to_dict("records") if is_dataframe(table) else list(table)
 
 
 def table_columns(table: Table) -> tuple[list[str], list[list]]:
     """(column names, rows of values) of ``table``. A DataFrame's values are taken column by column with
     their own dtype (a float32 column gives numpy float32 values, written as float32 prints them)."""
-    if isinstance(table, pd.DataFrame):
+    if is_dataframe(table):
+        pd = _pandas()
         columns = [str(c) for c in table.columns]
         # pandas' nullable (extension) columns as objects: an Int64 column keeps its ints and its NA
         values = [
@@ -70,9 +93,12 @@ def table_columns(table: Table) -> tuple[list[str], list[list]]:
     return [str(k) for k in names], [[row.get(k) for k in names] for row in table]
 
 
-def _missing(value) -> bool:
+def is_missing(value) -> bool:
     """None, NaN (any float type) or pandas' NA / NaT: an empty CSV cell and a JSON null."""
-    if value is None or value is pd.NA or value is pd.NaT:
+    if value is None:
+        return True
+    pd = _pandas()
+    if pd is not None and (value is pd.NA or value is pd.NaT):
         return True
     return isinstance(value, (float, np.floating)) and value != value
 
@@ -90,7 +116,7 @@ def csv_text(table: Table) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([inert_cell(c) for c in columns])
-    writer.writerows(["" if _missing(v) else inert_cell(v) for v in row] for row in rows)
+    writer.writerows(["" if is_missing(v) else inert_cell(v) for v in row] for row in rows)
     return out.getvalue()
 
 
@@ -112,10 +138,10 @@ def inert_cell(value):
 
 
 def json_value(value):
-    """A table cell as JSON takes it: a missing value (:func:`_missing`) and a non-finite float as None, a
+    """A table cell as JSON takes it: a missing value (:func:`is_missing`) and a non-finite float as None, a
     float32 by its shortest float32 digits; numpy's other scalars are converted when written
     (:func:`json_text`)."""
-    if _missing(value):
+    if is_missing(value):
         return None
     if isinstance(value, np.float32 | np.float16):
         value = float(str(value))
@@ -219,7 +245,9 @@ class RunWriter:
         csv_path = self.text(f"{stem}.csv", csv_text(table))
         self.json(f"{stem}.json", table_records(table))
         if parquet:
-            frame = table if isinstance(table, pd.DataFrame) else pd.DataFrame(list(table))
+            import pandas as pd
+
+            frame = table if is_dataframe(table) else pd.DataFrame(list(table))
             self.output_dir.mkdir(parents=True, exist_ok=True)
             atomic_write(self.path(f"{stem}.parquet"), lambda tmp: frame.to_parquet(tmp, index=False))
         if tracker_key:

@@ -7,10 +7,8 @@ as tables, report.md sections and the layer-profile figure, and writes them thro
 
 from __future__ import annotations
 
-import pandas as pd
-
 from speechbias.report import figures
-from speechbias.report.run_writer import RunWriter, markdown_table
+from speechbias.report.run_writer import RunWriter, Table, is_missing, markdown_table, table_rows
 
 # the columns of the result table in report.md (those the row has)
 REPORT_COLUMNS = (
@@ -36,8 +34,8 @@ def report_title(row: dict) -> str:
 
 def report_sections(
     row: dict,
-    layers: pd.DataFrame | None,
-    se: pd.DataFrame | None,
+    layers: Table | None,
+    se: Table | None,
     bias_test,
     layer_convention: str | None = None,
 ) -> list[tuple[str, str]]:
@@ -45,7 +43,7 @@ def report_sections(
     (with ``layer_profile.png``, or the line saying why a one-layer upstream has none) and the
     bootstrap SE curve, the last two when computed."""
     shown = {c: row[c] for c in REPORT_COLUMNS if c in row}
-    human_known = "human_iat_d" in shown and pd.notna(shown["human_iat_d"])
+    human_known = "human_iat_d" in shown and not is_missing(shown["human_iat_d"])
     if "human_iat_d" in shown and not human_known:
         shown["human_iat_d"] = "unknown"
     sections = [("Result", markdown_table([shown]))]
@@ -65,7 +63,9 @@ def report_sections(
             "\n\nBootstrap standard error of d: not computed in this run (`speat.se_curve=true` adds the SE "
             "of d against the number of stimuli)."
         )
-    single_layer = layers is not None and figures.is_single_layer(layers["layer"], layer_convention)
+    single_layer = layers is not None and figures.is_single_layer(
+        [r["layer"] for r in table_rows(layers)], layer_convention
+    )
     if single_layer and "_" in str(row.get("aggregation", "")):
         temporal, layer_rule = str(row["aggregation"]).split("_", 1)
         interp += (
@@ -105,8 +105,8 @@ def report_sections(
 def write_speat_outputs(
     writer: RunWriter,
     row: dict,
-    layers: pd.DataFrame | None,
-    se: pd.DataFrame | None,
+    layers: Table | None,
+    se: Table | None,
     bias_test,
     layer_convention: str | None = None,
 ) -> None:
@@ -114,7 +114,7 @@ def write_speat_outputs(
     for the tracker ``speat/<test>/d`` and ``/p``, the results and layers tables and the figure.
 
     ``row``: the run's result (one row of results.csv); ``layers`` / ``se``: d per layer and the
-    bootstrap SE curve, or None when not computed. ``layer_convention``: the upstream's
+    bootstrap SE curve (row dicts, or DataFrames), or None when not computed. ``layer_convention``: the upstream's
     (``fingerprint_fields()["layer_convention"]``), for the layer axis of ``layer_profile.png`` (not
     drawn for a one-layer upstream: report.md says why).
     """

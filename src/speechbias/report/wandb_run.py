@@ -12,10 +12,12 @@ import netrc
 import os
 import secrets
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from speechbias.fileio.atomic_file import atomic_write
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 

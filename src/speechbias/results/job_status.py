@@ -3,7 +3,9 @@
 Every job of a sweep (and every single run) writes :class:`JobStatus` into its folder when it starts
 (``running``) and when it ends (``ok``, ``skipped``, ``failed``); :mod:`speechbias.launch.sweep_status`
 collects the records of a sweep, and :func:`incomplete_reason` tells a sweep report (``task=report``)
-why a folder it reads holds no results.
+why a folder it reads holds no results. A SpEAT job of several pairs also lists its current pairs when it
+starts (:data:`CURRENT_PAIRS_FILE`), named here so that the job writes it without importing the report's
+readers (pandas).
 """
 
 from __future__ import annotations
@@ -14,6 +16,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from speechbias.fileio.atomic_file import atomic_write
+
+# a job of several pairs: the pairs of its current lists, written when it starts ({"pairs": ["<test>/<agg>"]});
+# results/sweep_results.py reads it
+CURRENT_PAIRS_FILE = "pair_list.json"
 
 STATUS_FILE = "job_status.json"
 NO_END = "no end recorded (the job was killed, ran out of memory or time, or is still running)"

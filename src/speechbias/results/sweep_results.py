@@ -39,7 +39,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from speechbias.results.job_status import incomplete_reason
+from speechbias.results.job_status import CURRENT_PAIRS_FILE, incomplete_reason
 from speechbias.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -53,8 +53,6 @@ PAIRS_FILE = "pairs.csv"
 SWEEP_DIR_EXAMPLE = (
     "e.g. multirun/paper_speat (experiment=paper_speat's) or multirun/<date>/<time>-<microseconds>-<pid> (an ad-hoc -m)"
 )
-# a job of several pairs: the pairs of its current lists, written when it starts ({"pairs": ["<test>/<agg>"]})
-CURRENT_PAIRS_FILE = "pair_list.json"
 FAMILY_ORDER = ("wav2vec2", "hubert", "wavlm", "whisper", "s3prl", "classical", "tiny")
 
 

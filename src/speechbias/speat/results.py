@@ -4,15 +4,17 @@
 layers.csv, the SE curve and report.md (:mod:`speechbias.report.speat_report`). Both paths of a SpEAT
 run use it: the extraction loop's callback (:class:`speechbias.callbacks.speat.SpeatCallback`, after
 the predict loop) and a run whose clips are all cached, which reads them from the cache and runs no
-loop (:mod:`speechbias.tasks.speat`). The same statistics give the same files either way.
+loop (:mod:`speechbias.tasks.speat`). The same statistics give the same files either way. Its tables
+(d per layer, the SE curve) are lists of row dicts: a SpEAT run imports no pandas.
 """
 
 from __future__ import annotations
 
 import logging
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
-import pandas as pd
 
 from speechbias import stats
 from speechbias.aggregation import Aggregation
@@ -26,9 +28,9 @@ from speechbias.roles import split_roles
 log = logging.getLogger(__name__)
 
 
-def speat_by_layer(per_layer: np.ndarray, roles: np.ndarray, n_permutations: int, seed: int) -> pd.DataFrame:
-    """SpEAT d and p at every single layer of (N, L, D) statistics; each row also says what its p
-    came from (``n_permutations`` partitions, ``exact`` when that is all of them)."""
+def speat_by_layer(per_layer: np.ndarray, roles: np.ndarray, n_permutations: int, seed: int) -> list[dict]:
+    """SpEAT d and p at every single layer of (N, L, D) statistics, one row dict per layer; each row also
+    says what its p came from (``n_permutations`` partitions, ``exact`` when that is all of them)."""
     rows = []
     with progress.step(f"SpEAT d at every layer ({n_permutations:,} permutations each)", per_layer.shape[1]) as done:
         for layer in range(per_layer.shape[1]):
@@ -45,13 +47,15 @@ def speat_by_layer(per_layer: np.ndarray, roles: np.ndarray, n_permutations: int
                 }
             )
             done()
-    return pd.DataFrame(rows)
+    return rows
 
 
 class SpeatResults:
     """Computes SpEAT for one bias test and aggregation and writes the results through ``writer``.
 
-    ``manifest``: the bias test's clips (rows in the order of the statistics given to :meth:`compute`);
+    ``manifest``: the bias test's clips (rows in the order of the statistics given to :meth:`compute`) as
+    columns: ``{column: values}`` (:meth:`~speechbias.stimuli.bias_test.BiasTest.load_columns`) or a
+    DataFrame; ``role`` is read, and ``pair_id`` / ``stratum`` for a paired / stratified SE curve;
     ``run_info``: the run's identity columns (:func:`speechbias.run_context.upstream_info`, plus
     ``n_upstream_forwards``); ``layer_convention``: the upstream's, for the layer axis of the layer profile.
     """
@@ -59,7 +63,7 @@ class SpeatResults:
     def __init__(
         self,
         bias_test,
-        manifest: pd.DataFrame,
+        manifest: Mapping[str, Sequence],
         aggregation: Aggregation,
         writer: RunWriter,
         run_info: dict,
@@ -77,7 +81,7 @@ class SpeatResults:
         self.layer_convention = layer_convention
 
     def compute(self, statistics: StackedStatistics) -> dict:
-        roles = self.manifest["role"].to_numpy()
+        roles = manifest_column(self.manifest, "role")
         per_layer = statistics.stat(self.aggregation.temporal)
         emb = self.aggregation(per_layer)
         parts = split_roles(emb, roles)
@@ -114,32 +118,31 @@ class SpeatResults:
         layers = None
         if self.settings.per_layer:
             n_layer_permutations = min(self.settings.n_permutations, PER_LAYER_PERMUTATIONS)
-            layers = speat_by_layer(per_layer, roles, n_layer_permutations, self.seed)
-            layers.insert(0, "test", test)
-            layers.insert(1, "temporal", self.aggregation.temporal)
-            for k in ("upstream", "family"):
-                if k in self.run_info:
-                    layers.insert(0, k, self.run_info[k])
+            identity = {k: self.run_info[k] for k in ("family", "upstream") if k in self.run_info}
+            identity.update(test=test, temporal=self.aggregation.temporal)
+            layers = [{**identity, **r} for r in speat_by_layer(per_layer, roles, n_layer_permutations, self.seed)]
         se = None
         if self.settings.se_curve:
-            se, ci = self._se_curve(emb)
+            curve, ci = self._se_curve(emb)
             row.update(ci)
-            se.insert(0, "test", test)
-            if "upstream" in self.run_info:
-                se.insert(0, "upstream", self.run_info["upstream"])
+            identity = {"upstream": self.run_info["upstream"]} if "upstream" in self.run_info else {}
+            se = [{**identity, "test": test, **r} for r in curve]
         speat_report.write_speat_outputs(
             self.writer, row, layers, se, self.bias_test, layer_convention=self.layer_convention
         )
         return row
 
-    def _se_curve(self, emb: np.ndarray) -> tuple[pd.DataFrame, dict]:
-        """Bootstrap SE of d vs. number of targets with the test's resampling design (+ full-size CI)."""
-        m = self.manifest
-        parts = split_roles(emb, m["role"].to_numpy())
+    def _se_curve(self, emb: np.ndarray) -> tuple[list[dict], dict]:
+        """Bootstrap SE of d vs. number of targets with the test's resampling design, one row dict per
+        size (+ full-size CI)."""
+        parts = split_roles(emb, manifest_column(self.manifest, "role"))
         with progress.step(f"bootstrap SE of d ({self.settings.n_resamples:,} resamples per size)"):
             res = self._bootstrap(parts)
-        curve = pd.DataFrame({"n": res.sizes, "se": res.se, "n_valid": res.n_valid})
-        curve["design"], curve["n_resamples"], curve["seed"] = res.design, res.n_resamples, res.seed
+        fixed = {"design": res.design, "n_resamples": res.n_resamples, "seed": res.seed}
+        curve = [
+            {"n": n, "se": se, "n_valid": n_valid, **fixed}
+            for n, se, n_valid in zip(np.asarray(res.sizes), np.asarray(res.se), np.asarray(res.n_valid))
+        ]
         return curve, {"ci_low": res.ci_low, "ci_high": res.ci_high, "ci_level": res.ci_level, "se_design": res.design}
 
     def _bootstrap(self, parts: dict):
@@ -156,11 +159,19 @@ class SpeatResults:
         )
 
 
-def _design_ids(m: pd.DataFrame, design: str) -> dict:
+def manifest_column(manifest: Mapping[str, Sequence], name: str) -> np.ndarray:
+    """One column of a manifest (``{column: values}`` or a DataFrame) as an object array of its values."""
+    return np.asarray(manifest[name], dtype=object)
+
+
+def _design_ids(m: Mapping[str, Sequence], design: str) -> dict:
     """The id arrays a resampling design needs, taken from the manifest's X and Y rows."""
-    x, y = m["role"] == "X", m["role"] == "Y"
+    roles = manifest_column(m, "role")
+    x, y = roles == "X", roles == "Y"
     if design == "paired":
-        return {"pair_ids_x": m.loc[x, "pair_id"].to_numpy(), "pair_ids_y": m.loc[y, "pair_id"].to_numpy()}
+        ids = manifest_column(m, "pair_id")
+        return {"pair_ids_x": ids[x], "pair_ids_y": ids[y]}
     if design == "stratified":
-        return {"strata_x": m.loc[x, "stratum"].to_numpy(), "strata_y": m.loc[y, "stratum"].to_numpy()}
+        strata = manifest_column(m, "stratum")
+        return {"strata_x": strata[x], "strata_y": strata[y]}
     return {}

@@ -12,6 +12,10 @@ README's way) is the user's test, not the demo's: the demo config names its own 
 ``bias_test.name=...`` says otherwise), labelled from its group column, resampled as its pair ids allow,
 and carries no demo caveat, espeak label or human IAT value of the demo.
 
+:meth:`BiasTest.load` gives the manifest as a DataFrame; :meth:`BiasTest.load_columns` gives its schema
+columns as lists, read without pandas when the manifest is a file (what a SpEAT run needs: a warm run
+imports no pandas).
+
 A manifest that exists before a run has its clips checked before the run (tasks/input_checks); one that
 :meth:`BiasTest.load` builds (or finds written by a parallel job while it waited for the lock) is checked
 there with the same :func:`~speechbias.stimuli.manifest.check_manifest_audio`, given the run's
@@ -26,16 +30,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from filelock import FileLock
 
 from speechbias.stimuli.manifest import (
+    MANIFEST_COLUMNS,
     ManifestError,
     check_manifest_audio,
     load_manifest,
+    read_manifest_rows,
     validate_manifest,
     write_manifest,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +129,25 @@ class BiasTest:
         built here, or written by a parallel job while this one waited, has its clips checked with
         ``clip_check`` (the run's settings; None: not checked) before it is written or used."""
         df = self._read_or_build(clip_check)
+        self._take_from_manifest(list(df["role"]), list(df["group"]), list(df["pair_id"]))
+        return df
+
+    def load_columns(self, clip_check: ClipCheck | None = None) -> dict[str, list[str]]:
+        """The validated manifest's schema columns (:data:`~speechbias.stimuli.manifest.MANIFEST_COLUMNS`,
+        absolute paths) as ``{column: values in row order}``, the same values :meth:`load` gives. A
+        manifest file is read without pandas (:func:`~speechbias.stimuli.manifest.read_manifest_rows`); a
+        manifest not built yet is built (and checked) by :meth:`load`."""
+        if self.manifest is not None and Path(self.manifest).is_file():
+            rows = read_manifest_rows(self.manifest, root=self.root)
+            columns = {c: [r[c] for r in rows] for c in MANIFEST_COLUMNS}
+            self._take_from_manifest(columns["role"], columns["group"], columns["pair_id"])
+            return columns
+        df = self.load(clip_check)
+        return {c: list(df[c]) for c in MANIFEST_COLUMNS}
+
+    def _take_from_manifest(self, roles: Sequence[str], groups: Sequence[str], pair_ids: Sequence[str]) -> None:
+        """The labels not given (each role's one group name, else its fallback) and, for a user's
+        manifest, the resampling its pair ids allow (paired when every X and Y clip has one)."""
         for role, attr, fallback in (
             ("X", "x_label", "X"),
             ("Y", "y_label", "Y"),
@@ -125,12 +155,11 @@ class BiasTest:
             ("B", "b_label", "unpleasant"),
         ):
             if getattr(self, attr) is None:
-                groups = set(df.loc[df["role"] == role, "group"]) - {""}
-                setattr(self, attr, groups.pop() if len(groups) == 1 else fallback)
+                named = {g for r, g in zip(roles, groups) if r == role} - {""}
+                setattr(self, attr, named.pop() if len(named) == 1 else fallback)
         if self.user_manifest:
-            targets = df[df["role"].isin(["X", "Y"])]
-            self.resampling = "paired" if (targets["pair_id"] != "").all() else "iid"
-        return df
+            targets = [p for r, p in zip(roles, pair_ids) if r in ("X", "Y")]
+            self.resampling = "paired" if all(p != "" for p in targets) else "iid"
 
     def _read_or_build(self, clip_check: ClipCheck | None) -> pd.DataFrame:
         if self.manifest is not None and Path(self.manifest).is_file():  # its clips were checked before the run

@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING
 
 import hydra
 import numpy as np
-import pandas as pd
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from speechbias.config_composition import bias_test_config, bias_test_configs
 from speechbias.stimuli.bias_test import BiasTest
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from speechbias.stimuli.paper_lists import PaperList
     from speechbias.stimuli.selection.result import Selection
     from speechbias.stimuli.selection.sources import CorpusSources

@@ -10,7 +10,8 @@ A warm run (every clip's statistics in the cache) of one process runs no loop: i
 from the cache and computes them with the same :class:`~speechbias.speat.results.SpeatResults`
 the callback uses, so its files are those the loop would write; it builds no upstream (the config's is a
 :class:`~speechbias.upstream.deferred.DeferredUpstream`) and no Trainer, and imports neither Lightning
-nor (for a weight-free upstream) torch. A run of several processes (DDP, a SLURM job of N tasks) always
+nor (for a weight-free upstream) torch, nor pandas or scipy (the manifest is read as columns:
+:meth:`~speechbias.stimuli.bias_test.BiasTest.load_columns`). A run of several processes (DDP, a SLURM job of N tasks) always
 runs the loop, whose ranks must meet in it.
 """
 
@@ -22,8 +23,6 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
-
-import pandas as pd
 
 from speechbias.aggregation import Aggregation
 from speechbias.errors import ConfigError
@@ -129,7 +128,7 @@ class SpeatTask:
         done = finished_marker(TASK_NAME, self.writer.output_dir, self.force)
         if done is not None:
             return result_rows(done)[0]
-        manifest = self.bias_test.load(self.clip_check)
+        manifest = self.bias_test.load_columns(self.clip_check)
         info = upstream_info(self.upstream, self.upstream_name)
         paths = list(manifest["path"])
         statistics = (
@@ -219,7 +218,7 @@ class SpeatTask:
         statistics, n_forwards = extract_statistics(upstream, paths, self.cache, trainer, **self.extraction.kwargs())
         return statistics, n_forwards
 
-    def _extract_and_compute(self, manifest: pd.DataFrame, info: dict) -> tuple[dict, bool]:
+    def _extract_and_compute(self, manifest: dict[str, list[str]], info: dict) -> tuple[dict, bool]:
         """The extraction loop with the SpEAT callback (the upstream built, torch seeded first);
         returns (the result row, whether this process is global rank zero)."""
         from speechbias.callbacks.speat import SpeatCallback

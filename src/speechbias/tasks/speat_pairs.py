@@ -19,7 +19,6 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-import pandas as pd
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
@@ -29,7 +28,7 @@ from speechbias.features.cached_statistics import StackedStatistics
 from speechbias.fileio.atomic_file import atomic_write
 from speechbias.report.caveat import DEMO_CAVEAT, is_demo_test
 from speechbias.report.run_writer import RunWriter, markdown_table
-from speechbias.results.sweep_results import CURRENT_PAIRS_FILE
+from speechbias.results.job_status import CURRENT_PAIRS_FILE
 from speechbias.speat.results import SpeatResults
 from speechbias.stimuli.bias_test import BiasTest
 from speechbias.tasks.run_markers import (
@@ -172,7 +171,7 @@ class SpeatPairs:
         """Compute (or reuse) every pair; returns their result rows (test-major). ``statistics_of(paths)``
         gives (the statistics of ``paths`` in order, the number of upstream forwards it took)."""
         task = self.task
-        manifests = {t.name: t.load(task.clip_check) for t in self.tests}
+        manifests = {t.name: t.load_columns(task.clip_check) for t in self.tests}
         paths = list(dict.fromkeys(str(p) for m in manifests.values() for p in m["path"]))
         row_of = {p: i for i, p in enumerate(paths)}
         todo = [(t, a) for t in self.tests for a in self.aggregations]
@@ -226,7 +225,7 @@ class SpeatPairs:
         self,
         test: BiasTest,
         aggregation: Aggregation,
-        manifest: pd.DataFrame,
+        manifest: dict[str, list[str]],
         statistics: StackedStatistics,
         run_info: dict,
         plain: dict,
@@ -251,15 +250,21 @@ class SpeatPairs:
         return row
 
     def _write_job_summary(self, todo: list, rows: list[dict]) -> None:
-        """``pairs.csv``/``pairs.json`` (one row per pair and its folder), then ``results.json`` (the job's
-        marker of a finished job: the same rows), through the job's writer."""
+        """``pairs.csv``/``pairs.json`` (one row per pair and its folder, each value as the pair's own
+        results.csv/json has it), then ``results.json`` (the job's marker of a finished job: the same rows),
+        through the job's writer."""
         job = self.task.writer
-        table = pd.DataFrame(rows)
-        table.insert(0, "pair_dir", [f"{t.name}/{a.name}" for t, a in todo])
+        table = [{"pair_dir": f"{t.name}/{a.name}", **r} for (t, a), r in zip(todo, rows)]
         job.table(PAIRS_TABLE, table)
-        shown = [c for c in ("pair_dir", "test", "aggregation", "d", "p", "n_permutations") if c in table.columns]
+        columns = {k for r in table for k in r}
+        shown = [c for c in ("pair_dir", "test", "aggregation", "d", "p", "n_permutations") if c in columns]
         job.report(
             f"SpEAT job: {len(rows)} pairs",
-            [("Pairs (each folder is a complete run: results, layers, report.md)", markdown_table(table[shown]))],
+            [
+                (
+                    "Pairs (each folder is a complete run: results, layers, report.md)",
+                    markdown_table([{c: r.get(c) for c in shown} for r in table]),
+                )
+            ],
         )
         job.json("results.json", [dict(r, pair_dir=f"{t.name}/{a.name}") for (t, a), r in zip(todo, rows)])

@@ -266,26 +266,26 @@ def check_manifest_audio(
     facts = AudioIndex(cache_dir).facts(paths, full=full)
     problems = [(p, f) for p, f in facts.items() if isinstance(f, str)]
     if problems:
-        shown = "; ".join(f"{p}: {_short(problem)}" for p, problem in problems[:MAX_LISTED])
-        more = f"; ... ({len(problems) - MAX_LISTED} more)" if len(problems) > MAX_LISTED else ""
+        shown = _first_listed([f"{p}: {_short(problem)}" for p, problem in problems])
         raise ManifestError(
-            f"{source}: {len(problems)} of {len(facts)} clips cannot be used: {shown}{more}; "
+            f"{source}: {len(problems)} of {len(facts)} clips cannot be used: {shown}; "
             "fix or replace those files, or drop their rows"
         )
     if max_seconds is not None:
         _refuse_long_clips(facts, float(max_seconds), source)
     repeats = repeated_clips(paths, {p: f.sha256 for p, f in facts.items()})
     if repeats:
-        named = "; ".join(
-            f"row(s) {_rows(group, MAX_LISTED_ROWS)} ({roles[group[0]]}: {paths[group[0]]}"
-            f"{'' if len({paths[i] for i in group}) == 1 else ' and other files with the same audio'})"
-            for group in repeats[:MAX_LISTED]
+        named = _first_listed(
+            [
+                f"row(s) {_rows(group, MAX_LISTED_ROWS)} ({roles[group[0]]}: {paths[group[0]]}"
+                f"{'' if len({paths[i] for i in group}) == 1 else ' and other files with the same audio'})"
+                for group in repeats
+            ]
         )
-        more = f"; ... ({len(repeats) - MAX_LISTED} more)" if len(repeats) > MAX_LISTED else ""
         n_rows = sum(len(group) - 1 for group in repeats)
         what = (
             f"{n_rows} row(s) repeat audio listed in another row (the same file or the same decoded audio): "
-            f"{named}{more}; repeated clips are not independent, so the permutation p-value and the standard "
+            f"{named}; repeated clips are not independent, so the permutation p-value and the standard "
             "error would be wrong"
         )
         if not allow_repeats:
@@ -304,10 +304,9 @@ def _refuse_long_clips(facts: Mapping[str, AudioFacts], max_seconds: float, sour
         reverse=True,
     )
     if long:
-        shown = "; ".join(f"{p} ({seconds:.0f} s)" for seconds, p in long[:MAX_LISTED])
-        more = f"; ... ({len(long) - MAX_LISTED} more)" if len(long) > MAX_LISTED else ""
+        shown = _first_listed([f"{p} ({seconds:.0f} s)" for seconds, p in long])
         raise ManifestError(
-            f"{source}: {len(long)} clip(s) longer than extraction.max_clip_seconds={max_seconds:g}: {shown}{more}; "
+            f"{source}: {len(long)} clip(s) longer than extraction.max_clip_seconds={max_seconds:g}: {shown}; "
             "extraction holds a whole clip in one forward (fbank: ~1.5 MB per second of audio, more for larger "
             "models): cut those clips, or raise extraction.max_clip_seconds where memory allows"
         )
@@ -323,6 +322,12 @@ def repeated_clips(paths: Sequence[str], sha_of_path: Mapping[str, str] | None =
         key = sha_of_path.get(str(path)) or os.path.realpath(path)
         groups.setdefault(key, []).append(i)
     return [group for group in groups.values() if len(group) > 1]
+
+
+def _first_listed(items: Sequence[str]) -> str:
+    """The first :data:`MAX_LISTED` of ``items`` joined with ``; ``, and ``; ... (N more)`` for the rest."""
+    more = f"; ... ({len(items) - MAX_LISTED} more)" if len(items) > MAX_LISTED else ""
+    return "; ".join(items[:MAX_LISTED]) + more
 
 
 def _short(problem: str, limit: int = 110) -> str:

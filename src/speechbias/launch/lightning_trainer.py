@@ -27,34 +27,8 @@ def build_trainer(**kwargs) -> pl.Trainer:
 
 
 def _stop_handlers_first():
-    """A callback that, when a stage starts (after Lightning's SignalConnector registered its SIGTERM handler),
-    gives SIGTERM and SIGINT back to :mod:`speechbias.launch.signals` alone, in a run whose stops it handles and
-    whose ranks Lightning did not start itself (one process; a SLURM job's rank). Lightning's handler runs
-    first and, under DDP, calls ``dist.broadcast`` inside the handler: after ``scancel`` of a two-node job a
-    rank waited there in a collective the other rank never joined, the project's handler (and its watchdog)
-    never ran, and SLURM SIGKILLed both ranks with nothing recorded. Where Lightning started the ranks
-    (``ddp`` on one machine, ``ddp_spawn``) its handler stays: it passes the signal on to them."""
-    from pytorch_lightning.callbacks import Callback
-
-    from speechbias.launch.signals import handling_stops, install_stop_handlers
-
-    class StopHandlersFirst(Callback):
-        def _reinstall(self, trainer) -> None:
-            environment = getattr(trainer.strategy, "cluster_environment", None)
-            external = environment is not None and environment.creates_processes_externally  # SLURM's ranks
-            if handling_stops() and (trainer.strategy.launcher is None or external):
-                install_stop_handlers()
-
-        def on_train_start(self, trainer, pl_module) -> None:
-            self._reinstall(trainer)
-
-        def on_predict_start(self, trainer, pl_module) -> None:
-            self._reinstall(trainer)
-
-        def on_validation_start(self, trainer, pl_module) -> None:
-            self._reinstall(trainer)
-
-        def on_test_start(self, trainer, pl_module) -> None:
-            self._reinstall(trainer)
+    """The :class:`~speechbias.launch.stop_handlers_callback.StopHandlersFirst` callback (a module of its own,
+    imported here: it imports Lightning at its top, and ddp_spawn pickles the Trainer's callbacks by name)."""
+    from speechbias.launch.stop_handlers_callback import StopHandlersFirst
 
     return StopHandlersFirst()

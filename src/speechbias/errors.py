@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 # exception classes (module.Class) whose message names the bad input and the fix
 USER_ERROR_CLASSES = frozenset(
@@ -119,3 +122,17 @@ def log_traceback_to_files(exc: BaseException) -> None:
     for handler in logging.getLogger().handlers + log.handlers:
         if isinstance(handler, logging.FileHandler):
             handler.handle(record)
+
+
+@contextmanager
+def user_error_ends_command() -> Iterator[None]:
+    """A user error raised inside prints its one line (:func:`error_line`) and exits 1; anything else, or
+    any error with ``HYDRA_FULL_ERROR=1``, goes on up (Hydra's callbacks before a run's folder is made)."""
+    try:
+        yield
+    except Exception as exc:
+        user = find_user_error(exc)
+        if user is None or full_error_requested():
+            raise
+        print(error_line(user), file=sys.stderr)
+        sys.exit(1)

@@ -23,7 +23,14 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from speechbias.errors import ConfigError, error_line, find_user_error, full_error_requested, message_line
+from speechbias.errors import (
+    ConfigError,
+    error_line,
+    find_user_error,
+    full_error_requested,
+    user_error_ends_command,
+    message_line,
+)
 from speechbias.tasks.input_checks import check_writable_folder
 
 # a command line that sets a required key, shown in the error line
@@ -184,7 +191,9 @@ class ConfigCheckCallback(Callback):
     def on_run_start(self, config: DictConfig, **kwargs) -> None:
         global _checked_by_callback
         _checked_by_callback = None
-        try:
+        # a user error (a bad value; a full cache disk while the audio index is written): one line, exit 1;
+        # anything else goes on (Hydra warns about it and the job reports it)
+        with user_error_ends_command():
             check_config(config)
             run_dir = OmegaConf.select(config, "hydra.run.dir", default=None)
             check_writable_folder(
@@ -194,12 +203,6 @@ class ConfigCheckCallback(Callback):
                 fix="give a writable folder: paths.output_root=... or hydra.run.dir=...",
             )
             _checked_by_callback = job_config_text(config)  # the job need not check it again
-        except Exception as exc:  # a user error (a bad value; a full cache disk while the audio index is written)
-            user = find_user_error(exc)
-            if user is None or full_error_requested():
-                raise  # Hydra warns about it and the job reports it
-            print(error_line(user), file=sys.stderr)
-            sys.exit(1)
 
 
 def command_line_overrides(argv: Sequence[str]) -> list[str]:

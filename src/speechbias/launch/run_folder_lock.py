@@ -10,13 +10,12 @@ nothing there (a multirun's job is reported failed, its folder left to its write
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from speechbias.errors import error_line, find_user_error, full_error_requested
+from speechbias.errors import user_error_ends_command
 from speechbias.fileio.atomic_file import storage_error
 from speechbias.fileio.folder_lock import LOCK_FILE, hold
 from speechbias.launch.slurm.job_environment import process_rank
@@ -40,11 +39,5 @@ class FolderLockCallback(Callback):
     def on_run_start(self, config: DictConfig, **kwargs) -> None:
         if process_rank() != 0:  # a rank Lightning started by running the command again: rank zero holds it
             return
-        try:
+        with user_error_ends_command():
             hold_run_folder(str(OmegaConf.select(config, "hydra.run.dir")))
-        except Exception as exc:
-            user = find_user_error(exc)
-            if user is None or full_error_requested():
-                raise
-            print(error_line(user), file=sys.stderr)
-            sys.exit(1)

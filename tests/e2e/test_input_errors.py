@@ -281,3 +281,21 @@ def test_repeated_audio_is_refused_naming_the_rows_unless_allowed(tmp_path):
 def test_a_bad_check_audio_value_is_one_line(tmp_path):
     line = _one_error(tmp_path, "check_audio=sometimes", *FAST)
     assert "check_audio=sometimes: must be one of changed, full" in line
+
+
+def test_a_stratified_se_curve_without_strata_is_named_before_any_extraction(tmp_path):
+    # the demo manifest pairs its targets (pair_id s00..s19) but gives them no stratum
+    line = _one_error(tmp_path, "bias_test.resampling=stratified", "speat.se_curve=true", *FAST)
+    assert "bias_test.resampling=stratified resamples the SE curve by stratum, but 20 of 20 target clips" in line
+    assert "(female_00; female_01; female_02; ... (17 more))" in line
+    assert "or bias_test.resampling=iid, or speat.se_curve=false" in line
+    assert not (tmp_path / "outputs").exists()  # refused before any run folder
+
+
+def test_a_paired_se_curve_with_a_pair_id_on_two_x_clips_is_named(tmp_path):
+    rows = _demo_rows()
+    x = rows.index[rows["role"] == "X"]
+    rows.loc[x[1], "pair_id"] = rows.loc[x[0], "pair_id"]  # s00 on two X clips; s01 left with its Y clip only
+    path = _manifest(tmp_path, rows, "paired.csv")
+    line = _one_error(tmp_path, f"bias_test.manifest={path}", "bias_test.resampling=paired", "speat.se_curve=true", *FAST)
+    assert "needs each pair_id on one X and one Y clip; 2 pair id(s) are not (s00 (X: 2, Y: 1); s01 (X: 0, Y: 1))" in line

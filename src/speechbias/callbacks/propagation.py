@@ -47,9 +47,12 @@ from speechbias.report.run_writer import RunWriter, markdown_table
 from speechbias.roles import split_roles
 from speechbias.ser.module import metric_key
 from speechbias.ser.pooling import cohens_d, lr_label, pooled_propagation
-from speechbias.stats.associations import effect_size
+from speechbias.stats.associations import EqualAssociationsError, effect_size
 
 log = logging.getLogger(__name__)
+
+# speat_source of a test whose SpEAT d is undefined (every target's association the same)
+UNDEFINED_SPEAT_D = "undefined (equal associations)"
 
 
 @dataclass
@@ -198,7 +201,17 @@ class PropagationCallback(pl.Callback):
             )
         emb = self.aggregation(stats.stat(self.aggregation.temporal))
         parts = split_roles(emb, roles)
-        return float(effect_size(parts["X"], parts["Y"], parts["A"], parts["B"])), "computed"
+        try:
+            return float(effect_size(parts["X"], parts["Y"], parts["A"], parts["B"])), "computed"
+        except EqualAssociationsError:  # the trained heads' results stand; only the comparison is undefined
+            log.warning(
+                "SpEAT d of %s on %s (%s) is undefined: every target clip (X and Y) has the same association "
+                "with A vs B (standard deviation 0); its speat_d is NaN and sign_agrees empty",
+                test.name,
+                self.run_info.get("upstream", "this upstream"),
+                self.aggregation.name,
+            )
+            return float("nan"), UNDEFINED_SPEAT_D
 
 
 def _agrees(d: float, speat_d: float) -> bool | None:

@@ -24,6 +24,7 @@ from speechbias.features.cached_statistics import StackedStatistics
 from speechbias.report import speat_report
 from speechbias.report.run_writer import RunWriter
 from speechbias.roles import split_roles
+from speechbias.stimuli.manifest import check_resampling_ids
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +82,9 @@ class SpeatResults:
         self.layer_convention = layer_convention
 
     def compute(self, statistics: StackedStatistics) -> dict:
+        if self.settings.se_curve:  # before any statistic (a built manifest was not checked before the run)
+            source = str(getattr(self.bias_test, "manifest", None) or f"bias test {self.bias_test.name}")
+            check_resampling_ids(self.manifest, self.bias_test.resampling, source)
         roles = manifest_column(self.manifest, "role")
         per_layer = statistics.stat(self.aggregation.temporal)
         emb = self.aggregation(per_layer)

@@ -324,6 +324,46 @@ def repeated_clips(paths: Sequence[str], sha_of_path: Mapping[str, str] | None =
     return [group for group in groups.values() if len(group) > 1]
 
 
+# the manifest column each SE-curve resampling design resamples by (bias_test.resampling)
+DESIGN_COLUMNS = {"paired": "pair_id", "stratified": "stratum"}
+
+
+def check_resampling_ids(columns: Mapping[str, Sequence], design: str | None, source: str) -> None:
+    """:class:`ManifestError` unless every target clip (X, Y) carries what the SE curve's resampling
+    ``design`` resamples by: a ``stratum`` (``stratified``), or a ``pair_id`` that pairs it with exactly one
+    clip of the other group (``paired``). ``columns``: ``{column: values in row order}``; ``iid``/None pass."""
+    column = DESIGN_COLUMNS.get(str(design))
+    if column is None:
+        return
+    fix = f"give each X and Y clip its {column}, or bias_test.resampling=iid, or speat.se_curve=false"
+    targets = [
+        (str(c), str(r), str(v or "").strip())
+        for c, r, v in zip(columns["clip_id"], columns["role"], columns[column])
+        if r in ("X", "Y")
+    ]
+    missing = [clip for clip, _, value in targets if not value]
+    if missing:
+        raise ManifestError(
+            f"{source}: bias_test.resampling={design} resamples the SE curve by {column}, but {len(missing)} of "
+            f"{len(targets)} target clips have none ({_first_listed(missing)}); {fix}"
+        )
+    if design != "paired":
+        return
+    members: dict[str, dict[str, list[str]]] = {}
+    for clip, role, pair in targets:
+        members.setdefault(pair, {"X": [], "Y": []})[role].append(clip)
+    unpaired = [
+        f"{pair} (X: {len(m['X'])}, Y: {len(m['Y'])})"
+        for pair, m in members.items()
+        if len(m["X"]) != 1 or len(m["Y"]) != 1
+    ]
+    if unpaired:
+        raise ManifestError(
+            f"{source}: bias_test.resampling=paired needs each pair_id on one X and one Y clip; {len(unpaired)} "
+            f"pair id(s) are not ({_first_listed(unpaired)}); {fix}"
+        )
+
+
 def _first_listed(items: Sequence[str]) -> str:
     """The first :data:`MAX_LISTED` of ``items`` joined with ``; ``, and ``; ... (N more)`` for the rest."""
     more = f"; ... ({len(items) - MAX_LISTED} more)" if len(items) > MAX_LISTED else ""

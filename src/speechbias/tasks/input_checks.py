@@ -75,11 +75,19 @@ def check_bias_test(node: DictConfig, key: str, cache_dir=None, cfg: DictConfig 
         )
     root = OmegaConf.select(node, "root", default=None)
     root = Path(str(root)) if root else path.parent
-    from speechbias.stimuli.manifest import ManifestError, check_manifest_audio, read_manifest_rows
+    from speechbias.stimuli.manifest import (
+        ManifestError,
+        check_manifest_audio,
+        check_resampling_ids,
+        read_manifest_rows,
+    )
 
     try:
         table = read_manifest_rows(path, root=root, required_roles=())
         check_role_sizes(path, f"{key}.manifest")
+        if cfg is not None and OmegaConf.select(cfg, "speat.se_curve", default=False):
+            columns = {c: [r.get(c, "") for r in table] for c in ("clip_id", "role", "pair_id", "stratum")}
+            check_resampling_ids(columns, OmegaConf.select(node, "resampling", default=None), str(path))
         settings = cfg if cfg is not None else OmegaConf.create()
         full = OmegaConf.select(settings, "check_audio", default="changed") == "full"
         repeats = bool(OmegaConf.select(settings, "allow_duplicate_audio", default=False))

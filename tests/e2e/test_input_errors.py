@@ -297,5 +297,9 @@ def test_a_paired_se_curve_with_a_pair_id_on_two_x_clips_is_named(tmp_path):
     x = rows.index[rows["role"] == "X"]
     rows.loc[x[1], "pair_id"] = rows.loc[x[0], "pair_id"]  # s00 on two X clips; s01 left with its Y clip only
     path = _manifest(tmp_path, rows, "paired.csv")
-    line = _one_error(tmp_path, f"bias_test.manifest={path}", "bias_test.resampling=paired", "speat.se_curve=true", *FAST)
-    assert "needs each pair_id on one X and one Y clip; 2 pair id(s) are not (s00 (X: 2, Y: 1); s01 (X: 0, Y: 1))" in line
+    line = _one_error(
+        tmp_path, f"bias_test.manifest={path}", "bias_test.resampling=paired", "speat.se_curve=true", *FAST
+    )
+    assert (
+        "needs each pair_id on one X and one Y clip; 2 pair id(s) are not (s00 (X: 2, Y: 1); s01 (X: 0, Y: 1))" in line
+    )

@@ -155,14 +155,16 @@ def read_manifest_rows(
     required_roles: tuple[str, ...] = ROLES,
     check_files: bool = True,
 ) -> list[dict[str, str]]:
-    """The manifest CSV's rows as dicts, checked like :func:`load_manifest` checks them (the same
-    errors), with stripped schema columns and absolute paths; no pandas (the pre-run check's reader)."""
+    """The manifest CSV's rows as dicts (its columns in file order, then any schema column it lacks),
+    checked (:func:`check_rows`), with stripped schema columns and absolute paths; no pandas. The one
+    reader of manifest files: :func:`load_manifest` is its table. A UTF-8 byte-order mark (spreadsheet
+    exports) is skipped; a row with more fields than the header is refused, naming the rows."""
     p = Path(path)
     if not p.is_file():
         raise ManifestError(f"{p}: manifest file does not exist")
     try:
-        with open(p, newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
+        with open(p, newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f, restval="")
             columns = [c for c in (reader.fieldnames or [])]
             raw = list(reader)
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
@@ -170,6 +172,12 @@ def read_manifest_rows(
     missing = [c for c in REQUIRED_COLUMNS if c not in columns]
     if missing:
         raise ManifestError(f"{p}: {_missing_columns(missing, columns)}")
+    long_rows = [i for i, r in enumerate(raw) if None in r]  # DictReader keeps extra fields under None
+    if long_rows:
+        raise ManifestError(
+            f"{p}: more fields than the header's {len(columns)} columns in row(s) {_rows(long_rows)}; "
+            "quote values that contain commas"
+        )
     rows = [{**r, **{c: (r.get(c) or "").strip() for c in MANIFEST_COLUMNS}} for r in raw]
     paths = check_rows(rows, str(p), root if root is not None else p.parent, required_roles, check_files)
     for row, full in zip(rows, paths):
@@ -218,23 +226,12 @@ def load_manifest(
     required_roles: tuple[str, ...] = ROLES,
     check_files: bool = True,
 ) -> pd.DataFrame:
-    """Read and validate a manifest CSV; relative clip paths resolve against ``root`` or the CSV's folder."""
+    """The rows of :func:`read_manifest_rows` as a table (every column a string); relative clip paths
+    resolve against ``root`` or the CSV's folder."""
     import pandas as pd
 
-    p = Path(path)
-    if not p.is_file():
-        raise ManifestError(f"{p}: manifest file does not exist")
-    try:
-        df = pd.read_csv(p, dtype=str, keep_default_na=False)
-    except Exception as exc:
-        raise ManifestError(f"{p}: not a readable CSV ({exc})") from exc
-    return validate_manifest(
-        df,
-        source=str(p),
-        root=root if root is not None else p.parent,
-        required_roles=required_roles,
-        check_files=check_files,
-    )
+    rows = read_manifest_rows(path, root=root, required_roles=required_roles, check_files=check_files)
+    return pd.DataFrame(rows, columns=list(rows[0]) if rows else list(MANIFEST_COLUMNS), dtype=str)
 
 
 def write_manifest(df: pd.DataFrame, path: str | Path) -> Path:

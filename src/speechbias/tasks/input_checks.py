@@ -11,7 +11,6 @@ stimulus registry only for a corpus-built test whose manifest is not built yet.
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -84,7 +83,7 @@ def check_bias_test(node: DictConfig, key: str, cache_dir=None, cfg: DictConfig 
 
     try:
         table = read_manifest_rows(path, root=root, required_roles=())
-        check_role_sizes(path, f"{key}.manifest")
+        check_role_sizes(table, path, f"{key}.manifest")
         if cfg is not None and OmegaConf.select(cfg, "speat.se_curve", default=False):
             columns = {c: [r.get(c, "") for r in table] for c in ("clip_id", "role", "pair_id", "stratum")}
             check_resampling_ids(columns, OmegaConf.select(node, "resampling", default=None), str(path))
@@ -97,24 +96,16 @@ def check_bias_test(node: DictConfig, key: str, cache_dir=None, cfg: DictConfig 
         raise ConfigError(f"{key}.manifest={exc}") from exc
 
 
-def _manifest_rows(path: Path, key: str) -> list[dict]:
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            return list(csv.DictReader(f))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise ConfigError(f"{key}={path}: not a readable CSV ({exc})") from exc
-
-
-def check_role_sizes(path: Path, key: str = "manifest") -> None:
-    """At least :data:`MIN_CLIPS_PER_ROLE` clips of each role X, Y, A, B (SpEAT's effect size divides by
-    a standard deviation over each role's clips)."""
+def check_role_sizes(rows: list[dict], path: Path, key: str = "manifest") -> None:
+    """At least :data:`MIN_CLIPS_PER_ROLE` clips of each role X, Y, A, B among the manifest's ``rows``
+    (:func:`~speechbias.stimuli.manifest.read_manifest_rows`; SpEAT's effect size divides by a standard
+    deviation over each role's clips)."""
     from speechbias.roles import ROLES
 
     counts = {role: 0 for role in ROLES}
-    for row in _manifest_rows(path, key):
-        role = (row.get("role") or "").strip()
-        if role in counts:
-            counts[role] += 1
+    for row in rows:
+        if row["role"] in counts:
+            counts[row["role"]] += 1
     small = [f"{role}: {n}" for role, n in counts.items() if n < MIN_CLIPS_PER_ROLE]
     if small:
         raise ConfigError(
@@ -123,8 +114,6 @@ def check_role_sizes(path: Path, key: str = "manifest") -> None:
         )
 
 
-# clips already decoded by this process: (path, size, mtime_ns) -> problem or None (the entry points check
-# a single run's config twice: before its folder is made and when it starts)
 def check_corpus_folders(node: DictConfig, key: str) -> None:
     """A corpus-built test (manifest not built yet): ``paths.data_root`` and the folders of the corpora its
     recipe reads exist (and ``paper_lists_dir`` for ``selection=paper``)."""

@@ -1,7 +1,14 @@
-"""Checks of a SLURM request against sinfo's view of the cluster, on sinfo output written out here."""
+"""Checks of a SLURM request against sinfo's view of the cluster, on sinfo output written out here; and
+what a sweep says when sinfo does not answer (the real sinfo, pointed at a controller that is not there)."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
+import pytest
+
+from speechbias.launch.slurm import resources
 from speechbias.launch.slurm.resources import parse_sinfo, resource_problem
 
 # sinfo -h -o '%P|%c|%m|%G|%D|%a' of a cluster with a default CPU partition (two node types) and a GPU one
@@ -101,3 +108,40 @@ def test_without_sbatch_the_slurm_launcher_says_so_in_one_line(tmp_path):
         "error: hydra/launcher=slurm needs SLURM's sbatch on PATH (run on the cluster's login node); "
         "on this machine use hydra/launcher=parallel"
     ], proc.stderr[-2000:]
+
+
+def test_a_cluster_whose_sinfo_does_not_answer_is_said_in_one_warning(caplog):
+    def times_out(*args, **kwargs):
+        raise subprocess.TimeoutExpired(args[0], kwargs["timeout"])
+
+    def refused(*args, **kwargs):
+        return subprocess.CompletedProcess(
+            args[0], 1, "", "sinfo: error: x\nslurm_load_partitions: Unable to contact\n"
+        )
+
+    with caplog.at_level("WARNING", logger=resources.__name__):
+        assert resources.cluster_partitions(run=times_out) is None
+        assert resources.cluster_partitions(run=refused) is None
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == [
+        f"sinfo: no answer in {resources.SINFO_TIMEOUT_S} s; the sweep's requests are not checked against the "
+        "cluster's partitions",
+        "sinfo: slurm_load_partitions: Unable to contact; the sweep's requests are not checked against the "
+        "cluster's partitions",
+    ]
+
+
+def test_the_real_sinfo_without_a_controller_gives_none_and_its_own_reason(tmp_path, monkeypatch, caplog):
+    if shutil.which("sinfo") is None:
+        pytest.skip("no sinfo here")
+    # a controller on a port nothing listens on: the real client fails at once
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(
+        "ClusterName=none\nSlurmctldHost=localhost\nSlurmctldPort=9\nAuthType=auth/none\n"
+        "NodeName=localhost CPUs=1 State=UNKNOWN\nPartitionName=debug Nodes=localhost Default=YES\n"
+    )
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    with caplog.at_level("WARNING", logger=resources.__name__):
+        assert resources.cluster_partitions() is None
+    (message,) = [r.getMessage() for r in caplog.records]
+    assert message.startswith("sinfo: ") and message.endswith("not checked against the cluster's partitions")

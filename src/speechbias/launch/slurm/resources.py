@@ -7,11 +7,17 @@ job pending forever (reason ``PartitionConfig``). :func:`resource_problem` names
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+# seconds sinfo may take (a controller that does not answer makes it wait for the network's timeout)
+SINFO_TIMEOUT_S = 10
 
 SINFO_FORMAT = "%P|%c|%m|%G|%D|%a"
 
@@ -68,10 +74,15 @@ def cluster_partitions(run: Callable = subprocess.run) -> list[Partition] | None
     if shutil.which("sinfo") is None:
         return None
     try:
-        out = run(["sinfo", "-h", "-o", SINFO_FORMAT], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return parse_sinfo(out.stdout) if out.returncode == 0 else None
+        out = run(["sinfo", "-h", "-o", SINFO_FORMAT], capture_output=True, text=True, timeout=SINFO_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError) as exc:
+        reason = f"no answer in {SINFO_TIMEOUT_S} s" if isinstance(exc, subprocess.TimeoutExpired) else str(exc)
+    else:
+        if out.returncode == 0:
+            return parse_sinfo(out.stdout)
+        reason = (out.stderr or out.stdout or f"exit {out.returncode}").strip().splitlines()[-1]
+    log.warning("sinfo: %s; the sweep's requests are not checked against the cluster's partitions", reason)
+    return None
 
 
 def _requested_gpus(params: dict) -> int:

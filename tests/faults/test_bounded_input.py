@@ -110,13 +110,13 @@ def test_the_clip_limit_is_a_setting(tmp_path):
 def _auto_limit_fbank(memory_gib: float, batch: int) -> int:
     """The auto limit of upstream=fbank worked by hand from speechbias.features.clip_memory's model: per second
     of audio 24 bytes per sample, two float32 copies of the 512-bin FFT frames at 100 frames/s and the 80
-    log-mels, times the 1.25 margin, for each clip of a batch, in half the memory less 1 GiB of process."""
+    log-mels, times the 1.25 margin, for each clip of a batch, in half the memory less 768 MiB of process."""
     per_second = 1.25 * (24 * 16_000 + 2 * 512 * 100 * 4 + 100 * 80 * 4)
-    return int((0.5 * memory_gib * 2**30 - 2**30) / batch // per_second)
+    return int((0.5 * memory_gib * 2**30 - 768 * 2**20) / batch // per_second)
 
 
 def test_a_clip_above_the_auto_limit_is_refused_in_one_line_and_one_under_it_runs(tmp_path):
-    memory_gib = 2.05  # about 20 s of fbank extraction per clip in batches of 2 (the CPU default)
+    memory_gib = 1.6  # about 26 s of fbank extraction per clip in batches of 2 (the CPU default)
     limit = _auto_limit_fbank(memory_gib, batch=2)
     assert 10 <= limit <= 60
     clips = _clips(tmp_path)

@@ -6,7 +6,8 @@ fbank/mfcc from its settings; an inline test model (``config:``) from that confi
 defaults of its family; a hub model from its ``config.json`` in a local folder or the local Hugging Face
 cache, else from :data:`HUB_ARCHITECTURES` (the figures of the 16 shipped models' hub configs); anything
 else (s3prl, an unknown hub id) as :data:`LARGEST` (the largest paper model, with WavLM's attention: an
-upper bound). Read by the clip-length limit (:mod:`speechbias.features.clip_memory`).
+upper bound). Read by the clip-length limit (:mod:`speechbias.features.clip_memory`) and the free-space
+estimate (``speechbias.launch.storage_check``: states x width of a cache entry).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ SAMPLE_RATE = 16_000  # Hz: every upstream reads 16 kHz audio (speechbias.fileio
 @dataclass(frozen=True)
 class Architecture:
     """What a clip's forward holds, per family. ``kind``: wav2vec2 | hubert | wavlm | whisper | fbank.
-    ``frame_rate`` frames/s of the kept states; ``states`` hidden states kept (layers + 1); ``width`` D;
+    ``frame_rate`` frames/s of the kept states; ``states`` hidden states kept (layers + 1); ``width`` D (the
+    features per state: fbank's n_mels, mfcc's n_mfcc);
     ``heads`` attention heads; ``ffn`` the feed-forward width; ``front_channels`` / ``front_stride`` the
     first conv layer's output channels and stride (samples) (fbank: FFT bins and hop); ``layer_norm_front``
     a layer-norm conv front end (two more copies of its output); ``parameters`` of the loaded model;
@@ -193,11 +195,14 @@ def architecture_of(upstream: DictConfig | None) -> Architecture:
     if target.endswith(("FbankUpstream", "MfccUpstream")):
         hop = round(float(OmegaConf.select(upstream, "hop_ms", default=10.0)) * SAMPLE_RATE / 1000)
         n_fft = int(OmegaConf.select(upstream, "n_fft", default=512))
+        width = OmegaConf.select(upstream, "n_mels", default=80)
+        if target.endswith("MfccUpstream"):
+            width = OmegaConf.select(upstream, "n_mfcc", default=40) or 40
         return Architecture(
             kind="fbank",
             frame_rate=SAMPLE_RATE / max(hop, 1),
             states=1,
-            width=int(OmegaConf.select(upstream, "n_mels", default=80)),
+            width=int(width),
             front_channels=n_fft,
             front_stride=max(hop, 1),
             source="the upstream's settings",

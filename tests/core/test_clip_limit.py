@@ -5,6 +5,7 @@ from the composed upstream configs, and the memory read from cgroup files."""
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 from omegaconf import OmegaConf
@@ -153,3 +154,37 @@ def test_cgroup_limits_are_read_from_the_process_cgroup_and_those_above_it(tmp_p
     (root / "memory" / "job" / "memory.limit_in_bytes").write_text(f"{3 * GIB}\n")
     proc.write_text("4:memory:/job\n1:cpu:/\n")
     assert cgroup_limit_bytes(proc, root) == 3 * GIB
+
+
+def _fake_nvidia_smi(folder, output: str, status: int = 0):
+    """An ``nvidia-smi`` executable on PATH that prints ``output`` (the CSV of the query) and exits ``status``."""
+    script = folder / "nvidia-smi"
+    script.write_text(f"#!/bin/sh\ncat <<'END'\n{output}\nEND\nexit {status}\n")
+    script.chmod(0o755)
+
+
+def test_a_gpu_run_is_bounded_by_the_smallest_visible_gpu_as_nvidia_smi_reports_it(tmp_path, monkeypatch):
+    from speechbias.features import memory_size
+
+    _fake_nvidia_smi(tmp_path, "0, GPU-aaaa, 81559\n1, GPU-bbbb, 40960")
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    gpu_run = OmegaConf.create({"trainer": {"accelerator": "gpu"}, "extraction": {}})
+    try:
+        for visible, mib in ((None, 40960), ("0", 81559), ("GPU-bbbb", 40960), ("1,0", 40960)):
+            if visible is None:
+                monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+            else:
+                monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+            memory_size.gpu_memory_bytes.cache_clear()
+            assert clip_memory.run_memory(gpu_run) == (mib * 2**20, "the GPU's"), visible
+        # a CPU run, or a GPU run where nvidia-smi fails, is bounded by the host's memory
+        cpu_run = OmegaConf.create({"trainer": {"accelerator": "cpu"}, "extraction": {}})
+        assert clip_memory.run_memory(cpu_run) == (memory_size.host_memory_bytes(), "the host's")
+        _fake_nvidia_smi(tmp_path, "NVIDIA-SMI has failed", status=9)
+        memory_size.gpu_memory_bytes.cache_clear()
+        assert clip_memory.run_memory(gpu_run) == (memory_size.host_memory_bytes(), "the host's")
+        # extraction.memory_gib wins over both
+        given = OmegaConf.create({"trainer": {"accelerator": "gpu"}, "extraction": {"memory_gib": 3}})
+        assert clip_memory.run_memory(given) == (3 * GIB, "extraction.memory_gib")
+    finally:
+        memory_size.gpu_memory_bytes.cache_clear()

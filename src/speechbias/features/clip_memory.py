@@ -18,12 +18,15 @@ so clips are not split). Peak of a batch of ``B`` clips of ``t`` seconds (S = 16
   always 30 s (T = 1500), counted with one layer's heads x T^2 x 4.
 
 The constants were fitted to peak RSS measured on CPU (``python benchmarks/clip_memory_bench.py``: tiny
-wav2vec2/HuBERT/WavLM, WavLM with 2 and 8 heads, the base-sized random wav2vec2, fbank; 5 to 300 s) and
-:data:`MARGIN` keeps every prediction above its measurement (the bench prints the ratios). The limit is the
+wav2vec2/HuBERT/WavLM, WavLM with 2 and 8 heads, the base-sized random wav2vec2, fbank; 5 to 300 s; and
+whole evaluate.py runs with one clip of up to 1800 s) and :data:`MARGIN` keeps every prediction above its
+measurement (the bench prints the ratios). The limit is the
 longest whole second whose predicted peak fits in :data:`MEMORY_FRACTION` of the memory: the host's
 (:func:`~speechbias.features.memory_size.host_memory_bytes`), a GPU's on a GPU run where nvidia-smi reads
 it (else the host's), or ``extraction.memory_gib``; capped by what the model takes (Whisper's 30 s).
-GPU peaks were not measured: the same model bounds them (activations, no host-side process part).
+Batches are counted as ``B`` clips of the longest: the loader batches the longest clips together, and an
+upstream that pads (fbank/mfcc, layer-norm front ends, Whisper) pads a batch to its longest clip. GPU peaks
+were not measured (no GPU where this was written): the same model is applied to the GPU's memory, untested.
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ FRONT_COPIES = 2  # group-norm conv front end (measured ~2 on the base-sized wav
 LAYER_NORM_FRONT_COPIES = 4  # layer-norm conv front end: two more (measured ~3.9 on tiny_wav2vec2_stable)
 ATTENTION_COPIES = 3  # WavLM: float32 T x T per head (measured 12.5 bytes per head)
 POSITION_BUCKET_BYTES = 32  # WavLM: the relative position buckets, int64 T x T temporaries (measured ~27)
-# on every measured per-clip part: predicted / measured 1.09 to 1.8 (whole process 1.3 to 2.3): the bench's ratios
+# predicted / measured (benchmarks/clip_memory_bench.py, 2 cores): one clip's growth 1.10 to 1.62, the
+# extraction process's peak 1.28 to 1.71, whole evaluate.py runs in batches of 2 1.43 to 2.46
 MARGIN = 1.25
 MEMORY_FRACTION = 0.5  # of the memory, the rest left to everything else on the machine
 GIB = 1 << 30
@@ -94,7 +98,7 @@ def longest_clip_seconds(arch: Architecture, memory_bytes: float, batch: int = 1
     b = MARGIN * linear_bytes_per_second(arch)
     seconds = budget / b if a == 0 else (-b + math.sqrt(b * b + 4 * a * budget)) / (2 * a)
     whole = math.floor(seconds)
-    while whole > 0 and batch * clip_bytes(arch, whole) > MEMORY_FRACTION * memory_bytes - peak_bytes(arch, 0, 0):
+    while whole > 0 and peak_bytes(arch, whole, batch) > MEMORY_FRACTION * memory_bytes:
         whole -= 1  # floating point at the boundary
     return whole
 
@@ -144,11 +148,10 @@ def run_memory(cfg: DictConfig) -> tuple[int, str]:
 
 def upstream_name(cfg: DictConfig) -> str:
     """The upstream as the user chose it (``upstream=<name>``), else its display name or hub id."""
+    chosen = OmegaConf.select(cfg, "hydra.runtime.choices.upstream", default=None)
+    if chosen:
+        return str(chosen)
     upstream = OmegaConf.select(cfg, "upstream", default=None)
-    for key in ("hydra.runtime.choices.upstream",):
-        chosen = OmegaConf.select(cfg, key, default=None)
-        if chosen:
-            return str(chosen)
     for key in ("display_name", "model_id", "name"):
         value = OmegaConf.select(upstream, key, default=None) if upstream is not None else None
         if value:

@@ -88,7 +88,11 @@ def test_whisper_takes_its_30_s_window_and_says_so(conf_dir):
     assert limit.seconds == 30
     assert "the limit of 30 s for upstream=tiny-whisper (random) (its 30 s window)" in limit.text
     # a machine whose half cannot hold one window of whisper-large (1.5 B parameters: 6 GB) takes no clip
-    assert clip_limit(run_config(conf_dir, "whisper_large", 8)).seconds == 0
+    too_small = clip_limit(run_config(conf_dir, "whisper_large", 8))
+    assert too_small.seconds == 0
+    assert "with 8 GiB (extraction.memory_gib; 50% of it does not hold the process and the model's weights)" in (
+        too_small.text
+    )
 
 
 def test_the_shipped_hub_models_sizes_are_their_configs(conf_dir):

@@ -120,10 +120,10 @@ class ClipLimit:
         if self.window_seconds is not None and self.seconds == int(self.window_seconds):
             basis = f"(its {self.window_seconds:g} s window)"
         else:
-            basis = (
-                f"with {self.memory_bytes / GIB:.3g} GiB ({self.memory_source}; {MEMORY_FRACTION:.0%} of it for "
-                f"batches of {self.batch})"
-            )
+            share = f"{MEMORY_FRACTION:.0%} of it for batches of {self.batch}"
+            if self.seconds == 0:
+                share = f"{MEMORY_FRACTION:.0%} of it does not hold the process and the model's weights"
+            basis = f"with {self.memory_bytes / GIB:.3g} GiB ({self.memory_source}; {share})"
         return (
             f"the limit of {self.seconds} s for upstream={self.upstream} {basis} "
             "(extraction.max_clip_seconds=auto; set a number to override)"

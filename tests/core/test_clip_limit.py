@@ -192,3 +192,38 @@ def test_a_gpu_run_is_bounded_by_the_smallest_visible_gpu_as_nvidia_smi_reports_
         assert clip_memory.run_memory(given) == (3 * GIB, "extraction.memory_gib")
     finally:
         memory_size.gpu_memory_bytes.cache_clear()
+
+
+@pytest.mark.parametrize("entry", ["evaluate", "train"])
+def test_a_manifest_built_during_the_run_gets_the_same_limit_as_the_pre_run_check(conf_dir, tmp_path, entry):
+    import hydra.utils
+    import numpy as np
+    import pandas as pd
+    import soundfile as sf
+    from hydra import compose, initialize_config_dir
+
+    from speechbias.stimuli import ManifestError
+
+    overrides = ["extraction.memory_gib=1.6", f"paths.cache_dir={tmp_path / 'cache'}"]
+    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
+        cfg = compose(entry, overrides=overrides, return_hydra_config=True)
+    node = cfg.task.run.clip_check
+    check = hydra.utils.instantiate(node)
+    # fbank in batches of 2 (the CPU default) with 1.6 GiB, worked by hand as in tests/faults/test_bounded_input.py
+    per_second = 1.25 * (24 * 16_000 + 2 * 512 * 100 * 4 + 100 * 80 * 4)
+    expected = int((0.5 * 1.6 * GIB - 768 * 2**20) / 2 // per_second)
+    assert check.max_seconds == expected
+    assert check.limit_text.startswith(f"the limit of {expected} s for upstream=fbank with 1.6 GiB")
+    rows = []
+    for i, seconds in enumerate((1, expected + 2)):
+        path = tmp_path / f"clip{i}.wav"
+        sf.write(path, np.zeros(16_000 * seconds, dtype="float32") + 0.01 * (i + 1), 16_000)
+        rows.append({"path": str(path), "role": "XYAB"[i]})
+    with pytest.raises(ManifestError, match=rf"1 clip\(s\) longer than the limit of {expected} s .*clip1.wav"):
+        check.apply(pd.DataFrame(rows), "built")
+    # a number is taken as given, and the line names the setting
+    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
+        cfg = compose(entry, overrides=[*overrides, "extraction.max_clip_seconds=1800"], return_hydra_config=True)
+    numbered = hydra.utils.instantiate(cfg.task.run.clip_check)
+    assert (numbered.max_seconds, numbered.limit_text) == (1800.0, None)
+    numbered.apply(pd.DataFrame(rows), "built")

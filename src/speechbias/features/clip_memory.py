@@ -172,3 +172,17 @@ def clip_limit(cfg: DictConfig) -> ClipLimit:
         batch=batch,
         window_seconds=arch.window_seconds,
     )
+
+
+def clip_length_limit(cfg: DictConfig) -> tuple[float | None, str | None]:
+    """(longest clip in seconds, how a refusal names that limit) of the run config's
+    ``extraction.max_clip_seconds``: a number as given (None: the line names the setting); ``auto``
+    :func:`clip_limit`; (None, None) when the config has none. The pre-run clip check and a manifest built
+    during the run (``${speechbias.clip_limit_seconds:}`` in the tasks' ``clip_check``) both read it."""
+    value = OmegaConf.select(cfg, "extraction.max_clip_seconds", default=None)
+    if value is None:
+        return None, None
+    if value != "auto":
+        return float(value), None
+    limit = clip_limit(cfg)
+    return float(limit.seconds), limit.text

@@ -83,6 +83,8 @@ def check_bias_test(node: DictConfig, key: str, cache_dir=None, cfg: DictConfig 
         settings = cfg if cfg is not None else OmegaConf.create()
         full = OmegaConf.select(settings, "check_audio", default="changed") == "full"
         repeats = bool(OmegaConf.select(settings, "allow_duplicate_audio", default=False))
+        from speechbias.features.clip_memory import clip_length_limit
+
         max_seconds, limit_text = clip_length_limit(settings)
         check_manifest_audio(
             table,
@@ -95,21 +97,6 @@ def check_bias_test(node: DictConfig, key: str, cache_dir=None, cfg: DictConfig 
         )
     except ManifestError as exc:
         raise ConfigError(f"{key}.manifest={exc}") from exc
-
-
-def clip_length_limit(cfg: DictConfig) -> tuple[float | None, str | None]:
-    """(longest clip in seconds, how a refusal names that limit) of ``extraction.max_clip_seconds``: a
-    number as given; ``auto`` derived from the upstream's config and the run's memory
-    (:func:`speechbias.features.clip_memory.clip_limit`, no torch); (None, None) when the config has none."""
-    value = OmegaConf.select(cfg, "extraction.max_clip_seconds", default=None)
-    if value is None:
-        return None, None
-    if value != "auto":
-        return float(value), None
-    from speechbias.features.clip_memory import clip_limit
-
-    limit = clip_limit(cfg)
-    return float(limit.seconds), limit.text
 
 
 def _manifest_rows(path: Path, key: str) -> list[dict]:

@@ -31,7 +31,8 @@ class Accepts:
     """What a setting accepts. ``kind``: int | float | bool | choice | text (a string) | floats (a number or a
     list of them) | texts (a list of strings) | mapping (strings to strings). ``low``/``high``: bounds of a
     number (``*_open``: the bound itself excluded); ``choices``: the allowed strings (of a choice, or of each
-    item of texts); ``optional``: null accepted; ``nonempty``: an empty string or list refused."""
+    item of texts); ``optional``: null accepted; ``nonempty``: an empty string or list refused; ``words``: strings
+    a number setting also takes as themselves (``auto``)."""
 
     kind: str
     low: float | None = None
@@ -42,6 +43,7 @@ class Accepts:
     optional: bool = False
     nonempty: bool = False
     distinct: bool = False
+    words: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -55,9 +57,10 @@ class Accepts:
         if self.high is not None:
             bounds.append(f"{'<' if self.high_open else '<='} {_bound(self.high)}")
         ranged = f" {' and '.join(bounds)}" if bounds else ""
+        words = "".join(f" or {word}" for word in self.words)
         text = {
             "int": f"an integer{ranged}",
-            "float": f"a number{ranged}",
+            "float": f"a number{ranged}{words}",
             "bool": "true or false",
             "choice": f"one of {', '.join(self.choices)}",
             "text": "a non-empty string" if self.nonempty else "a string",
@@ -77,6 +80,8 @@ class Accepts:
             if self.optional:
                 return None
             raise ValueError
+        if isinstance(value, str) and value in self.words:
+            return value
         if self.kind == "int":
             return self._in_range(_integer(value))
         if self.kind == "float":
@@ -167,8 +172,11 @@ def integer(low=None, high=None, optional=False) -> Accepts:
     return Accepts("int", low=low, high=high, optional=optional)
 
 
-def number(low=None, high=None, low_open=False, high_open=False, optional=False) -> Accepts:
-    return Accepts("float", low=low, high=high, low_open=low_open, high_open=high_open, optional=optional)
+def number(low=None, high=None, low_open=False, high_open=False, optional=False, words=()) -> Accepts:
+    """A number in the range; ``words``: strings also taken as themselves (``number(0, words=("auto",))``)."""
+    return Accepts(
+        "float", low=low, high=high, low_open=low_open, high_open=high_open, optional=optional, words=tuple(words)
+    )
 
 
 def boolean() -> Accepts:

@@ -37,6 +37,7 @@ RESULT_NEUTRAL_KEYS = (
     "extraction.batch_size",
     "extraction.num_workers",
     "extraction.max_clip_seconds",  # a run it refuses has no results; one it lets through computes the same
+    "extraction.memory_gib",  # the same: it only moves the auto clip limit
 )
 # keys below a neutral key that do change the results: the trainer's numeric precision (the SER heads
 # train in it; bf16 is not float32), unlike its devices, strategy and progress display

@@ -2,7 +2,9 @@
 rows and their count.
 
 Before (issue 40): a 100,000-row manifest whose rows repeat 40 clips was refused in one line of 52 KB (every
-repeated row's number)."""
+repeated row's number). The longest clip a run takes is derived from the model and the memory
+(``extraction.max_clip_seconds=auto``, from ``extraction.memory_gib`` where given: a real setting users have,
+so these runs need no test-only knob), or a number."""
 
 from __future__ import annotations
 
@@ -31,9 +33,9 @@ def _clips(folder: Path) -> list[tuple[str, Path]]:
     return clips
 
 
-def _args(tmp_path: Path, run_dir: str = "run") -> tuple[str, ...]:
+def _args(tmp_path: Path, run_dir: str = "run", upstream: str = "fbank") -> tuple[str, ...]:
     return (
-        "upstream=fbank",
+        f"upstream={upstream}",
         "logger=none",
         f"bias_test.manifest={tmp_path / 'manifest.csv'}",
         f"hydra.run.dir={tmp_path / run_dir}",
@@ -41,10 +43,10 @@ def _args(tmp_path: Path, run_dir: str = "run") -> tuple[str, ...]:
     )
 
 
-def _refusal(tmp_path: Path, rows: list[str], *overrides: str) -> str:
+def _refusal(tmp_path: Path, rows: list[str], *overrides: str, upstream: str = "fbank") -> str:
     manifest = tmp_path / "manifest.csv"
     manifest.write_text("clip_id,path,role\n" + "\n".join(rows) + "\n")
-    done = run(command("evaluate", *_args(tmp_path), *overrides))
+    done = run(command("evaluate", *_args(tmp_path, upstream=upstream), *overrides))
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     assert done.returncode == 1 and len(lines) == 1, lines[:5]
     assert lines[0].startswith(f"error: bias_test.manifest={manifest}: ")
@@ -81,7 +83,7 @@ def test_a_100k_row_manifest_with_duplicate_clip_ids_is_refused_in_one_short_lin
 
 
 def test_a_clip_longer_than_the_limit_is_refused_before_any_model_loads(tmp_path):
-    # 31 minutes (int16 WAV, 60 MB) among 1 s clips; the default extraction.max_clip_seconds is 1800
+    # 31 minutes (int16 WAV, 60 MB) among 1 s clips, with the limit set to a number (the default is auto)
     clips = _clips(tmp_path)
     long_clip = tmp_path / "audio" / "long.wav"
     rng = np.random.default_rng(1)
@@ -89,7 +91,7 @@ def test_a_clip_longer_than_the_limit_is_refused_before_any_model_loads(tmp_path
         for _ in range(31):
             out.write((0.1 * rng.standard_normal(16_000 * 60)).astype("float32"))
     rows = [f"c{i},{path},{role}" for i, (role, path) in enumerate(clips)] + [f"long,{long_clip},X"]
-    line = _refusal(tmp_path, rows)
+    line = _refusal(tmp_path, rows, "extraction.max_clip_seconds=1800")
     assert f"1 clip(s) longer than extraction.max_clip_seconds=1800: {long_clip} ({31 * 60} s)" in line
     assert not (tmp_path / "cache" / "stats").exists()  # nothing extracted
 
@@ -103,3 +105,48 @@ def test_the_clip_limit_is_a_setting(tmp_path):
     assert f"1 clip(s) longer than extraction.max_clip_seconds=2.5: {three_s} (3 s)" in line
     allowed = run(command("evaluate", *_args(tmp_path, "run2"), "extraction.max_clip_seconds=3.5", *FAST))
     assert allowed.returncode == 0, allowed.stderr[-2000:]
+
+
+def _auto_limit_fbank(memory_gib: float, batch: int) -> int:
+    """The auto limit of upstream=fbank worked by hand from speechbias.features.clip_memory's model: per second
+    of audio 24 bytes per sample, two float32 copies of the 512-bin FFT frames at 100 frames/s and the 80
+    log-mels, times the 1.25 margin, for each clip of a batch, in half the memory less 768 MiB of process."""
+    per_second = 1.25 * (24 * 16_000 + 2 * 512 * 100 * 4 + 100 * 80 * 4)
+    return int((0.5 * memory_gib * 2**30 - 768 * 2**20) / batch // per_second)
+
+
+def test_a_clip_above_the_auto_limit_is_refused_in_one_line_and_one_under_it_runs(tmp_path):
+    memory_gib = 1.6  # about 26 s of fbank extraction per clip in batches of 2 (the CPU default)
+    limit = _auto_limit_fbank(memory_gib, batch=2)
+    assert 10 <= limit <= 60
+    clips = _clips(tmp_path)
+    rng = np.random.default_rng(3)
+    over, under = tmp_path / "audio" / "over.wav", tmp_path / "audio" / "under.wav"
+    sf.write(over, (0.1 * rng.standard_normal(16_000 * (limit + 1))).astype("float32"), 16_000)
+    sf.write(under, (0.1 * rng.standard_normal(16_000 * limit - 8_000)).astype("float32"), 16_000)
+    rows = [f"c{i},{path},{role}" for i, (role, path) in enumerate(clips)]
+    line = _refusal(tmp_path, [*rows, f"over,{over},X"], f"extraction.memory_gib={memory_gib}")
+    assert (
+        f"1 clip(s) longer than the limit of {limit} s for upstream=fbank with {memory_gib:g} GiB "
+        f"(extraction.memory_gib; 50% of it for batches of 2) "
+        f"(extraction.max_clip_seconds=auto; set a number to override): {over} ({limit + 1} s)"
+    ) in line
+    assert not (tmp_path / "cache" / "stats").exists()  # nothing extracted
+    (tmp_path / "manifest.csv").write_text("clip_id,path,role\n" + "\n".join([*rows, f"under,{under},X"]) + "\n")
+    allowed = run(command("evaluate", *_args(tmp_path, "run2"), f"extraction.memory_gib={memory_gib}", *FAST))
+    assert allowed.returncode == 0, allowed.stderr[-2000:]
+    assert (tmp_path / "run2" / "results.csv").is_file()
+    # the same clip over a larger memory's limit runs too: the limit follows the setting
+    assert _auto_limit_fbank(2 * memory_gib, batch=2) > limit + 1
+
+
+def test_a_whisper_run_refuses_a_clip_over_its_30_s_window_before_the_model_loads(tmp_path):
+    clips = _clips(tmp_path)
+    long_clip = tmp_path / "audio" / "long.wav"
+    sf.write(long_clip, (0.1 * np.random.default_rng(4).standard_normal(16_000 * 31)).astype("float32"), 16_000)
+    rows = [f"c{i},{path},{role}" for i, (role, path) in enumerate(clips)] + [f"long,{long_clip},X"]
+    line = _refusal(tmp_path, rows, upstream="tiny_whisper")
+    assert (
+        "1 clip(s) longer than the limit of 30 s for upstream=tiny_whisper (its 30 s window) "
+        f"(extraction.max_clip_seconds=auto; set a number to override): {long_clip} (31 s)"
+    ) in line

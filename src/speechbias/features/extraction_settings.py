@@ -13,14 +13,21 @@ from speechbias.checked_settings import Settings, boolean, integer, number, sett
 class ExtractionSettings(Settings):
     """The extraction predict loop of a task (``extraction.*``): clips per batch, DataLoader workers,
     whether clips shorter than the upstream's receptive field are zero-padded (else an error), and the
-    longest clip a run takes (checked before any model loads: one forward holds a whole clip)."""
+    longest clip a run takes (checked before any model loads: one forward holds a whole clip; ``auto``: the
+    longest whose predicted peak fits the memory, :mod:`speechbias.features.clip_memory`, from
+    ``memory_gib`` or, when null, the host's or GPU's memory)."""
 
     NODE = "extraction"
 
     batch_size: int = setting(integer(1), 8, "clips per forward")
     num_workers: int = setting(integer(0), 0, "DataLoader worker processes")
     pad_short: bool = setting(boolean(), False, "zero-pad clips shorter than the receptive field")
-    max_clip_seconds: float = setting(number(0, low_open=True), 1800.0, "longest clip a run takes, in seconds")
+    max_clip_seconds: float | str = setting(
+        number(0, low_open=True, words=("auto",)), "auto", "longest clip a run takes, in seconds"
+    )
+    memory_gib: float | None = setting(
+        number(0, low_open=True, optional=True), None, "memory the auto clip limit is derived from, in GiB"
+    )
 
     def kwargs(self) -> dict:
         """As keyword arguments of :func:`speechbias.features.extraction.extract_statistics`."""

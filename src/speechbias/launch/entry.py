@@ -70,6 +70,22 @@ register_aggregation_configs()  # options of config group aggregation, before @h
 OmegaConf.register_new_resolver("speechbias.user_path", lambda value, root: str(user_path(value, root)), replace=True)
 
 
+def _clip_length_limit(root) -> tuple[float | None, str | None]:
+    from speechbias.features.clip_memory import clip_length_limit
+
+    return clip_length_limit(root)
+
+
+# ${speechbias.clip_limit_seconds:} / ${speechbias.clip_limit_text:}: the run's longest clip and how a refusal
+# names it (extraction.max_clip_seconds, auto derived from the upstream and the memory), for the tasks' clip_check
+OmegaConf.register_new_resolver(
+    "speechbias.clip_limit_seconds", lambda *, _root_: _clip_length_limit(_root_)[0], replace=True
+)
+OmegaConf.register_new_resolver(
+    "speechbias.clip_limit_text", lambda *, _root_: _clip_length_limit(_root_)[1], replace=True
+)
+
+
 # Lightning's SLURM cluster environment without its own requeue (on USR1): submitit's handler (on the
 # USR2 of sbatch --signal) requeues the job, counting hydra.launcher.max_num_timeout; one mechanism only
 SLURM_ENVIRONMENT_NO_REQUEUE = {

@@ -11,13 +11,12 @@ estimate (the folder must still hold Hydra's own config save).
 and the cache, so any write that fails later (space, quota, permission) names that setting.
 
 Standard library, OmegaConf and Hydra at import; never torch (the estimate reads CSV files, the audio
-index and the model's ``config.json`` in the local Hugging Face cache).
+index and the model's sizes: :mod:`speechbias.upstream.architecture`).
 """
 
 from __future__ import annotations
 
 import csv
-import json
 import logging
 import math
 import os
@@ -45,8 +44,6 @@ OTHER_TASK_FILES_BYTES = 4 << 20
 AUDIO_INDEX_RECORD_BYTES = 512
 # a cache entry's safetensors header and metadata besides its values (fbank: 1,424 bytes for 960 of values)
 ENTRY_OVERHEAD_BYTES = 512
-# the largest paper model (whisper-large's encoder: 33 hidden states x 1280; HuBERT-XL: 49 x 1280)
-UNKNOWN_SHAPE = (49, 1280)
 HEAD_HIDDEN = 256  # the valence head's Linear(D, 256)
 CHECKPOINT_OVERHEAD_BYTES = 64 << 10
 
@@ -90,38 +87,13 @@ def existing_folder(folder: Path) -> Path:
 
 
 def upstream_shape(upstream) -> tuple[int, int]:
-    """(layers, features per layer) of the upstream config: fbank/mfcc from their settings, a hub model from
-    its ``config.json`` in the local Hugging Face cache (or a local folder); else the largest paper model."""
-    if upstream is None:
-        return UNKNOWN_SHAPE
-    target = str(OmegaConf.select(upstream, "_target_", default="") or "")
-    if target.endswith("FbankUpstream"):
-        return 1, int(OmegaConf.select(upstream, "n_mels", default=80))
-    if target.endswith("MfccUpstream"):
-        return 1, int(OmegaConf.select(upstream, "n_mfcc", default=40) or 40)
-    model_id = OmegaConf.select(upstream, "model_id", default=None)
-    if not isinstance(model_id, str) or not model_id:
-        return UNKNOWN_SHAPE
-    try:
-        folder = Path(model_id).expanduser()
-        if folder.is_dir():
-            found = folder / "config.json"
-        else:
-            import huggingface_hub
+    """(layers, features per layer) of the upstream config (:func:`speechbias.upstream.architecture.architecture_of`:
+    fbank/mfcc from their settings, an inline model from its config, a hub model from its ``config.json`` in a
+    local folder or the local Hugging Face cache or the shipped models' figures; else the largest paper model)."""
+    from speechbias.upstream.architecture import architecture_of
 
-            revision = OmegaConf.select(upstream, "revision", default=None)
-            cached = huggingface_hub.try_to_load_from_cache(model_id, "config.json", revision=revision or None)
-            if not isinstance(cached, str):
-                return UNKNOWN_SHAPE
-            found = Path(cached)
-        config = json.loads(found.read_text(encoding="utf-8"))
-    except (OSError, ValueError, ImportError):
-        return UNKNOWN_SHAPE
-    layers = config.get("num_hidden_layers", config.get("encoder_layers"))
-    width = config.get("hidden_size", config.get("d_model"))
-    if isinstance(layers, int) and isinstance(width, int):
-        return layers + 1, width
-    return UNKNOWN_SHAPE
+    arch = architecture_of(upstream)
+    return arch.states, arch.width
 
 
 # the keys whose value names a table of clips

@@ -58,11 +58,14 @@ class ClipCheck:
     """The run's check of the clips of a manifest built during the run (the pre-run check's settings):
     ``cache_dir`` the audio index's cache folder (None: every clip decoded), ``check_audio`` ``changed``
     or ``full`` (every clip decoded again), ``allow_duplicate_audio`` repeated audio warned about, not
-    refused."""
+    refused; ``max_seconds`` the longest clip taken and ``limit_text`` how a refusal names that limit (the
+    run's ``extraction.max_clip_seconds``: speechbias.features.clip_memory.clip_length_limit; None: any)."""
 
     cache_dir: str | None = None
     check_audio: str = "changed"
     allow_duplicate_audio: bool = False
+    max_seconds: float | None = None
+    limit_text: str | None = None
 
     def apply(self, df: pd.DataFrame, source: str) -> None:
         """Check the clips of ``df`` (a validated manifest: absolute paths) or raise ManifestError."""
@@ -72,6 +75,8 @@ class ClipCheck:
             self.cache_dir,
             full=self.check_audio == "full",
             allow_repeats=self.allow_duplicate_audio,
+            max_seconds=self.max_seconds,
+            limit_text=self.limit_text,
         )
 
 

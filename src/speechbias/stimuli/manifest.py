@@ -247,6 +247,7 @@ def check_manifest_audio(
     full: bool = False,
     allow_repeats: bool = False,
     max_seconds: float | None = None,
+    limit_text: str | None = None,
 ) -> dict[str, AudioFacts]:
     """Every clip of the checked manifest ``rows`` (dicts with absolute ``path`` and ``role``, e.g.
     :func:`read_manifest_rows`) decodes as a stimulus, and no audio is listed twice.
@@ -257,7 +258,8 @@ def check_manifest_audio(
     :class:`ManifestError` (their count and the first :data:`MAX_LISTED` with their reasons). Rows that
     repeat a file or its decoded audio (:func:`repeated_clips`) are refused with one line naming them,
     or, with ``allow_repeats``, named in one warning. Clips longer than ``max_seconds`` (the run's
-    ``extraction.max_clip_seconds``) are refused in one line naming them. Returns each path's :class:`AudioFacts`.
+    ``extraction.max_clip_seconds``; ``limit_text`` how the line names the limit, e.g. the auto limit's
+    derivation) are refused in one line naming them. Returns each path's :class:`AudioFacts`.
     """
     paths, roles = [r["path"] for r in rows], [r["role"] for r in rows]
     facts = AudioIndex(cache_dir).facts(paths, full=full)
@@ -269,7 +271,7 @@ def check_manifest_audio(
             "fix or replace those files, or drop their rows"
         )
     if max_seconds is not None:
-        _refuse_long_clips(facts, float(max_seconds), source)
+        _refuse_long_clips(facts, float(max_seconds), source, limit_text)
     repeats = repeated_clips(paths, {p: f.sha256 for p, f in facts.items()})
     if repeats:
         named = _first_listed(
@@ -291,9 +293,12 @@ def check_manifest_audio(
     return {p: f for p, f in facts.items() if not isinstance(f, str)}
 
 
-def _refuse_long_clips(facts: Mapping[str, AudioFacts], max_seconds: float, source: str) -> None:
+def _refuse_long_clips(
+    facts: Mapping[str, AudioFacts], max_seconds: float, source: str, limit_text: str | None = None
+) -> None:
     """One line naming the clips longer than ``max_seconds`` (the longest first), if any: extraction runs
-    one forward over a whole clip, whose memory grows with its length."""
+    one forward over a whole clip, whose memory grows with its length. ``limit_text`` names the limit
+    (default ``extraction.max_clip_seconds=<max_seconds>``)."""
     from speechbias.fileio.audio import SAMPLE_RATE  # with numpy, which the run imports next anyway
 
     long = sorted(
@@ -302,10 +307,14 @@ def _refuse_long_clips(facts: Mapping[str, AudioFacts], max_seconds: float, sour
     )
     if long:
         shown = _first_listed([f"{p} ({seconds:.0f} s)" for seconds, p in long])
+        if limit_text is None:
+            limit_text = f"extraction.max_clip_seconds={max_seconds:g}"
+            fix = "cut those clips, or raise extraction.max_clip_seconds where memory allows"
+        else:
+            fix = "cut those clips, or run where there is more memory"
         raise ManifestError(
-            f"{source}: {len(long)} clip(s) longer than extraction.max_clip_seconds={max_seconds:g}: {shown}; "
-            "extraction holds a whole clip in one forward (fbank: ~1.5 MB per second of audio, more for larger "
-            "models): cut those clips, or raise extraction.max_clip_seconds where memory allows"
+            f"{source}: {len(long)} clip(s) longer than {limit_text}: {shown}; extraction holds a whole clip "
+            f"in one forward (its memory grows with the clip's length): {fix}"
         )
 
 

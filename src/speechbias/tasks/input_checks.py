@@ -90,8 +90,18 @@ def check_bias_test(node: DictConfig, key: str, cache_dir=None, cfg: DictConfig 
         settings = cfg if cfg is not None else OmegaConf.create()
         full = OmegaConf.select(settings, "check_audio", default="changed") == "full"
         repeats = bool(OmegaConf.select(settings, "allow_duplicate_audio", default=False))
-        max_seconds = OmegaConf.select(settings, "extraction.max_clip_seconds", default=None)
-        check_manifest_audio(table, str(path), cache_dir, full=full, allow_repeats=repeats, max_seconds=max_seconds)
+        from speechbias.features.clip_memory import clip_length_limit
+
+        max_seconds, limit_text = clip_length_limit(settings)
+        check_manifest_audio(
+            table,
+            str(path),
+            cache_dir,
+            full=full,
+            allow_repeats=repeats,
+            max_seconds=max_seconds,
+            limit_text=limit_text,
+        )
     except ManifestError as exc:
         raise ConfigError(f"{key}.manifest={exc}") from exc
 

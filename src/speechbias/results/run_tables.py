@@ -1,19 +1,20 @@
 """A run folder's CSV tables read back with the csv module (no pandas): what ``RunWriter.table`` wrote.
 
-Each column is typed as ``pandas.read_csv`` types it, so a report built from these rows is the one built from
-``pd.read_csv`` of each file: an empty cell (or one of pandas' missing-value words, ``NA``, ``nan``, ...) is
-NaN; a column whose other cells are all integers holds ints (floats when a cell is missing), all numbers floats (``inf``/``infinity`` either
-sign, any case), all ``True``/``False`` (any of pandas' three spellings) bools, else the cells' text.
-tests/sweep/test_run_tables.py holds the rows equal to ``pd.read_csv`` of each file then ``pd.concat``.
-Reading the 180 folders of the aggregation appendix (results.csv and layers.csv each) this way instead of one
-``pd.read_csv`` per file took the sweep report's collection from ~0.65 to ~0.1 CPU-s
-(benchmarks/report_bench.py).
+Each column is typed as ``pandas.read_csv`` types it, so a report built from these rows is the one built
+from ``pd.read_csv`` of each file: an empty cell (or one of pandas' missing-value words, ``NA``, ``nan``,
+...) is NaN; a column whose other cells are all integers holds ints (floats when a cell is missing), all
+numbers floats (``inf``/``infinity`` either sign, any case), all ``True``/``False`` (any of pandas' three
+spellings) bools, else the cells' text. tests/sweep/test_run_tables.py holds the rows equal to
+``pd.read_csv`` of each file, and :func:`tables_frame` to ``pd.concat`` of those. Reading the 180 folders
+of the aggregation appendix (results.csv and layers.csv each) this way took the sweep report's collection
+from 0.87-0.99 to 0.09-0.10 CPU-s (``collect`` alone, best of 5 in one process, load ~3.5) against one
+``pd.read_csv`` per file and a frame per folder.
 
 A cell that is not a number is never taken for one: ``1_000`` and ``0x10`` stay text (``float`` would
 read the first). One difference: a column holding an integer beyond int64 is text here, as written (pandas
-reads such a column as uint64, Python ints or text, depending on its other cells). A row with more cells than the header is a :class:`~speechbias.errors.ConfigError`
-naming the file (pandas raised its ParserError or, when every row had one more, made the first column an
-index).
+reads such a column as uint64, Python ints or text, depending on its other cells). A row with more cells
+than the header is a :class:`~speechbias.errors.ConfigError` naming the file (pandas raised its ParserError
+or, when every row had one more, made the first column an index).
 """
 
 from __future__ import annotations

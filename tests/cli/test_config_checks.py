@@ -155,9 +155,19 @@ def test_options_found_without_hydras_loader_are_options_hydras_loader_finds(con
             candidates = {p.stem for p in (Path(conf_dir) / group).glob("*.yaml")} | set(listed)
             found = {name for name in candidates if surely_an_option(conf_dir, group, name)}
             assert found and found <= set(listed), group
+        # the keys taken for values without it (each entry's top-level keys, its _global_ options' too): no group
+        from speechbias.launch.command_line_keys import top_keys
+        from speechbias.launch.config_checks import surely_a_value
+
+        for entry in ("evaluate", "train"):
+            keys = set(top_keys(str(Path(conf_dir).resolve()), entry)[0])
+            values = {k for k in keys if surely_a_value(conf_dir, entry, k)}
+            assert {"sweep_dir", "seed"} <= values if entry == "evaluate" else "seed" in values
+            assert not values & set(loader.list_groups("")), entry
     assert surely_an_option(conf_dir, "aggregation", "mean_sum") and surely_an_option(conf_dir, "upstream", "fbank")
     for name in ("fbnk", "../upstream/fbank", "fbank/../fbank", ""):
         assert not surely_an_option(conf_dir, "upstream", name)
+    assert not surely_a_value(conf_dir, None, "sweep_dir") and not surely_a_value(conf_dir, "evaluate", "upstream")
 
 
 def test_a_list_job_of_known_options_is_checked_without_hydras_loader(conf_dir, monkeypatch):
@@ -176,6 +186,9 @@ def test_a_list_job_of_known_options_is_checked_without_hydras_loader(conf_dir, 
         check_group_options(["upstream=[fbank,mfcc]"], conf_dir)
     with pytest.raises(AssertionError, match="loader set up"):  # a name it does not know: the loader decides
         check_group_options(["upstream=fbnk"], conf_dir)
+    check_group_options(["task=report", "sweep_dir=multirun/x", "seed=3", "logger=none"], conf_dir, "evaluate")
+    with pytest.raises(AssertionError, match="loader set up"):  # without the entry config: the loader decides
+        check_group_options(["task=report", "sweep_dir=multirun/x"], conf_dir)
 
 
 def test_command_line_overrides_drop_hydra_flags():

@@ -11,8 +11,9 @@ statsmodels' formula API only for the ANOVA, which one model does not allow), wh
 report's own code removes. With --reference-src the report folders' files (all but the run's bookkeeping:
 config.yaml, evaluate.log, job_status.json, run_digest.json, .hydra/) are compared byte for byte.
 
-Measured (issue 41, load ~5, 3 rounds, side by side with 729d3fc's src): 2.95 CPU-s (5.8 s wall) vs 4.42
-(8.0 s): 1.50x CPU; files identical. Of the 1.5 CPU-s cut: scipy no longer imported (the SER pooling's
+Measured (issue 41, 3 rounds, side by side with 729d3fc's src, files identical): 2.95 CPU-s (5.8 s wall) vs
+4.42 (8.0 s) at load ~5, 1.50x CPU; 3.07 vs 4.82 at ~6.3 (1.57x); with the option check that needs no Hydra
+loader, 2.62-2.87 vs 4.42-4.44 at ~4.5 (1.55-1.69x). Of the 1.5 CPU-s cut: scipy no longer imported (the SER pooling's
 Cohen's d was imported with the report's modules; ~1.0) and the run folders read with the csv module
 (results/run_tables.py; collection 0.09-0.10 CPU-s vs 0.87-0.99). What remains (one process, load ~4):
 imports ~0.9 (pandas, pyarrow, pyplot, hydra, numpy), Hydra's two composes 0.22, the checks 0.12, the

@@ -17,7 +17,9 @@ processes); wall time is labelled wall; every ratio divides like by like.
    default (its workers told their share of the sweep, as its sweep told them); wall and CPU-s, the
    goal (issue 23: <= 10 s wall, <= 20 CPU-s on 2 cores), the ratios (and that d and p are identical),
    and the ratio to the naive numpy loops, measured on a sample of the same work in the same run. Then
-   the aggregation appendix as configured (10,000 permutations, no SE curve).
+   the aggregation appendix as configured (10,000 permutations, no SE curve). Issue 41, numba's set-up
+   re-measured as 0.5 CPU-s (``--only paper --rounds 2 --reference-src`` 729d3fc's src, load ~5-6): default
+   11.6 CPU-s (0.121 a test) vs 12.1 (0.126), compiled 10.6 (0.110), numpy 18.5; d and p identical.
 4. Large groups: one permutation test of 1000 + 1000 targets in a fresh process per path (numpy,
    compiled, default; the reference's default), CPU-s of the whole process.
 5. One paper-sized test in a fresh process (what one evaluate.py run computes: 10^6 permutations, its

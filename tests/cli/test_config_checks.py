@@ -137,6 +137,60 @@ def test_unknown_group_options_name_close_matches_and_plain_values_pass(conf_dir
         check_group_options(["-m", "hydra/launcher=slurmm"][1:], conf_dir)
 
 
+def test_options_found_without_hydras_loader_are_options_hydras_loader_finds(conf_dir):
+    """surely_an_option, which spares a command Hydra's loader (~0.13 CPU-s of a list job), against the loader
+    itself: every option it finds (each YAML file of each group, the ConfigStore's aggregations) the loader
+    lists; a misspelt name and a path are left to the loader."""
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    import speechbias.launch.entry  # noqa: F401 - registers the aggregation options, as the entry points do
+    from speechbias.launch.config_checks import surely_an_option
+
+    groups = sorted(p.name for p in Path(conf_dir).iterdir() if p.is_dir() and p.name != "hydra")
+    with initialize_config_dir(config_dir=str(Path(conf_dir).resolve()), version_base="1.3"):
+        loader = GlobalHydra.instance().config_loader()
+        for group in [*groups, "aggregation"]:
+            listed = loader.get_group_options(group)
+            candidates = {p.stem for p in (Path(conf_dir) / group).glob("*.yaml")} | set(listed)
+            found = {name for name in candidates if surely_an_option(conf_dir, group, name)}
+            assert found and found <= set(listed), group
+        # the keys taken for values without it (each entry's top-level keys, its _global_ options' too): no group
+        from speechbias.launch.command_line_keys import top_keys
+        from speechbias.launch.config_checks import surely_a_value
+
+        for entry in ("evaluate", "train"):
+            keys = set(top_keys(str(Path(conf_dir).resolve()), entry)[0])
+            values = {k for k in keys if surely_a_value(conf_dir, entry, k)}
+            assert {"sweep_dir", "seed"} <= values if entry == "evaluate" else "seed" in values
+            assert not values & set(loader.list_groups("")), entry
+    assert surely_an_option(conf_dir, "aggregation", "mean_sum") and surely_an_option(conf_dir, "upstream", "fbank")
+    for name in ("fbnk", "../upstream/fbank", "fbank/../fbank", ""):
+        assert not surely_an_option(conf_dir, "upstream", name)
+    assert not surely_a_value(conf_dir, None, "sweep_dir") and not surely_a_value(conf_dir, "evaluate", "upstream")
+
+
+def test_a_list_job_of_known_options_is_checked_without_hydras_loader(conf_dir, monkeypatch):
+    import hydra
+
+    from speechbias.launch.config_checks import check_group_options
+
+    def no_loader(*args, **kwargs):
+        raise AssertionError("Hydra's loader set up")
+
+    monkeypatch.setattr(hydra, "initialize_config_dir", no_loader)
+    check_group_options(
+        ["bias_test=[demo_voice,demo_accent]", "aggregation=[mean_sum,max_q3]", "upstream=fbank"], conf_dir
+    )
+    with pytest.raises(ConfigError, match=r"^upstream=\[fbank,mfcc\]: a run takes one upstream"):
+        check_group_options(["upstream=[fbank,mfcc]"], conf_dir)
+    with pytest.raises(AssertionError, match="loader set up"):  # a name it does not know: the loader decides
+        check_group_options(["upstream=fbnk"], conf_dir)
+    check_group_options(["task=report", "sweep_dir=multirun/x", "seed=3", "logger=none"], conf_dir, "evaluate")
+    with pytest.raises(AssertionError, match="loader set up"):  # without the entry config: the loader decides
+        check_group_options(["task=report", "sweep_dir=multirun/x"], conf_dir)
+
+
 def test_command_line_overrides_drop_hydra_flags():
     from speechbias.launch.config_checks import command_line_overrides
 

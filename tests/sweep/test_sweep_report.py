@@ -307,3 +307,30 @@ def test_the_report_command_imports_no_torch(sweep, tmp_path):
     assert "pandas" in imported  # the import record sees what the report imports
     assert "torch" not in imported
     assert (sweep / "report" / "report.md").is_file()
+
+
+def test_the_report_of_a_speat_only_sweep_imports_no_scipy_or_statsmodels(tmp_path):
+    """Without SER runs (Cohen's d and its CI) or an ANOVA to fit (one model), the report needs neither scipy
+    nor statsmodels (~1 CPU-s of imports): what the user types, read from ``-X importtime``."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    sweep = tmp_path / "s"
+    write_speat_sweep(sweep, models=PAPER_MODELS[:1], aggregations=("mean_sum", "max_q3"), se_curve=False)
+    repo = Path(__file__).resolve().parents[2]
+    command = [sys.executable, "-X", "importtime", str(repo / "evaluate.py"), "task=report", f"sweep_dir={sweep}"]
+    proc = subprocess.run(
+        [*command, "logger=none"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    imported = {m.split(".")[0] for m in re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s+(\S+)", proc.stderr, re.M)}
+    assert {"pandas", "matplotlib"} <= imported  # the import record sees what the report imports
+    assert not imported & {"scipy", "statsmodels", "torch"}
+    assert "figure1_effect_sizes.png" in (sweep / "report" / "report.md").read_text()

@@ -18,6 +18,7 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 from hydra.experimental.callback import Callback
@@ -231,11 +232,13 @@ def unknown_option(group: str, name: str, options: list[str]) -> ConfigError:
     return ConfigError(f"{group}={name}: no such option of config group {group}; {hint}")
 
 
-def check_group_options(overrides: Sequence[str], config_dir: str | Path) -> None:
+def check_group_options(overrides: Sequence[str], config_dir: str | Path, config_name: str | None = None) -> None:
     """Every config group option named on the command line exists (``upstream=...``, ``bias_test=a,b``,
     ``aggregation=...``, ``hydra/launcher=...``); else :class:`ConfigError` naming the close matches
     (difflib) instead of Hydra's list of every option. The options are those Hydra's own loader finds
-    for ``config_dir`` (YAML files and the ConfigStore)."""
+    for ``config_dir`` (YAML files and the ConfigStore); the loader is set up only for a name that
+    :func:`surely_an_option` does not find under a key that is not :func:`surely_a_value` of the entry
+    config ``config_name`` (``sweep_dir=...``; None: every such key is asked of the loader)."""
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -251,20 +254,61 @@ def check_group_options(overrides: Sequence[str], config_dir: str | Path) -> Non
         if not o.is_delete() and "." not in o.key_or_group
     ]
     wanted = [(group, names, is_list) for group, names, is_list in wanted if names]
-    if not wanted:
-        return
-    with initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base="1.3"):
-        loader = GlobalHydra.instance().config_loader()
+    with ExitStack() as hydra_open:
+        loader = None  # Hydra's loader, set up at the first option not found without it
         for group, names, is_list in wanted:
-            parent, _, name = group.rpartition("/")
-            if name not in loader.list_groups(parent):
-                continue  # a plain value such as lr=1e-4
-            options = loader.get_group_options(group)
-            for name in names:
-                if name not in options:
-                    raise unknown_option(group, name, options)
+            if not all(surely_an_option(config_dir, group, name) for name in names):
+                if surely_a_value(config_dir, config_name, group):
+                    continue
+                if loader is None:
+                    hydra_open.enter_context(
+                        initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base="1.3")
+                    )
+                    loader = GlobalHydra.instance().config_loader()
+                parent, _, name = group.rpartition("/")
+                if name not in loader.list_groups(parent):
+                    continue  # a plain value such as lr=1e-4
+                options = loader.get_group_options(group)
+                for name in names:
+                    if name not in options:
+                        raise unknown_option(group, name, options)
             if is_list and len(names) > 1 and not (group in LISTED_GROUPS and speat_task(parsed)):
                 raise list_of_options(group, names)
+
+
+def surely_an_option(config_dir: str | Path, group: str, name: str) -> bool:
+    """Whether ``name`` is an option of ``group`` that Hydra's loader certainly finds: a YAML file of the group
+    in ``config_dir`` (the primary config folder) or a config the ConfigStore holds for it (the aggregation
+    options). Looked up without Hydra's loader (its set-up and listings cost ~0.13 CPU-s of a list job of 33
+    aggregations); a name found neither way is left to the loader (search path additions, plug-ins' groups)."""
+    from hydra.core.config_store import ConfigStore
+    from hydra.core.object_type import ObjectType
+
+    if not name or "/" in name or "\\" in name or name.startswith("."):
+        return False
+    if (Path(config_dir) / group / f"{name}.yaml").is_file():
+        return True
+    return ConfigStore.instance().get_type(f"{group}/{name}.yaml") == ObjectType.CONFIG
+
+
+def surely_a_value(config_dir: str | Path, config_name: str | None, key: str) -> bool:
+    """Whether ``key=...`` sets a value, not a config group: a top-level key that the entry config
+    ``config_name`` or an option of one of its ``_global_`` groups holds (``sweep_dir``, ``seed``;
+    :func:`~speechbias.launch.command_line_keys.top_keys`, read from the YAML files) and that is no group
+    of its defaults list, of the folder or of the ConfigStore. (A search path plug-in could add a group of
+    that name: this project has none; with one, Hydra's compose would still refuse a bad option, in its
+    own words.)"""
+    from hydra.core.config_store import ConfigStore
+    from hydra.core.object_type import ObjectType
+
+    from speechbias.launch.command_line_keys import top_keys
+
+    if config_name is None or "/" in key or key.startswith("hydra"):
+        return False
+    top, _, groups = top_keys(str(Path(config_dir).resolve()), config_name)
+    if key not in top or key in groups or (Path(config_dir) / key).is_dir():
+        return False
+    return ConfigStore.instance().get_type(key) == ObjectType.NOT_FOUND
 
 
 # groups a SpEAT job (evaluate.py, task=speat) takes as lists: every (test, aggregation) pair is computed
@@ -304,7 +348,7 @@ def check_command_line(
     try:
         if config_name is not None:
             check_keys(command_line_overrides(argv), config_dir, config_name)
-        check_group_options(command_line_overrides(argv), config_dir)
+        check_group_options(command_line_overrides(argv), config_dir, config_name)
     except ConfigError as exc:
         print(error_line(exc), file=sys.stderr)
         sys.exit(1)

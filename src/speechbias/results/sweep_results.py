@@ -40,6 +40,7 @@ from pathlib import Path
 import pandas as pd
 
 from speechbias.results.job_status import CURRENT_PAIRS_FILE, incomplete_reason
+from speechbias.results.run_tables import RunTable, read_run_table, tables_frame, to_number
 from speechbias.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -130,7 +131,7 @@ def _pair_folder(folder: Path, sweep_dir: Path) -> bool:
     return inside and not (folder / ".hydra").is_dir() and ((job / ".hydra").is_dir() or (job / PAIRS_FILE).is_file())
 
 
-def _pair_overrides(job_overrides: str, row: pd.Series) -> str:
+def _pair_overrides(job_overrides: str, row: dict) -> str:
     """A pair's overrides: its job's, the list values of ``bias_test`` and ``aggregation`` replaced by the
     pair's test and aggregation (what its one-pair job's overrides say)."""
     pair = {"bias_test": row.get("test"), "aggregation": row.get("aggregation")}
@@ -150,22 +151,17 @@ def _overrides(run_dir: Path) -> str:
     return " ".join(lines)
 
 
-def _mark_random_control(df: pd.DataFrame, overrides: str) -> pd.DataFrame:
+def _mark_random_control(table: RunTable, overrides: str) -> RunTable:
     """Rename the upstream of a random-weights control (``upstream.randomize=true``) so that it does
     not share its name with the trained model."""
-    if "upstream.randomize=true" not in overrides.split() or "upstream" not in df.columns:
-        return df
-    names = df["upstream"].astype(str)
-    return df.assign(upstream=names.where(names.str.contains("random"), names + " (random init)"))
-
-
-def _read_csv(path: Path) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path)
-    except pd.errors.EmptyDataError:
-        return pd.DataFrame()
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: unreadable results table ({exc})") from exc
+    if "upstream.randomize=true" not in overrides.split() or "upstream" not in table.columns:
+        return table
+    for row in table.rows:
+        name = row["upstream"]
+        if not (isinstance(name, float) and math.isnan(name)):  # a missing name stays missing
+            name = str(name)
+            row["upstream"] = name if "random" in name else name + " (random init)"
+    return table
 
 
 class MalformedFolder(Exception):
@@ -176,11 +172,11 @@ class MalformedFolder(Exception):
 class _Run:
     """What one finished run folder gave: its rows (None: not of that kind), tables beside them, flagged rows."""
 
-    speat: pd.DataFrame | None = None
-    layers: list[pd.DataFrame] = field(default_factory=list)
-    se: list[pd.DataFrame] = field(default_factory=list)
-    propagation: pd.DataFrame | None = None
-    predictions: list[pd.DataFrame] = field(default_factory=list)
+    speat: RunTable | None = None
+    layers: list[RunTable] = field(default_factory=list)
+    se: list[RunTable] = field(default_factory=list)
+    propagation: RunTable | None = None
+    predictions: list[RunTable] = field(default_factory=list)
     flagged: list[dict] = field(default_factory=list)
 
 
@@ -213,28 +209,36 @@ def speat_d_bound(n_x, n_y) -> float:
     return (n_x + n_y) / math.sqrt(n_x * n_y)
 
 
-def _flag_rows(table: pd.DataFrame, rel: str, speat: bool) -> tuple[pd.DataFrame, list[dict]]:
-    """``table`` without its rows whose effect size or p cannot be a result, and those rows' flags."""
-    flags, bad = [], pd.Series(False, index=table.index)
+def _flag_rows(table: RunTable, rel: str, speat: bool) -> tuple[RunTable, list[dict]]:
+    """``table`` without its rows whose effect size or p cannot be a result (its d and p, or cohens_d, as
+    numbers: text that is none is NaN), and those rows' flags."""
+    flags, bad = [], set()
     for column in ("d", "p") if speat else ("cohens_d",):
-        values = pd.to_numeric(table[column], errors="coerce")
-        for i, (raw, value) in enumerate(zip(table[column], values)):
+        for i, row in enumerate(table.rows):
+            raw = row[column]
+            value = row[column] = to_number(raw)
             why = None
             if not math.isfinite(value):
                 why = "is not a finite number"
             elif column == "p" and not 0.0 <= value <= 1.0:
                 why = "is not a probability (outside [0, 1])"
-            elif column == "d" and abs(value) > (bound := speat_d_bound(*_sizes(table, i))) * (1 + 1e-9):
+            elif column == "d" and abs(value) > (bound := speat_d_bound(row.get("n_x"), row.get("n_y"))) * (1 + 1e-9):
                 why = f"is beyond any SpEAT d of its group sizes (|d| <= {bound:.4g})"
             if why is not None:
-                bad.iloc[i] = True
-                flags.append({"run_dir": rel, "column": column, "value": str(raw), "why": why})
-        table = table.assign(**{column: values})
-    return table.loc[~bad].reset_index(drop=True), flags
+                bad.add(i)
+                flags.append({"run_dir": rel, "column": column, "value": _text(raw), "why": why})
+    return RunTable(table.columns, [row for i, row in enumerate(table.rows) if i not in bad]), flags
 
 
-def _sizes(table: pd.DataFrame, i: int) -> tuple:
-    return tuple(table[c].iloc[i] if c in table.columns else None for c in ("n_x", "n_y"))
+def _text(value) -> str:
+    """A cell as ``str`` prints it after pandas read it (``nan`` for a missing cell)."""
+    return str(value)
+
+
+def _with_columns(table: RunTable, **values) -> RunTable:
+    """``table`` with these columns set in every row (``DataFrame.assign``: a new column goes last)."""
+    columns = table.columns + [c for c in values if c not in table.columns]
+    return RunTable(columns, [{**row, **values} for row in table.rows])
 
 
 def _read_run(run_dir: Path, kind: str, rel: str) -> _Run | None:
@@ -246,33 +250,35 @@ def _read_run(run_dir: Path, kind: str, rel: str) -> _Run | None:
             raise MalformedFolder(f"{PAIRS_FILE} lists the pairs of an earlier list than {CURRENT_PAIRS_FILE}")
         return None
     try:
-        results = _read_csv(run_dir / "results.csv")
+        results = read_run_table(run_dir / "results.csv")
         overrides = _overrides(run_dir)
-        if kind == "pair" and not results.empty:
-            overrides = _pair_overrides(_overrides(run_dir.parent.parent), results.iloc[0])
+        if kind == "pair" and results.rows:
+            overrides = _pair_overrides(_overrides(run_dir.parent.parent), results.rows[0])
         tags = {"run_dir": rel, "overrides": overrides}
         results = _mark_random_control(results, overrides)
         run = _Run()
-        if results.empty:
+        if not results.rows:
             raise MalformedFolder("results.csv has no rows")
-        if is_speat_table(results):
+        if is_speat_table(results.columns):
             results, run.flagged = _flag_rows(results, rel, speat=True)
-            if results.empty:
+            if not results.rows:
                 return run
             mtime = (run_dir / "results.json").stat().st_mtime_ns
-            run.speat = results.assign(**tags, _mtime=mtime)
+            run.speat = _with_columns(results, **tags, _mtime=mtime)
             for name, bucket in (("layers.csv", run.layers), ("se_curve.csv", run.se)):
                 if (run_dir / name).is_file():
-                    extra = _mark_random_control(_read_csv(run_dir / name), overrides)
+                    extra = _mark_random_control(read_run_table(run_dir / name), overrides)
                     if name == "layers.csv" and "d" in extra.columns:
-                        extra, flags = _flag_rows(extra.assign(p=extra.get("p", 0.5)), f"{rel}/{name}", True)
+                        if "p" not in extra.columns:
+                            extra = _with_columns(extra, p=0.5)
+                        extra, flags = _flag_rows(extra, f"{rel}/{name}", True)
                         run.flagged += flags
-                    bucket.append(extra.assign(run_dir=rel, aggregation=results["aggregation"].iloc[0]))
-        elif is_propagation_table(results):
+                    bucket.append(_with_columns(extra, run_dir=rel, aggregation=results.rows[0]["aggregation"]))
+        elif is_propagation_table(results.columns):
             results, run.flagged = _flag_rows(results, rel, speat=False)
-            run.propagation = results.assign(**tags) if len(results) else None
+            run.propagation = _with_columns(results, **tags) if results.rows else None
             if (run_dir / "predictions.csv").is_file():
-                run.predictions.append(_read_csv(run_dir / "predictions.csv").assign(run_dir=rel))
+                run.predictions.append(_with_columns(read_run_table(run_dir / "predictions.csv"), run_dir=rel))
         else:
             raise MalformedFolder("results.csv is neither a SpEAT nor a propagation table (no test, d, p or cohens_d)")
         return run
@@ -284,17 +290,20 @@ def _read_run(run_dir: Path, kind: str, rel: str) -> _Run | None:
 
 def _pairs_table(job_dir: Path) -> set[str] | None:
     try:
-        return {str(p) for p in pd.read_csv(job_dir / PAIRS_FILE, usecols=["pair_dir"])["pair_dir"]}
-    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError):
+        table = read_run_table(job_dir / PAIRS_FILE)
+    except (OSError, ConfigError):
         return None
+    return {_text(row["pair_dir"]) for row in table.rows} if "pair_dir" in table.columns else None
 
 
-def is_speat_table(df: pd.DataFrame) -> bool:
-    return {"test", "aggregation", "d", "p"} <= set(df.columns)
+def is_speat_table(columns) -> bool:
+    """Whether a table of these columns (a DataFrame's too) is a SpEAT results table."""
+    return {"test", "aggregation", "d", "p"} <= set(columns)
 
 
-def is_propagation_table(df: pd.DataFrame) -> bool:
-    return {"test", "cohens_d"} <= set(df.columns)
+def is_propagation_table(columns) -> bool:
+    """Whether a table of these columns (a DataFrame's too) is a SER propagation results table."""
+    return {"test", "cohens_d"} <= set(columns)
 
 
 def model_order(table: pd.DataFrame) -> list[str]:
@@ -420,7 +429,7 @@ def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str
             "%d pair folder(s) of an earlier list of their job not counted: %s", len(stale), ", ".join(stale[:5])
         )
     if speat:
-        table = pd.concat(speat, ignore_index=True)
+        table = tables_frame(speat)
         key = [k for k in SPEAT_KEY if k in table.columns]
         table = table.sort_values("_mtime", kind="stable")
         dup = table.duplicated(key, keep="last")
@@ -432,17 +441,17 @@ def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str
                 ", ".join(key),
             )
             kept = set(table.loc[~dup, "run_dir"])
-            layers = [t for t in layers if t["run_dir"].iloc[0] in kept] if layers else layers
-            se = [t for t in se if t["run_dir"].iloc[0] in kept] if se else se
+            layers = [t for t in layers if not t.rows or t.rows[0]["run_dir"] in kept]
+            se = [t for t in se if not t.rows or t.rows[0]["run_dir"] in kept]
         out.speat = _sorted(table.loc[~dup].drop(columns="_mtime"), ["test", "aggregation", "seed"])
     if layers:
-        out.layers = _sorted(pd.concat(layers, ignore_index=True), ["test", "aggregation", "layer"])
+        out.layers = _sorted(tables_frame(layers), ["test", "aggregation", "layer"])
     if se:
-        out.se_curves = _sorted(pd.concat(se, ignore_index=True), ["test", "aggregation"])
+        out.se_curves = _sorted(tables_frame(se), ["test", "aggregation"])
     if prop:
-        out.propagation = _sorted(pd.concat(prop, ignore_index=True), ["test", "lr", "seed"])
+        out.propagation = _sorted(tables_frame(prop), ["test", "lr", "seed"])
     if preds:
-        out.predictions = pd.concat(preds, ignore_index=True)
+        out.predictions = tables_frame(preds)
     log.info(
         "collected %d SpEAT and %d SER run(s) from %s; %d incomplete",
         len(out.speat),

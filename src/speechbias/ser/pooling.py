@@ -14,12 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from speechbias.stats import CohensDResult
-from speechbias.stats import cohens_d as stats_cohens_d
+from speechbias import stats
+
+if TYPE_CHECKING:
+    from speechbias.stats import CohensDResult
 
 PREDICTION_COLUMNS = ("upstream", "test", "lr", "role", "predicted_valence", "ser_data")
 
@@ -35,8 +38,9 @@ def lr_label(lr) -> str:
 
 
 def cohens_d(x, y) -> CohensDResult:
-    """Cohen's d (pooled SD, ddof=1, 95% CI) of ``x`` vs. ``y``: :func:`speechbias.stats.cohens_d`."""
-    return stats_cohens_d(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
+    """Cohen's d (pooled SD, ddof=1, 95% CI) of ``x`` vs. ``y``: :func:`speechbias.stats.cohens_d` (scipy, for
+    its CI, imported at the first call: a sweep report without SER runs imports no scipy, ~1 CPU-s)."""
+    return stats.cohens_d(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
 
 
 def read_predictions(tables: Iterable[pd.DataFrame | str | Path]) -> pd.DataFrame:

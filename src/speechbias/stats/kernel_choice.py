@@ -6,8 +6,10 @@ the associations, the same on either path) and how much of it the compiled kerne
 whether the compiled kernels are already set up in this process. No caller declares a workload.
 
 Setting the compiled kernels up costs a process :data:`SET_UP_SECONDS` (importing numba, then loading
-its cached machine code; measured warm on the 2-core development machine: 0.3 + 0.4 CPU-s; the
-first process on a machine also compiles them, ~8 CPU-s, once). ``SPEECHBIAS_STATS_KERNELS=auto``
+its cached machine code; measured warm on the 2-core development machine in a process that has imported
+hydra, omegaconf, numpy and speechbias.stats, as evaluate.py has before its first statistics: 0.13-0.15 +
+0.35-0.42 CPU-s, 0.48-0.56 in all, median 0.50, load ~6, issue 41; 0.3 + 0.4 before; the first process on a
+machine also compiles them, ~8 CPU-s, once). ``SPEECHBIAS_STATS_KERNELS=auto``
 (the default) decides with the rent-or-buy rule:
 
 * set up already: compiled (the set-up is paid; the compiled kernel is faster);
@@ -34,10 +36,11 @@ log = logging.getLogger(__name__)
 
 ENVIRONMENT_VARIABLE = "SPEECHBIAS_STATS_KERNELS"
 CHOICES = ("auto", "numpy", "compiled")
-# CPU-s to set the compiled kernels up in a process that has not imported numba (import 0.3, loading the
-# cached kernels 0.4), and in one that has (something else imported numba: loading only).
-SET_UP_SECONDS = 0.7
-SET_UP_SECONDS_NUMBA_IMPORTED = 0.4
+# CPU-s to set the compiled kernels up in a process that has not imported numba (import 0.14, loading the
+# cached kernels of a paper test's permutation test and SE curve 0.37), and in one that has (something else
+# imported numba: loading only). Measured: see the module docstring.
+SET_UP_SECONDS = 0.5
+SET_UP_SECONDS_NUMBA_IMPORTED = 0.37
 
 _COMPILED_MODULE = "speechbias.stats.compiled_kernels"
 _numba_missing: str | None = None  # None: not tried; "": set up; else why it failed

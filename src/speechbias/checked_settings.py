@@ -13,6 +13,7 @@ object. Standard library and OmegaConf only: ground floor, no torch.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -254,9 +255,13 @@ def shown(value) -> str:
 
 
 def setting_error(key: str, value, accepts: Accepts, doc: str = "") -> ConfigError:
-    """``<key>=<value>: must be <what is accepted> (<what it sets>)``."""
+    """``<key>=<value>: must be <what is accepted> (<what it sets>)[; did you mean <choice>?]`` (difflib's
+    close matches of a string not among a setting's choices)."""
     what = f" ({doc})" if doc else ""
-    return ConfigError(f"{key}={shown(value)}: must be {accepts.describe()}{what}")
+    typed = [v for v in (value if isinstance(value, (list, tuple)) else [value]) if isinstance(v, str)]
+    close = [c for v in typed if v not in accepts.choices for c in difflib.get_close_matches(v, accepts.choices, 2)]
+    hint = f"; did you mean {' or '.join(close)}?" if accepts.choices and close else ""
+    return ConfigError(f"{key}={shown(value)}: must be {accepts.describe()}{what}{hint}")
 
 
 def check_settings(obj) -> None:
@@ -294,6 +299,15 @@ def _node_values(cls, cfg, node_key: str = "") -> dict:
         return {}
     if not isinstance(cfg, DictConfig):
         cfg = OmegaConf.create(dict(cfg))
+    try:
+        node = OmegaConf.select(cfg, node_key, default=None) if node_key else cfg
+    except OmegaConfBaseException:
+        node = None  # named below, by the first key that does not resolve
+    if node is not None and not isinstance(node, DictConfig):  # propagation.aggregation=nope
+        raise ConfigError(
+            f"{node_key}={shown(_plain(node))}: must be a config node, not a value; set its keys one by one, "
+            f"e.g. {node_key}.{setting_fields(cls)[0].name}=..."
+        )
     values = {}
     for f in setting_fields(cls):
         relative = f"{node_key}.{f.name}" if node_key else f.name

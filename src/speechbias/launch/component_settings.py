@@ -20,10 +20,13 @@ WANDB_MODES = ("auto", "online", "offline", "disabled")
 RESAMPLING_DESIGNS = ("iid", "paired", "stratified")
 # upstream.hf.DTYPES (a test holds them equal; that module imports torch)
 UPSTREAM_DTYPES = ("float32", "float16", "bfloat16")
-# Lightning's accelerator and precision names (lightning.fabric's registries; written out so that the
-# check imports no Lightning)
-ACCELERATORS = ("cpu", "gpu", "cuda", "mps", "tpu", "auto")
+# Lightning's accelerator, precision and strategy names (its registries; written out so that the check
+# imports no Lightning; a test holds the accelerators and strategies among Lightning's). Left out: what
+# needs a package the project does not install (tpu and xla: torch_xla; deepspeed), and the strategies'
+# find_unused_parameters variants (every parameter of a head is used); no TPU batch size either
+ACCELERATORS = ("cpu", "gpu", "cuda", "mps", "auto")
 PRECISIONS = ("64-true", "32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true", "64", "32", "16", "bf16")
+STRATEGIES = ("auto", "single_device", "ddp", "ddp_spawn", "ddp_fork", "ddp_notebook", "fsdp", "fsdp_cpu_offload")
 
 
 @dataclass(frozen=True)
@@ -33,9 +36,9 @@ class TrainerSettings(Settings):
     NODE = "trainer"
 
     accelerator: str = setting(choice(*ACCELERATORS), "cpu", "Lightning's accelerator")
-    devices: int = setting(integer(-1), 1, "devices per node, -1 = all; or auto, or a list of device indices")
+    devices: int = setting(integer(1), 1, "devices per node; -1: all, auto, or a list of device indices")
     num_nodes: int = setting(integer(1), 1, "nodes")
-    strategy: str | None = setting(text(optional=True), None, "Lightning's strategy")
+    strategy: str | None = setting(choice(*STRATEGIES, optional=True), None, "Lightning's strategy")
     precision: str = setting(choice(*PRECISIONS), "32-true", "Lightning's precision")
     logger: bool = setting(boolean(), False, "Lightning's own logger")
     enable_checkpointing: bool = setting(boolean(), False, "Lightning's default checkpoints")
@@ -43,14 +46,15 @@ class TrainerSettings(Settings):
     enable_progress_bar: bool = setting(boolean(), True, "progress bars")
 
     def __post_init__(self):
-        # Lightning also takes devices=auto and a list of device indices ([0, 1]): kept as given
+        # Lightning also takes devices=-1 (all), auto and a list of device indices ([0, 1]): kept as given
         devices = self.devices
         listed = isinstance(devices, (list, tuple, ListConfig)) and len(devices) > 0
         indices = listed and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in devices)
-        if devices == "auto" or indices:
+        kept = (devices == "auto" or devices == -1 or indices) and not isinstance(devices, bool)
+        if kept:
             object.__setattr__(self, "devices", 1)
         super().__post_init__()
-        if devices == "auto" or indices:
+        if kept:
             object.__setattr__(self, "devices", list(devices) if indices else devices)
 
 

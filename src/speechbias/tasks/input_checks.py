@@ -25,8 +25,9 @@ CORPUS_LAYOUT = "experiments/speat_2023/README.md"
 
 
 def check_cache_folder(cfg: DictConfig) -> None:
-    """``paths.cache_dir`` takes a new file (made if missing)."""
-    check_writable_folder(OmegaConf.select(cfg, "paths.cache_dir", default=None), "paths.cache_dir")
+    """``paths.cache_dir`` takes a new file (not made here: its first write makes it, so a check that fails
+    leaves no folder)."""
+    check_writable_folder(OmegaConf.select(cfg, "paths.cache_dir", default=None), "paths.cache_dir", create=False)
 
 
 def check_writable_folder(folder, key: str, create: bool = True, fix: str | None = None) -> None:

@@ -24,7 +24,10 @@ from speechbias.errors import ConfigError
 # metadata keys of a dataclass field declared with setting()
 ACCEPTS = "speechbias.accepts"
 
-KINDS = ("int", "float", "bool", "choice", "text", "floats", "texts", "mapping")
+KINDS = ("int", "float", "bool", "choice", "text", "floats", "texts", "mapping", "device")
+# the device types a model's ``device`` setting takes (torch.device's, with an index: cuda:1; auto: cuda when
+# one is visible, else cpu)
+DEVICE_TYPES = ("auto", "cpu", "cuda", "mps")
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,8 @@ class Accepts:
     """What a setting accepts. ``kind``: int | float | bool | choice | text (a string) | floats (a number or a
     list of them) | texts (a list of strings) | mapping (strings to strings). ``low``/``high``: bounds of a
     number (``*_open``: the bound itself excluded); ``choices``: the allowed strings (of a choice, or of each
-    item of texts); ``optional``: null accepted; ``nonempty``: an empty string or list refused."""
+    item of texts); ``optional``: null accepted; ``nonempty``: an empty string or list refused. ``device``:
+    one of :data:`DEVICE_TYPES`, an index after any but auto (``cuda:1``)."""
 
     kind: str
     low: float | None = None
@@ -56,19 +60,21 @@ class Accepts:
         if self.high is not None:
             bounds.append(f"{'<' if self.high_open else '<='} {_bound(self.high)}")
         ranged = f" {' and '.join(bounds)}" if bounds else ""
+        # a long list of names is cut short, as the option check cuts a group's (a near miss gets did-you-mean)
+        many = len(self.choices) > 12
+        names = f"{len(self.choices)} names: {', '.join(self.choices[:6])}, ..." if many else ", ".join(self.choices)
         text = {
             "int": f"an integer{ranged}",
             "float": f"a number{ranged}",
             "bool": "true or false",
-            "choice": f"one of {', '.join(self.choices)}",
+            "choice": f"one of {names}",
             "text": "a non-empty string" if self.nonempty else "a string",
             "floats": f"a number{ranged} or a list of {'distinct ' if self.distinct else ''}such numbers",
             "texts": (
-                f"a list of {', '.join(self.choices)}"
-                if self.choices
-                else f"a {'non-empty ' if self.nonempty else ''}list of strings"
+                f"a list of {names}" if self.choices else f"a {'non-empty ' if self.nonempty else ''}list of strings"
             ),
             "mapping": "a mapping of names to strings",
+            "device": "auto, cpu, cuda, cuda:<index> or mps",
         }[self.kind]
         return f"{text} (or null)" if self.optional else text
 
@@ -106,6 +112,11 @@ class Accepts:
             if (self.nonempty and not texts) or (self.choices and any(t not in self.choices for t in texts)):
                 raise ValueError
             return texts
+        if self.kind == "device":
+            kind, colon, index = _text(value).partition(":")
+            if kind in DEVICE_TYPES and (not colon or (kind != "auto" and index.isdigit())):
+                return f"{kind}{colon}{index}"
+            raise ValueError
         if not isinstance(value, Mapping):  # mapping
             raise ValueError
         return {_text(k): _text(v) for k, v in value.items()}
@@ -170,6 +181,10 @@ def integer(low=None, high=None, optional=False) -> Accepts:
 
 def number(low=None, high=None, low_open=False, high_open=False, optional=False) -> Accepts:
     return Accepts("float", low=low, high=high, low_open=low_open, high_open=high_open, optional=optional)
+
+
+def device(optional=False) -> Accepts:
+    return Accepts("device", choices=DEVICE_TYPES, optional=optional)
 
 
 def boolean() -> Accepts:

@@ -8,18 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from speechbias.checked_settings import (
-    SEED,
-    Settings,
-    boolean,
-    choice,
-    device,
-    integer,
-    number,
-    setting,
-    text,
-    texts,
-)
+from speechbias.checked_settings import SEED, Settings, boolean, choice, device, integer, number, setting, text, texts
 from speechbias.sllm.adapters.base import SamplingParams
 from speechbias.sllm.data import GROUP_COLUMNS
 from speechbias.sllm.prompts import ORDER_MODES, PromptTemplate

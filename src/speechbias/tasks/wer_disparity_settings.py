@@ -8,18 +8,7 @@ from dataclasses import dataclass
 
 from speechbias.asr.scoring import NORMALIZERS
 from speechbias.asr.tiny_models import TINY_CTC_FAMILIES
-from speechbias.checked_settings import (
-    SEED,
-    Settings,
-    boolean,
-    choice,
-    device,
-    integer,
-    number,
-    setting,
-    text,
-    texts,
-)
+from speechbias.checked_settings import SEED, Settings, boolean, choice, device, integer, number, setting, text, texts
 from speechbias.errors import ConfigError
 
 # compute dtypes of the ASR models (auto: bfloat16 on CUDA, float32 on CPU)

@@ -18,8 +18,11 @@ from speechbias.checked_settings import SEED, Accepts, Settings, boolean, choice
 TRACKER_KINDS = ("wandb", "csv", "none")
 WANDB_MODES = ("auto", "online", "offline", "disabled")
 RESAMPLING_DESIGNS = ("iid", "paired", "stratified")
-# upstream.hf.DTYPES (a test holds them equal; that module imports torch)
+# upstream.hf.DTYPES, upstream.families.FAMILIES and upstream.block_states.LAYER_CONVENTION (a test holds them
+# equal; those modules import torch)
 UPSTREAM_DTYPES = ("float32", "float16", "bfloat16")
+UPSTREAM_FAMILIES = ("wav2vec2", "hubert", "wavlm", "whisper")
+LAYER_CONVENTIONS = ("block-io-v1",)
 # Lightning's accelerator, precision and strategy names (its registries; written out so that the check
 # imports no Lightning; a test holds the accelerators and strategies among Lightning's). Left out: what
 # needs a package the project does not install (tpu and xla: torch_xla; deepspeed), and the strategies'
@@ -149,8 +152,10 @@ class UpstreamSettings(Settings):
     seed: int = setting(SEED, 0, "the random control's seed")
     model_id: str | None = setting(text(optional=True), None, "a hub id or a local folder")
     revision: str | None = setting(text(optional=True), None, "the hub revision")
-    family: str | None = setting(text(optional=True), None, "the model family; null: from its config")
-    layer_convention: str | None = setting(text(optional=True), None, "the layer convention")
+    family: str | None = setting(
+        choice(*UPSTREAM_FAMILIES, optional=True), None, "the model family; null: its config's"
+    )
+    layer_convention: str | None = setting(choice(*LAYER_CONVENTIONS, optional=True), None, "the layer convention")
     dtype: str | None = setting(choice(*UPSTREAM_DTYPES, optional=True), None, "the compute dtype")
     normalize: bool | None = setting(Accepts("bool", optional=True), None, "per-clip normalisation; null: the model's")
     cache_dir: str | None = setting(text(optional=True), None, "the Hugging Face cache")

@@ -117,7 +117,7 @@ class AsrSettings(Settings):
     batch_size: int | None = setting(integer(1, optional=True), None, "utterances per forward")
     max_new_tokens: int | None = setting(integer(1, optional=True), None, "the longest transcript in tokens")
     num_beams: int | None = setting(integer(1, optional=True), None, "beam search width")
-    task: str | None = setting(text(optional=True), None, "Whisper's task")
+    task: str | None = setting(choice("transcribe", "translate", optional=True), None, "Whisper's task")
     language: str | None = setting(text(optional=True), None, "Whisper's language")
     seed: int = setting(SEED, 0, "the tiny model's seed")
     demo: bool = setting(boolean(), False, "a tiny random model")

@@ -12,6 +12,7 @@ stimulus registry only for a corpus-built test whose manifest is not built yet.
 from __future__ import annotations
 
 import csv
+import difflib
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -128,8 +129,12 @@ def check_corpus_folders(node: DictConfig, key: str) -> None:
     from speechbias.stimuli.selection.sources import CORPUS_DIRS
 
     recipe = RECIPES.get(test)
+    if recipe is None and not test:
+        return  # a builder of its own (no recipe): it names its own error
     if recipe is None:
-        return  # the builder names its own error
+        close = difflib.get_close_matches(test, list(RECIPES), 2)
+        hint = f"did you mean {' or '.join(close)}?" if close else f"the paper's tests: {', '.join(sorted(RECIPES))}"
+        raise ConfigError(f"{key}.builder.test={test}: not a SpEAT paper test; {hint}")
     if OmegaConf.select(builder, "selection", default="ours") == "paper":
         lists = OmegaConf.select(builder, "paper_lists_dir", default=None)
         if lists and not Path(str(lists)).expanduser().is_dir():

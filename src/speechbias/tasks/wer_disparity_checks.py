@@ -45,8 +45,15 @@ COLUMN_KEYS = ("path_column", "transcript_column", "id_column", "speaker_column"
 
 
 def check_corpus_table(cfg: DictConfig) -> None:
-    """A corpus read from one table (``corpus.load.manifest``, asr.corpora.load_asr_manifest): the file and
-    ``corpus.load.root`` exist, and every column a key names is in its header (csv module: no pandas)."""
+    """``corpus.load.root`` (a corpus's folder, or where a table's relative audio paths are) exists; a corpus
+    read from one table (``corpus.load.manifest``, asr.corpora.load_asr_manifest): the file exists and every
+    column a key names is in its header (csv module: no pandas)."""
+    root = OmegaConf.select(cfg, "corpus.load.root", default=None)
+    if root and not Path(str(root)).expanduser().is_dir():
+        raise ConfigError(
+            f"corpus.load.root={root}: no such folder; set paths.data_root=... (or corpus.load.root=...) "
+            "to the folder that holds the corpus"
+        )
     manifest = OmegaConf.select(cfg, "corpus.load.manifest", default=None)
     if not manifest:
         return
@@ -54,9 +61,6 @@ def check_corpus_table(cfg: DictConfig) -> None:
     path = Path(str(manifest)).expanduser()
     if not path.is_file():
         raise ConfigError(f"corpus.load.manifest={manifest}: no such file; give the utterance table (CSV or TSV)")
-    root = load.get("root")
-    if root and not Path(str(root)).expanduser().is_dir():
-        raise ConfigError(f"corpus.load.root={root}: no such folder (relative audio paths are read from it)")
     sep = load.get("sep") or ("\t" if path.suffix.lower() in (".tsv", ".tab") else ",")
     with path.open(newline="") as f:
         header = next(csv.reader(f, delimiter=sep), [])

@@ -13,6 +13,7 @@ object. Standard library and OmegaConf only: ground floor, no torch.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,10 @@ from speechbias.errors import ConfigError
 # metadata keys of a dataclass field declared with setting()
 ACCEPTS = "speechbias.accepts"
 
-KINDS = ("int", "float", "bool", "choice", "text", "floats", "texts", "mapping")
+KINDS = ("int", "float", "bool", "choice", "text", "floats", "texts", "mapping", "device")
+# the device types a model's ``device`` setting takes (torch.device's, with an index: cuda:1; auto: cuda when
+# one is visible, else cpu)
+DEVICE_TYPES = ("auto", "cpu", "cuda", "mps")
 
 
 @dataclass(frozen=True)
@@ -32,7 +36,8 @@ class Accepts:
     list of them) | texts (a list of strings) | mapping (strings to strings). ``low``/``high``: bounds of a
     number (``*_open``: the bound itself excluded); ``choices``: the allowed strings (of a choice, or of each
     item of texts); ``optional``: null accepted; ``nonempty``: an empty string or list refused; ``words``: strings
-    a number setting also takes as themselves (``auto``)."""
+    a number setting also takes as themselves (``auto``). ``device``: one of :data:`DEVICE_TYPES`, an index
+    after any but auto (``cuda:1``)."""
 
     kind: str
     low: float | None = None
@@ -58,19 +63,21 @@ class Accepts:
             bounds.append(f"{'<' if self.high_open else '<='} {_bound(self.high)}")
         ranged = f" {' and '.join(bounds)}" if bounds else ""
         words = "".join(f" or {word}" for word in self.words)
+        # a long list of names is cut short, as the option check cuts a group's (a near miss gets did-you-mean)
+        many = len(self.choices) > 12
+        names = f"{len(self.choices)} names: {', '.join(self.choices[:6])}, ..." if many else ", ".join(self.choices)
         text = {
             "int": f"an integer{ranged}",
             "float": f"a number{ranged}{words}",
             "bool": "true or false",
-            "choice": f"one of {', '.join(self.choices)}",
+            "choice": f"one of {names}",
             "text": "a non-empty string" if self.nonempty else "a string",
             "floats": f"a number{ranged} or a list of {'distinct ' if self.distinct else ''}such numbers",
             "texts": (
-                f"a list of {', '.join(self.choices)}"
-                if self.choices
-                else f"a {'non-empty ' if self.nonempty else ''}list of strings"
+                f"a list of {names}" if self.choices else f"a {'non-empty ' if self.nonempty else ''}list of strings"
             ),
             "mapping": "a mapping of names to strings",
+            "device": "auto, cpu, cuda, cuda:<index> or mps",
         }[self.kind]
         return f"{text} (or null)" if self.optional else text
 
@@ -110,6 +117,11 @@ class Accepts:
             if (self.nonempty and not texts) or (self.choices and any(t not in self.choices for t in texts)):
                 raise ValueError
             return texts
+        if self.kind == "device":
+            kind, colon, index = _text(value).partition(":")
+            if kind in DEVICE_TYPES and (not colon or (kind != "auto" and index.isdigit())):
+                return f"{kind}{colon}{index}"
+            raise ValueError
         if not isinstance(value, Mapping):  # mapping
             raise ValueError
         return {_text(k): _text(v) for k, v in value.items()}
@@ -177,6 +189,10 @@ def number(low=None, high=None, low_open=False, high_open=False, optional=False,
     return Accepts(
         "float", low=low, high=high, low_open=low_open, high_open=high_open, optional=optional, words=tuple(words)
     )
+
+
+def device(optional=False) -> Accepts:
+    return Accepts("device", choices=DEVICE_TYPES, optional=optional)
 
 
 def boolean() -> Accepts:
@@ -262,9 +278,13 @@ def shown(value) -> str:
 
 
 def setting_error(key: str, value, accepts: Accepts, doc: str = "") -> ConfigError:
-    """``<key>=<value>: must be <what is accepted> (<what it sets>)``."""
+    """``<key>=<value>: must be <what is accepted> (<what it sets>)[; did you mean <choice>?]`` (difflib's
+    close matches of a string not among a setting's choices)."""
     what = f" ({doc})" if doc else ""
-    return ConfigError(f"{key}={shown(value)}: must be {accepts.describe()}{what}")
+    typed = [v for v in (value if isinstance(value, (list, tuple)) else [value]) if isinstance(v, str)]
+    close = [c for v in typed if v not in accepts.choices for c in difflib.get_close_matches(v, accepts.choices, 2)]
+    hint = f"; did you mean {' or '.join(close)}?" if accepts.choices and close else ""
+    return ConfigError(f"{key}={shown(value)}: must be {accepts.describe()}{what}{hint}")
 
 
 def check_settings(obj) -> None:
@@ -302,6 +322,15 @@ def _node_values(cls, cfg, node_key: str = "") -> dict:
         return {}
     if not isinstance(cfg, DictConfig):
         cfg = OmegaConf.create(dict(cfg))
+    try:
+        node = OmegaConf.select(cfg, node_key, default=None) if node_key else cfg
+    except OmegaConfBaseException:
+        node = None  # named below, by the first key that does not resolve
+    if node is not None and not isinstance(node, DictConfig):  # propagation.aggregation=nope
+        raise ConfigError(
+            f"{node_key}={shown(_plain(node))}: must be a config node, not a value; set its keys one by one, "
+            f"e.g. {node_key}.{setting_fields(cls)[0].name}=..."
+        )
     values = {}
     for f in setting_fields(cls):
         relative = f"{node_key}.{f.name}" if node_key else f.name

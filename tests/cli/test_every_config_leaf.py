@@ -115,6 +115,7 @@ def wrong_type(accepts: Accepts):
         "text": ["a", "list"],
         "texts": 5,
         "mapping": "abc",
+        "device": ["a", "list"],
     }[accepts.kind]
 
 
@@ -127,7 +128,7 @@ def out_of_range(accepts: Accepts):
         if accepts.high is not None:
             return accepts.high + 1
         return None
-    if accepts.kind == "choice":
+    if accepts.kind in ("choice", "device"):
         return "no_such_option"
     if accepts.kind == "text":
         return "" if accepts.nonempty else None

@@ -143,7 +143,8 @@ def test_every_bad_clip_is_listed_in_one_error(tmp_path):
 def test_a_cache_folder_that_cannot_be_made_is_named(tmp_path):
     (tmp_path / "a_file").write_text("x")
     line = _one_error(tmp_path, f"paths.cache_dir={tmp_path / 'a_file' / 'cache'}", *FAST)
-    assert f"paths.cache_dir={tmp_path / 'a_file' / 'cache'}: cannot write there (Not a directory)" in line
+    cache = tmp_path / "a_file" / "cache"  # probed, not made: its nearest existing parent is a file
+    assert f"paths.cache_dir={cache}: cannot write there (in {tmp_path / 'a_file'}) (Not a directory)" in line
 
 
 def test_an_output_folder_that_cannot_be_made_is_named(tmp_path):

@@ -136,6 +136,10 @@ def build_tiny_whisper(folder: str | Path, seed: int = 0) -> Path:
 CTC_LAYOUT = "v2"  # bump when the architecture below changes: it names the saved folder
 
 
+# the families build_tiny_ctc builds (asr.family of conf/asr/tiny_random_ctc.yaml; checked before the run)
+TINY_CTC_FAMILIES = ("wav2vec2", "hubert")
+
+
 def build_tiny_ctc(folder: str | Path, family: str = "wav2vec2", seed: int = 0) -> Path:
     """Save a 1-layer random wav2vec2 or HuBERT CTC model (layer-norm feature encoder with 320x
     downsampling, attention mask) with a character tokenizer to ``folder``."""
@@ -184,7 +188,7 @@ def build_tiny_ctc(folder: str | Path, family: str = "wav2vec2", seed: int = 0) 
         elif family == "hubert":
             model = HubertForCTC(HubertConfig(**kwargs))
         else:
-            raise ValueError(f"family must be wav2vec2 or hubert, got {family!r}")
+            raise ValueError(f"family must be one of {TINY_CTC_FAMILIES}, got {family!r}")
         model.eval().save_pretrained(tmp)
         fe = Wav2Vec2FeatureExtractor(
             feature_size=1, sampling_rate=SAMPLE_RATE, padding_value=0.0, do_normalize=True, return_attention_mask=True

@@ -48,6 +48,7 @@ from speechbias.roles import split_roles
 from speechbias.ser.module import metric_key
 from speechbias.ser.pooling import cohens_d, lr_label, pooled_propagation
 from speechbias.stats.associations import EqualAssociationsError, effect_size
+from speechbias.ser.training_settings import SPEAT_RESULTS_COLUMNS
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ class PropagationTest:
 def speat_d_from_results(path: str | Path, test: str, fingerprint: str, aggregation: str) -> float | None:
     """SpEAT d of ``test`` for this upstream fingerprint and aggregation from a SpEAT results.csv."""
     df = pd.read_csv(path)
-    need = {"test", "fingerprint", "aggregation", "d"}
+    need = set(SPEAT_RESULTS_COLUMNS)
     if not need <= set(df.columns):
         raise ValueError(f"{path}: SpEAT results need columns {sorted(need)}; has {list(df.columns)}")
     hit = df[(df["test"] == test) & (df["fingerprint"] == fingerprint) & (df["aggregation"] == aggregation)]

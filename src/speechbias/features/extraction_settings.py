@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from speechbias.checked_settings import Settings, boolean, integer, number, setting
+from speechbias.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,24 @@ class ExtractionSettings(Settings):
     memory_gib: float | None = setting(
         number(0, low_open=True, optional=True), None, "memory the auto clip limit is derived from, in GiB"
     )
+
+    @classmethod
+    def from_config(cls, cfg):
+        """As :meth:`Settings.from_config`; an accelerator with no default batch size is named as typed
+        (``trainer.accelerator=mps`` leaves ``extraction.batch_size``'s interpolation nothing to pick)."""
+        from omegaconf import DictConfig, OmegaConf
+
+        accelerator = OmegaConf.select(cfg, "trainer.accelerator", default=None)
+        defaults = OmegaConf.select(cfg, "extraction.batch_size_per_accelerator", default=None)
+        node = OmegaConf.select(cfg, "extraction", default=None)
+        picks = isinstance(node, DictConfig) and "batch_size" in node and OmegaConf.is_interpolation(node, "batch_size")
+        if picks and isinstance(defaults, DictConfig) and isinstance(accelerator, str) and accelerator not in defaults:
+            raise ConfigError(
+                f"trainer.accelerator={accelerator}: no default extraction.batch_size for it "
+                f"(extraction.batch_size_per_accelerator has {', '.join(map(str, defaults))}); "
+                f"give extraction.batch_size=N"
+            )
+        return super().from_config(cfg)
 
     def kwargs(self) -> dict:
         """As keyword arguments of :func:`speechbias.features.extraction.extract_statistics`."""

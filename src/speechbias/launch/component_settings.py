@@ -18,12 +18,18 @@ from speechbias.checked_settings import SEED, Accepts, Settings, boolean, choice
 TRACKER_KINDS = ("wandb", "csv", "none")
 WANDB_MODES = ("auto", "online", "offline", "disabled")
 RESAMPLING_DESIGNS = ("iid", "paired", "stratified")
-# upstream.hf.DTYPES (a test holds them equal; that module imports torch)
+# upstream.hf.DTYPES, upstream.families.FAMILIES and upstream.block_states.LAYER_CONVENTION (a test holds them
+# equal; those modules import torch)
 UPSTREAM_DTYPES = ("float32", "float16", "bfloat16")
-# Lightning's accelerator and precision names (lightning.fabric's registries; written out so that the
-# check imports no Lightning)
-ACCELERATORS = ("cpu", "gpu", "cuda", "mps", "tpu", "auto")
+UPSTREAM_FAMILIES = ("wav2vec2", "hubert", "wavlm", "whisper")
+LAYER_CONVENTIONS = ("block-io-v1",)
+# Lightning's accelerator, precision and strategy names (its registries; written out so that the check
+# imports no Lightning; a test holds the accelerators and strategies among Lightning's). Left out: what
+# needs a package the project does not install (tpu and xla: torch_xla; deepspeed), and the strategies'
+# find_unused_parameters variants (every parameter of a head is used); no TPU batch size either
+ACCELERATORS = ("cpu", "gpu", "cuda", "mps", "auto")
 PRECISIONS = ("64-true", "32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true", "64", "32", "16", "bf16")
+STRATEGIES = ("auto", "single_device", "ddp", "ddp_spawn", "ddp_fork", "ddp_notebook", "fsdp", "fsdp_cpu_offload")
 
 
 @dataclass(frozen=True)
@@ -33,9 +39,9 @@ class TrainerSettings(Settings):
     NODE = "trainer"
 
     accelerator: str = setting(choice(*ACCELERATORS), "cpu", "Lightning's accelerator")
-    devices: int = setting(integer(-1), 1, "devices per node, -1 = all; or auto, or a list of device indices")
+    devices: int = setting(integer(1), 1, "devices per node; -1: all, auto, or a list of device indices")
     num_nodes: int = setting(integer(1), 1, "nodes")
-    strategy: str | None = setting(text(optional=True), None, "Lightning's strategy")
+    strategy: str | None = setting(choice(*STRATEGIES, optional=True), None, "Lightning's strategy")
     precision: str = setting(choice(*PRECISIONS), "32-true", "Lightning's precision")
     logger: bool = setting(boolean(), False, "Lightning's own logger")
     enable_checkpointing: bool = setting(boolean(), False, "Lightning's default checkpoints")
@@ -43,14 +49,15 @@ class TrainerSettings(Settings):
     enable_progress_bar: bool = setting(boolean(), True, "progress bars")
 
     def __post_init__(self):
-        # Lightning also takes devices=auto and a list of device indices ([0, 1]): kept as given
+        # Lightning also takes devices=-1 (all), auto and a list of device indices ([0, 1]): kept as given
         devices = self.devices
         listed = isinstance(devices, (list, tuple, ListConfig)) and len(devices) > 0
         indices = listed and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in devices)
-        if devices == "auto" or indices:
+        kept = (devices == "auto" or devices == -1 or indices) and not isinstance(devices, bool)
+        if kept:
             object.__setattr__(self, "devices", 1)
         super().__post_init__()
-        if devices == "auto" or indices:
+        if kept:
             object.__setattr__(self, "devices", list(devices) if indices else devices)
 
 
@@ -145,8 +152,10 @@ class UpstreamSettings(Settings):
     seed: int = setting(SEED, 0, "the random control's seed")
     model_id: str | None = setting(text(optional=True), None, "a hub id or a local folder")
     revision: str | None = setting(text(optional=True), None, "the hub revision")
-    family: str | None = setting(text(optional=True), None, "the model family; null: from its config")
-    layer_convention: str | None = setting(text(optional=True), None, "the layer convention")
+    family: str | None = setting(
+        choice(*UPSTREAM_FAMILIES, optional=True), None, "the model family; null: its config's"
+    )
+    layer_convention: str | None = setting(choice(*LAYER_CONVENTIONS, optional=True), None, "the layer convention")
     dtype: str | None = setting(choice(*UPSTREAM_DTYPES, optional=True), None, "the compute dtype")
     normalize: bool | None = setting(Accepts("bool", optional=True), None, "per-clip normalisation; null: the model's")
     cache_dir: str | None = setting(text(optional=True), None, "the Hugging Face cache")

@@ -93,6 +93,10 @@ class HeadSettings(Settings):
     step_kernel: str = setting(choice(*STEP_KERNELS), "auto", "auto: numba's step on a CPU where it can")
 
 
+# the columns of a SpEAT results.csv that propagation.speat_results gives d from (checked before the run)
+SPEAT_RESULTS_COLUMNS = ("test", "fingerprint", "aggregation", "d")
+
+
 @dataclass(frozen=True)
 class PropagationSettings(Settings):
     """``propagation.*`` besides its aggregation: an optional SpEAT results.csv to read d from."""

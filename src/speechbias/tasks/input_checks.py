@@ -11,6 +11,7 @@ stimulus registry only for a corpus-built test whose manifest is not built yet.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -24,8 +25,9 @@ CORPUS_LAYOUT = "experiments/speat_2023/README.md"
 
 
 def check_cache_folder(cfg: DictConfig) -> None:
-    """``paths.cache_dir`` takes a new file (made if missing)."""
-    check_writable_folder(OmegaConf.select(cfg, "paths.cache_dir", default=None), "paths.cache_dir")
+    """``paths.cache_dir`` takes a new file (not made here: its first write makes it, so a check that fails
+    leaves no folder)."""
+    check_writable_folder(OmegaConf.select(cfg, "paths.cache_dir", default=None), "paths.cache_dir", create=False)
 
 
 def check_writable_folder(folder, key: str, create: bool = True, fix: str | None = None) -> None:
@@ -134,8 +136,12 @@ def check_corpus_folders(node: DictConfig, key: str) -> None:
     from speechbias.stimuli.selection.sources import CORPUS_DIRS
 
     recipe = RECIPES.get(test)
+    if recipe is None and not test:
+        return  # a builder of its own (no recipe): it names its own error
     if recipe is None:
-        return  # the builder names its own error
+        close = difflib.get_close_matches(test, list(RECIPES), 2)
+        hint = f"did you mean {' or '.join(close)}?" if close else f"the paper's tests: {', '.join(sorted(RECIPES))}"
+        raise ConfigError(f"{key}.builder.test={test}: not a SpEAT paper test; {hint}")
     if OmegaConf.select(builder, "selection", default="ours") == "paper":
         lists = OmegaConf.select(builder, "paper_lists_dir", default=None)
         if lists and not Path(str(lists)).expanduser().is_dir():

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from speechbias.checked_settings import SEED, Settings, boolean, choice, integer, number, setting, text, texts
+from speechbias.checked_settings import SEED, Settings, boolean, choice, device, integer, number, setting, text, texts
 from speechbias.sllm.adapters.base import SamplingParams
+from speechbias.sllm.adapters.policy import POLICIES, STYLES
 from speechbias.sllm.data import GROUP_COLUMNS
 from speechbias.sllm.prompts import ORDER_MODES, PromptTemplate
 from speechbias.sllm.rouge import METHODS as ROUGE_METHODS
@@ -77,12 +78,12 @@ class SpeechLlmSettings(Settings):
     name: str | None = setting(text(optional=True), None, "the model's name")
     model_id: str | None = setting(text(optional=True), None, "a hub id or a local folder")
     revision: str | None = setting(text(optional=True), None, "the hub revision")
-    device: str | None = setting(text(optional=True), None, "auto, cpu, cuda, ...")
+    device: str | None = setting(device(optional=True), None, "where the model runs")
     dtype: str | None = setting(choice(*LLM_DTYPES, optional=True), None, "the compute dtype")
     seed: int = setting(SEED, 0, "the tiny model's seed")
     system_prompt: str | None = setting(text(optional=True, nonempty=False), None, "the system prompt")
-    style: str | None = setting(text(optional=True), None, "the chat template's style")
-    policy: str | None = setting(text(optional=True), None, "the policy model's rule")
+    style: str | None = setting(choice(*STYLES, optional=True), None, "the policy model's answer style")
+    policy: str | None = setting(choice(*POLICIES, optional=True), None, "the policy model's rule")
     model_class: str | None = setting(text(optional=True), None, "the transformers model class")
     processor_class: str | None = setting(text(optional=True), None, "the transformers processor class")
 

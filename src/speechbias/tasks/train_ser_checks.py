@@ -4,14 +4,17 @@
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from speechbias.config_composition import bias_test_config
+from speechbias.checked_settings import shown
 from speechbias.errors import ConfigError
 from speechbias.run_context import primary_config_dir
 from speechbias.ser.training_settings import (
+    SPEAT_RESULTS_COLUMNS,
     HeadSettings,
     PropagationSettings,
     TrainingSettings,
@@ -27,13 +30,15 @@ SETTINGS = (ValenceDataSettings, ValenceSourceSettings, TrainingSettings, HeadSe
 
 
 def check_config(cfg: DictConfig) -> None:
-    """Every check of a train.py run: its settings' values, then the cache folder, the valence data and
-    the bias tests."""
+    """Every check of a train.py run: its settings' values and bias test names (before any folder is
+    made), then the cache folder, the valence data and the bias tests' manifests."""
     for group in SETTINGS:
         group.from_config(cfg)
+    tests = propagation_test_nodes(cfg)
+    check_speat_results(cfg)
     check_cache_folder(cfg)
     check_valence_source(cfg)
-    check_propagation_tests(cfg)
+    check_propagation_tests(cfg, tests)
 
 
 def check_valence_source(cfg: DictConfig) -> None:
@@ -54,19 +59,39 @@ def check_valence_source(cfg: DictConfig) -> None:
         )
 
 
-def check_propagation_tests(cfg: DictConfig) -> None:
-    """``bias_tests`` of train.py name existing ``conf/bias_test/*.yaml`` files whose manifests check out."""
-    for entry, node in propagation_test_nodes(cfg):
+def check_speat_results(cfg: DictConfig) -> None:
+    """``propagation.speat_results`` (optional) is a results.csv of a SpEAT run, read after training."""
+    path = OmegaConf.select(cfg, "propagation.speat_results", default=None)
+    if not path:
+        return
+    try:
+        with Path(str(path)).expanduser().open(newline="") as f:
+            header = next(csv.reader(f), [])
+    except OSError as exc:
+        raise ConfigError(
+            f"propagation.speat_results={path}: cannot be read ({exc.strerror or type(exc).__name__}); give the "
+            "results.csv of a `python evaluate.py task=speat` run, or null to compute d"
+        ) from None
+    missing = [c for c in SPEAT_RESULTS_COLUMNS if c not in header]
+    if missing:
+        raise ConfigError(f"propagation.speat_results={path}: no column {', '.join(missing)}; not a SpEAT results.csv")
+
+
+def check_propagation_tests(cfg: DictConfig, tests: list[tuple[str, DictConfig]] | None = None) -> None:
+    """``bias_tests`` of train.py (``tests``: their :func:`propagation_test_nodes`, if already composed) name
+    existing ``conf/bias_test/*.yaml`` files whose manifests check out."""
+    for entry, node in propagation_test_nodes(cfg) if tests is None else tests:
         check_bias_test(node, f"bias_tests[{entry}]", OmegaConf.select(cfg, "paths.cache_dir", default=None), cfg)
 
 
 def propagation_test_nodes(cfg: DictConfig) -> list[tuple[str, DictConfig]]:
     """(name, bias test node with the run's paths and seed) of each of train.py's ``bias_tests``; a
     ConfigError for a value that is not a list of known names."""
-    entries = cfg.get("bias_tests") or []
-    if not isinstance(entries, (list, ListConfig)):
+    entries = cfg.get("bias_tests")
+    if not isinstance(entries, (list, ListConfig)) or not entries:  # none: nothing to measure propagation on
         raise ConfigError(
-            f"bias_tests={entries}: give a list of bias test names, e.g. 'bias_tests=[demo_voice,demo_accent]'"
+            f"bias_tests={shown(entries)}: give a list of one or more bias test names, "
+            "e.g. 'bias_tests=[demo_voice,demo_accent]'"
         )
     primary = primary_config_dir(cfg)
     folder = Path(primary) if primary else None

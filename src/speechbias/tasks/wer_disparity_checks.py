@@ -1,7 +1,11 @@
 """The ASR disparity task's config checks (``task=wer_disparity``): its settings, an ASR model and a corpus
-are chosen."""
+are chosen, and a corpus read from one table (``corpus.load.manifest``) has the columns its keys name."""
 
 from __future__ import annotations
+
+import csv
+import difflib
+from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -22,3 +26,48 @@ def check_config(cfg: DictConfig) -> None:
                 f"{group}: required by task=wer_disparity, e.g. python evaluate.py "
                 "task=wer_disparity asr=whisper_small corpus=fair_speech"
             )
+    check_categories(cfg)
+    check_corpus_table(cfg)
+
+
+def check_categories(cfg: DictConfig) -> None:
+    """``task.categories`` (null: all) are among the corpus's categories."""
+    wanted = OmegaConf.select(cfg, "task.categories", default=None) or []
+    for key in ("corpus.load.category_columns", "corpus.load.categories"):
+        known = OmegaConf.select(cfg, key, default=None)
+        for category in wanted if known is not None else []:
+            if category not in known:
+                raise ConfigError(f"task.categories={category}: not one of {key}: {', '.join(map(str, known))}")
+
+
+# the keys of corpus.load that name one column of its table (load_asr_manifest's arguments)
+COLUMN_KEYS = ("path_column", "transcript_column", "id_column", "speaker_column")
+
+
+def check_corpus_table(cfg: DictConfig) -> None:
+    """``corpus.load.root`` (a corpus's folder, or where a table's relative audio paths are) exists; a corpus
+    read from one table (``corpus.load.manifest``, asr.corpora.load_asr_manifest): the file exists and every
+    column a key names is in its header (csv module: no pandas)."""
+    root = OmegaConf.select(cfg, "corpus.load.root", default=None)
+    if root and not Path(str(root)).expanduser().is_dir():
+        raise ConfigError(
+            f"corpus.load.root={root}: no such folder; set paths.data_root=... (or corpus.load.root=...) "
+            "to the folder that holds the corpus"
+        )
+    manifest = OmegaConf.select(cfg, "corpus.load.manifest", default=None)
+    if not manifest:
+        return
+    load = OmegaConf.select(cfg, "corpus.load")
+    path = Path(str(manifest)).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"corpus.load.manifest={manifest}: no such file; give the utterance table (CSV or TSV)")
+    sep = load.get("sep") or ("\t" if path.suffix.lower() in (".tsv", ".tab") else ",")
+    with path.open(newline="") as f:
+        header = next(csv.reader(f, delimiter=sep), [])
+    named = [(f"corpus.load.{key}", load.get(key)) for key in COLUMN_KEYS]
+    named += [("corpus.load.category_columns", c) for c in load.get("category_columns") or []]
+    for key, column in named:
+        if column and column not in header:
+            close = difflib.get_close_matches(str(column), header, 1)
+            hint = f"did you mean {close[0]}?" if close else f"its columns: {', '.join(header)}"
+            raise ConfigError(f"{key}={column}: no such column in {manifest}; {hint}")

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from speechbias.asr.scoring import NORMALIZERS
-from speechbias.checked_settings import SEED, Settings, boolean, choice, integer, number, setting, text, texts
+from speechbias.asr.tiny_models import TINY_CTC_FAMILIES
+from speechbias.checked_settings import SEED, Settings, boolean, choice, device, integer, number, setting, text, texts
 from speechbias.errors import ConfigError
 
 # compute dtypes of the ASR models (auto: bfloat16 on CUDA, float32 on CPU)
@@ -110,13 +111,13 @@ class AsrSettings(Settings):
     name: str | None = setting(text(optional=True), None, "the model's name")
     model_id: str | None = setting(text(optional=True), None, "a hub id or a local folder")
     revision: str | None = setting(text(optional=True), None, "the hub revision")
-    family: str | None = setting(text(optional=True), None, "the tiny model's family")
-    device: str | None = setting(text(optional=True), None, "auto, cpu, cuda, ...")
+    family: str | None = setting(choice(*TINY_CTC_FAMILIES, optional=True), None, "the tiny model's family")
+    device: str | None = setting(device(optional=True), None, "where the model runs")
     dtype: str | None = setting(choice(*ASR_DTYPES, optional=True), None, "the compute dtype")
     batch_size: int | None = setting(integer(1, optional=True), None, "utterances per forward")
     max_new_tokens: int | None = setting(integer(1, optional=True), None, "the longest transcript in tokens")
     num_beams: int | None = setting(integer(1, optional=True), None, "beam search width")
-    task: str | None = setting(text(optional=True), None, "Whisper's task")
+    task: str | None = setting(choice("transcribe", "translate", optional=True), None, "Whisper's task")
     language: str | None = setting(text(optional=True), None, "Whisper's language")
     seed: int = setting(SEED, 0, "the tiny model's seed")
     demo: bool = setting(boolean(), False, "a tiny random model")

@@ -82,6 +82,7 @@ BAD_VALUES = {
     "extraction.batch_size": ("0", ""),
     "extraction.num_workers": ("-1", ""),
     "extraction.max_clip_seconds": ("0", ""),
+    "extraction.memory_gib": ("0", ""),  # GiB the limit of a clip's length is derived from: > 0
     # train.py
     "lr": ("0", ""),  # Adam: a rate > 0
     "max_steps": ("0", ""),

@@ -140,8 +140,8 @@ results.split_roles = timed(results.split_roles)
 Aggregation.__call__ = timed(Aggregation.__call__)
 StackedStatistics.stat = timed(StackedStatistics.stat)
 run = SpeatPairs.run
-SpeatPairs.run = lambda self, config, info, statistics_of: timed(run, "pairs")(
-    self, config, info, timed(statistics_of, "read"))
+SpeatPairs.run = lambda self, *args: timed(run, "pairs")(  # (config, [info,] statistics_of): either tree's
+    self, *args[:-1], timed(args[-1], "read"))
 real_exit = os._exit
 def exit_(code):
     print("IN_RUN " + " ".join(f"{spent[k]:.4f}" for k in ("statistics", "pairs", "read")), file=sys.stderr, flush=True)

@@ -36,7 +36,7 @@ STEPS = (
     ("instantiate the task (collaborators)", "hydra.utils", "instantiate"),
     ("bias test manifest", "speechbias.stimuli.bias_test", "BiasTest.load"),
     ("Trainer construction", "speechbias.launch.lightning_trainer", "build_trainer"),
-    ("extraction loop (incl. callback)", "speechbias.features.extraction", "extract_statistics"),
+    ("extraction loop", "speechbias.features.extraction", "extract_statistics"),
     ("cache reads, warm path", "speechbias.features.cached_statistics", "fully_cached_statistics"),
     ("statistics: SpEAT d, p (run and per layer)", "speechbias.stats", "speat"),
     ("report files (tables, report.md)", "speechbias.report.speat_report", "write_speat_outputs"),

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from speechbias.callbacks.speat import speat_by_layer
+from speechbias.speat.results import speat_by_layer
 from speechbias.report import figures, speat_report
 from speechbias.report.run_writer import RunWriter
 

@@ -159,12 +159,13 @@ def test_a_partly_cached_run_extracts_what_is_missing(tmp_path, damage):
 
 def test_a_warm_run_in_process_reads_the_cache_once_and_forwards_nothing(tmp_path, monkeypatch):
     run_task(_compose(tmp_path))
-    import speechbias.tasks.speat as speat_task
+    import speechbias.features.extraction as extraction
 
     def no_loop(*args, **kwargs):
         raise AssertionError("a warm one-process run must not run the extraction loop")
 
-    monkeypatch.setattr(speat_task.SpeatTask, "_extract_and_compute", no_loop)
+    monkeypatch.setattr(extraction, "extract_statistics", no_loop)
+    monkeypatch.setattr(extraction, "run_extraction", no_loop)
     again = run_task(_compose(tmp_path, "force=true"))
     assert again["n_upstream_forwards"] == 0
 

@@ -35,8 +35,11 @@ class StackedStatistics:
         return getattr(self, name)
 
     def rows(self, index: Sequence[int]) -> StackedStatistics:
-        """The statistics of the clips at ``index`` (in that order)."""
+        """The statistics of the clips at ``index`` (in that order); these, not a copy, when ``index`` is
+        every row in order (a job of one test)."""
         idx = np.asarray(index, dtype=np.int64)
+        if len(idx) == len(self.n_frames) and np.array_equal(idx, np.arange(len(idx))):
+            return self
         return StackedStatistics(
             mean=self.mean[idx],
             min=self.min[idx],

@@ -8,12 +8,15 @@ its shard of the batches into the shared cache, which is the gather point.
 Each clip's cache is read once: its audio-index record once per process (:func:`index_records`,
 before the loop), its entry once, verified, where the loop meets it (a cached clip's statistics
 travel through the loop; an invalid entry is recomputed there). The process keeps what its loop saw
-(:attr:`ExtractionModule.seen`); :func:`collected_statistics` stacks it, reading from the cache only
+(:attr:`ExtractionModule.seen`); :func:`extract_statistics` stacks it, reading from the cache only
 the clips other ranks handled. So a warm one-process run reads each index record and verifies each
 entry exactly once (``benchmarks/cache_reads.py`` counts them); when every clip is cached and one process
 runs the loop, the entries are read before it straight into one preallocated stack
 (:func:`preloaded_statistics`) and the loop's clips carry views of its rows. A task whose clips are all cached
 need not run the loop at all: :func:`speechbias.features.cached_statistics.fully_cached_statistics`.
+The number of upstream forwards is summed over the ranks at the end of the loop (:class:`FeatureCacheWriter`)
+and travels back to the process that called the loop (a ``ddp_spawn`` parent too) in the trainer's
+``callback_metrics``, Lightning's way back from spawned workers.
 
 Batching is length-aware: clips are sorted by length so padding stays small. For upstreams that
 are not invariant to zero padding (``pad_invariant = False``), a batch is split into sub-batches
@@ -223,9 +226,15 @@ class ExtractionModule(pl.LightningModule):
         return {**out, "stats": stats}
 
 
+#: the loop's upstream forwards summed over its ranks, in ``trainer.callback_metrics`` after the loop
+FORWARDS_METRIC = "extraction/n_upstream_forwards"
+
+
 class FeatureCacheWriter(BasePredictionWriter):
     """Writes each predicted batch's statistics into the feature cache (every process writes its own)
-    and keeps every clip's statistics, computed or cached, in the module's ``seen``."""
+    and keeps every clip's statistics, computed or cached, in the module's ``seen``; at the loop's end,
+    every rank's forwards summed (a collective: every rank has written its entries by then) as
+    :data:`FORWARDS_METRIC`."""
 
     def __init__(self, cache: FeatureCache, fingerprint: str):
         super().__init__(write_interval="batch")
@@ -250,6 +259,10 @@ class FeatureCacheWriter(BasePredictionWriter):
             seen[sha] = ClipStatistics(mean=mean, min=minimum, max=maximum, n_frames=int(n_frames))
             audio_sha[path] = sha
 
+    def on_predict_end(self, trainer, pl_module):
+        n_local = torch.tensor(float(getattr(pl_module, "n_forward_clips", 0)))
+        trainer.callback_metrics[FORWARDS_METRIC] = trainer.strategy.reduce(n_local, reduce_op="sum")
+
 
 def run_extraction(
     upstream: Upstream,
@@ -260,11 +273,8 @@ def run_extraction(
     num_workers: int = 0,
     pad_short: bool = False,
 ) -> ExtractionModule:
-    """Fill the cache for ``paths`` through ``trainer.predict``; returns the module (``n_forward_clips``).
-
-    Callbacks on ``trainer`` (e.g. the SpEAT callback) run at the end of the predict loop, after the
-    cache writer has stored every batch.
-    """
+    """Fill the cache for ``paths`` through ``trainer.predict``; returns the module (``n_forward_clips``:
+    this process's forwards)."""
     fingerprint = upstream.fingerprint
     module = ExtractionModule(upstream)
     known = index_records(paths, cache)
@@ -312,7 +322,7 @@ def preloaded_statistics(
     (:func:`~speechbias.features.cached_statistics.read_stacked`), for a one-process loop whose clips
     all have an index record and an entry file; None when one entry fails (the loop then reads
     clip by clip, reporting and recomputing it). The stack becomes the module's stacked statistics
-    of ``paths`` (:func:`collected_statistics` returns it without copying) and the loop's clips
+    of ``paths`` (:func:`extract_statistics` returns it without copying) and the loop's clips
     carry views of its rows: the loop still runs over every clip, as on any run."""
     paths = list(map(str, paths))
     shas = [known[p][0] for p in paths]
@@ -344,24 +354,6 @@ def progress_bar_hidden(trainer: pl.Trainer, hide: bool):
         yield
     finally:
         bar.enable()
-
-
-def collected_statistics(
-    module: pl.LightningModule, paths: Sequence[str], cache: FeatureCache, fingerprint: str
-) -> StackedStatistics:
-    """The statistics of ``paths`` after the extraction loop of ``module`` (an :class:`ExtractionModule`):
-    what this process's loop met, and from the cache the clips other ranks handled. Stacked once per
-    module: the evaluation callbacks and :func:`extract_statistics` share it."""
-    key = tuple(map(str, paths))
-    memo = getattr(module, "stacked", None)
-    if memo is not None and memo[0] == key:
-        return memo[1]
-    stacked = load_statistics(
-        key, cache, fingerprint, getattr(module, "seen", None), getattr(module, "audio_sha", None)
-    )
-    if isinstance(module, ExtractionModule):
-        module.stacked = (key, stacked)
-    return stacked
 
 
 @contextmanager
@@ -398,19 +390,24 @@ def extract_statistics(
     batch_size: int = 8,
     num_workers: int = 0,
     pad_short: bool = False,
-    load: bool = True,
+    every_rank: bool = True,
 ) -> tuple[StackedStatistics | None, int]:
-    """Ensure all clips are cached, then return (statistics in order, number of upstream forwards
-    of this process). ``load=False`` returns no statistics (the callbacks had what they needed).
+    """Ensure all clips are cached, then return (statistics in order, upstream forwards of every rank).
+    ``every_rank=False``: only global rank zero stacks the statistics (None on the other ranks).
 
-    The predict loop always runs over every clip (cached clips cost an index lookup and no forward),
-    so callbacks attached to ``trainer`` see one uniform ``on_predict_end`` on every run.
+    The predict loop always runs over every clip (cached clips cost an index lookup and no forward):
+    under DDP every rank calls this, and the statistics are what this process's loop met plus, from
+    the cache, the clips other ranks handled (a ``ddp_spawn`` parent's loop met none).
     """
     cache = cache if isinstance(cache, FeatureCache) else FeatureCache(cache)
     with _stimulus_set_lock(cache, upstream.fingerprint, paths, trainer.world_size):
         module = run_extraction(upstream, paths, cache, trainer, batch_size, num_workers, pad_short)
-    log.info("%s: %d of %d clips needed an upstream forward", upstream.name, module.n_forward_clips, len(paths))
+    n_forwards = int(trainer.callback_metrics.get(FORWARDS_METRIC, module.n_forward_clips))
+    log.info("%s: %d of %d clips needed an upstream forward", upstream.name, n_forwards, len(paths))
     trainer.strategy.barrier()
-    if not load:
-        return None, module.n_forward_clips
-    return collected_statistics(module, list(map(str, paths)), cache, upstream.fingerprint), module.n_forward_clips
+    if not (every_rank or trainer.is_global_zero):
+        return None, n_forwards
+    key = tuple(map(str, paths))
+    if module.stacked is not None and module.stacked[0] == key:  # every clip preloaded (one process)
+        return module.stacked[1], n_forwards
+    return load_statistics(key, cache, upstream.fingerprint, module.seen, module.audio_sha), n_forwards

@@ -1,6 +1,6 @@
 """The files and tracker entries of one SpEAT run (one upstream x bias test x aggregation).
 
-Presentation only: the numbers come from :mod:`speechbias.callbacks.speat`; this module lays them out
+Presentation only: the numbers come from :mod:`speechbias.speat.results`; this module lays them out
 as tables, report.md sections and the layer-profile figure, and writes them through the run's
 :class:`~speechbias.report.run_writer.RunWriter` (which adds a demo run's caveat).
 """

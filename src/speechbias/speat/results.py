@@ -1,11 +1,9 @@
 """SpEAT of one run from its clips' stacked statistics, written through the run's writer; no torch, no Lightning.
 
 :class:`SpeatResults` aggregates (N, L, D) statistics, tests association, and writes results.csv/json,
-layers.csv, the SE curve and report.md (:mod:`speechbias.report.speat_report`). Both paths of a SpEAT
-run use it: the extraction loop's callback (:class:`speechbias.callbacks.speat.SpeatCallback`, after
-the predict loop) and a run whose clips are all cached, which reads them from the cache and runs no
-loop (:mod:`speechbias.tasks.speat`). The same statistics give the same files either way. Its tables
-(d per layer, the SE curve) are lists of row dicts: a SpEAT run imports no pandas.
+layers.csv, the SE curve and report.md (:mod:`speechbias.report.speat_report`), for each pair of a SpEAT
+job (:mod:`speechbias.tasks.speat_pairs`), from statistics read from the cache (extracted first where it
+lacks them). Its tables (d per layer, the SE curve) are lists of row dicts: a SpEAT run imports no pandas.
 """
 
 from __future__ import annotations

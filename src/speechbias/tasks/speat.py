@@ -1,18 +1,19 @@
 """Task ``speat``: one upstream x one bias test x one aggregation -> d, p, report; or, given lists
 (``bias_test=[a,b]``, ``aggregation=[mean_sum,max_q3]``), every pair from one read of the cache
-(:mod:`speechbias.tasks.speat_pairs`, one run folder per pair).
+(one run folder per pair).
 
-conf/task/speat.yaml builds :class:`SpeatTask` with its collaborators; :meth:`SpeatTask.run` runs the
-extraction predict loop (cached) with the SpEAT callback, which writes results.csv/json, report.md and
-figures through the run's writer; the task then logs the writer's record to the tracker.
+conf/task/speat.yaml builds :class:`SpeatTask` with its collaborators. Every job takes one path
+(:class:`~speechbias.tasks.speat_pairs.SpeatPairs`; a one-pair job is a list of one written in the job's
+own folder): the statistics of its clips, extracted first where the cache lacks them (the extraction
+loop, on every rank under DDP), then each pair computed from them on global rank zero by
+:class:`~speechbias.speat.results.SpeatResults`, which writes results.csv/json, report.md and figures
+through the pair's writer; the task then logs the writer's record to the tracker.
 
-A warm run (every clip's statistics in the cache) of one process runs no loop: it reads the statistics
-from the cache and computes them with the same :class:`~speechbias.speat.results.SpeatResults`
-the callback uses, so its files are those the loop would write; it builds no upstream (the config's is a
-:class:`~speechbias.upstream.deferred.DeferredUpstream`) and no Trainer, and imports neither Lightning
-nor (for a weight-free upstream) torch, nor pandas or scipy (the manifest is read as columns:
-:meth:`~speechbias.stimuli.bias_test.BiasTest.load_columns`). A run of several processes (DDP, a SLURM job of N tasks) always
-runs the loop, whose ranks must meet in it.
+A warm run (every clip's statistics in the cache) of one process runs no loop: it builds no upstream (the
+config's is a :class:`~speechbias.upstream.deferred.DeferredUpstream`) and no Trainer, and imports neither
+Lightning nor (for a weight-free upstream) torch, nor pandas or scipy (the manifest is read as columns:
+:meth:`~speechbias.stimuli.bias_test.BiasTest.load_columns`). A run of several processes (DDP, a SLURM job
+of N tasks) always runs the loop, whose ranks must meet in it.
 """
 
 from __future__ import annotations
@@ -20,23 +21,20 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from speechbias.aggregation import Aggregation
 from speechbias.errors import ConfigError
-from speechbias.speat.results import SpeatResults
 from speechbias.speat.settings import SpeatSettings
-from speechbias.stats.associations import EqualAssociationsError
 from speechbias.features.cache import FeatureCache
 from speechbias.features.cached_statistics import fully_cached_statistics
 from speechbias.features.extraction_settings import ExtractionSettings
 from speechbias.report.caveat import DEMO_CAVEAT, warn_once_per_sweep, is_demo_test
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
-from speechbias.run_context import upstream_info
 from speechbias.tasks.run_markers import finished_marker, result_rows
+from speechbias.tasks.speat_pairs import SpeatPairs
 from speechbias.seeding import seed_torch
 from speechbias.stimuli.bias_test import BiasTest, ClipCheck
 from speechbias.upstream.deferred import DeferredUpstream, built_upstream
@@ -44,7 +42,6 @@ from speechbias.upstream.deferred import DeferredUpstream, built_upstream
 if TYPE_CHECKING:
     import pytorch_lightning as pl
 
-    from speechbias.callbacks.speat import SpeatCallback
     from speechbias.upstream.base import Upstream
 
 log = logging.getLogger(__name__)
@@ -121,46 +118,33 @@ class SpeatTask:
             self.writer.caveat = DEMO_CAVEAT
 
     def run(self, config: dict | None = None) -> dict:
-        """Extract (cached), compute and write SpEAT; returns the result row (``d``, ``p``, ...).
-        ``config``: the run's resolved config, the tracker's run config. A finished run is read back."""
-        if self.bias_tests or self.aggregations:
-            return self._run_pairs(config)
+        """Extract (cached), compute and write SpEAT; returns the result row (``d``, ``p``, ...) of a
+        one-pair job, ``{"n_pairs": ...}`` of a list job, {} on a DDP rank other than zero. ``config``:
+        the run's resolved config, the tracker's run config. A finished run is read back."""
+        tests = self.bias_tests or [self.bias_test]
+        aggregations = self.aggregations or [self.aggregation]
+        listed = bool(self.bias_tests or self.aggregations)
+        if listed and not single_process(self.trainer):
+            lists = " ".join(
+                f"{k}=[{','.join(n)}]"
+                for k, n in (("bias_test", [t.name for t in tests]), ("aggregation", [a.name for a in aggregations]))
+                if len(n) > 1
+            )
+            raise ConfigError(
+                f"{lists}: a job of several pairs runs in one process (it reads the cache once); "
+                "give it one trainer device (trainer=cpu or trainer=gpu), or run one pair per DDP job"
+            )
         done = finished_marker(TASK_NAME, self.writer.output_dir, self.force)
         if done is not None:
-            return result_rows(done)[0]
-        manifest = self.bias_test.load_columns(self.clip_check)
-        info = upstream_info(self.upstream, self.upstream_name)
-        paths = list(manifest["path"])
-        statistics = (
-            fully_cached_statistics(paths, self.cache, self.upstream.fingerprint)
-            if single_process(self.trainer)
-            else None
-        )
-        with defined_effect_size(self.bias_test.name, info["upstream"], self.aggregation.name):
-            if statistics is not None:  # warm: no loop, no Trainer, no upstream
-                log.info(
-                    "%s: 0 of %d clips needed an upstream forward (every clip cached)", self.upstream.name, len(paths)
-                )
-                results = SpeatResults(
-                    self.bias_test,
-                    manifest,
-                    self.aggregation,
-                    self.writer,
-                    {**info, "n_upstream_forwards": 0},
-                    self.speat,
-                    self.seed,
-                    self.upstream.fingerprint_fields().get("layer_convention"),
-                )
-                summary, global_zero = results.compute(statistics), True
-            else:
-                summary, global_zero = self._extract_and_compute(manifest, info)
-        if global_zero:  # one tracker run, not one per DDP rank
-            self.publish_pair(self.writer, info, self.bias_test.name, self.aggregation.name, config)
-        if summary:
-            log_result(self.bias_test.name, info["upstream"], self.aggregation.name, summary)
-            if self.demo:
-                warn_once_per_sweep(log, DEMO_CAVEAT, self.writer.output_dir)
-        return summary
+            rows = result_rows(done)
+            return {"n_pairs": len(rows)} if listed else rows[0]
+        pairs = SpeatPairs(self, tests, aggregations, self.config_dir, in_job_folder=not listed)
+        rows = pairs.run(config, self._statistics)
+        if rows is None:  # a DDP rank other than zero: rank zero computes and writes
+            return {}
+        if any(is_demo_test(t.name) and not t.user_manifest for t in tests):
+            warn_once_per_sweep(log, DEMO_CAVEAT, self.writer.output_dir)
+        return {"n_pairs": len(rows)} if listed else rows[0]
 
     def publish_pair(
         self, writer: RunWriter, info: dict, test: str, aggregation: str, config: dict | None, group: str | None = None
@@ -176,37 +160,15 @@ class SpeatTask:
             tags=[info["upstream"], info["family"], test, aggregation],
         )
 
-    def _run_pairs(self, config: dict | None) -> dict:
-        """Every (test, aggregation) pair of the job's lists, from one read of the cache (the extraction
-        loop first when a clip is not cached); returns ``{"n_pairs": ...}``. One process only."""
-        from speechbias.tasks.speat_pairs import SpeatPairs
-
-        tests = self.bias_tests or [self.bias_test]
-        aggregations = self.aggregations or [self.aggregation]
-        if not single_process(self.trainer):
-            lists = " ".join(
-                f"{k}=[{','.join(n)}]"
-                for k, n in (("bias_test", [t.name for t in tests]), ("aggregation", [a.name for a in aggregations]))
-                if len(n) > 1
-            )
-            raise ConfigError(
-                f"{lists}: a job of several pairs runs in one process (it reads the cache once); "
-                "give it one trainer device (trainer=cpu or trainer=gpu), or run one pair per DDP job"
-            )
-        done = finished_marker(TASK_NAME, self.writer.output_dir, self.force)
-        if done is not None:
-            return {"n_pairs": len(result_rows(done))}
-        info = upstream_info(self.upstream, self.upstream_name)
-        pairs = SpeatPairs(self, tests, aggregations, self.config_dir)
-        rows = pairs.run(config, info, self._statistics)
-        if any(is_demo_test(t.name) and not t.user_manifest for t in tests):
-            warn_once_per_sweep(log, DEMO_CAVEAT, self.writer.output_dir)
-        return {"n_pairs": len(rows)}
-
     def _statistics(self, paths: list[str]):
-        """(the statistics of ``paths`` in order, read from the cache once; the upstream forwards this
-        took): the cache alone when every clip is there, else the extraction loop (no callback) first."""
-        statistics = fully_cached_statistics(paths, self.cache, self.upstream.fingerprint)
+        """(the statistics of ``paths`` in order, the upstream forwards this took, over every rank): in one
+        process whose clips are all cached, the cache alone; else the extraction loop (no callback; every
+        rank meets in it) first, the statistics then stacked on global rank zero only (None elsewhere)."""
+        statistics = (
+            fully_cached_statistics(paths, self.cache, self.upstream.fingerprint)
+            if single_process(self.trainer)
+            else None
+        )
         if statistics is not None:
             log.info("%s: 0 of %d clips needed an upstream forward (every clip cached)", self.upstream.name, len(paths))
             return statistics, 0
@@ -215,65 +177,7 @@ class SpeatTask:
         seed_torch(self.seed)
         upstream = built_upstream(self.upstream)
         trainer = self.trainer(callbacks=[])
-        statistics, n_forwards = extract_statistics(upstream, paths, self.cache, trainer, **self.extraction.kwargs())
-        return statistics, n_forwards
-
-    def _extract_and_compute(self, manifest: dict[str, list[str]], info: dict) -> tuple[dict, bool]:
-        """The extraction loop with the SpEAT callback (the upstream built, torch seeded first);
-        returns (the result row, whether this process is global rank zero)."""
-        from speechbias.callbacks.speat import SpeatCallback
-        from speechbias.features.extraction import extract_statistics
-
-        seed_torch(self.seed)
-        upstream = built_upstream(self.upstream)
-        callback = SpeatCallback(
-            bias_test=self.bias_test,
-            manifest=manifest,
-            aggregation=self.aggregation,
-            cache=self.cache,
-            fingerprint=upstream.fingerprint,
-            writer=self.writer,
-            run_info=info,
-            settings=self.speat,
-            seed=self.seed,
-            layer_convention=upstream.fingerprint_fields().get("layer_convention"),
-        )
-        trainer = self.trainer(callbacks=[callback])
-        extract_statistics(
-            upstream, list(manifest["path"]), self.cache, trainer, load=False, **self.extraction.kwargs()
-        )
-        return self._summary(callback, trainer), trainer.is_global_zero
-
-    def _summary(self, callback: SpeatCallback, trainer: pl.Trainer) -> dict:
-        """The callback's result row: in this process on rank zero (one process, or a rank SLURM
-        started); {} on other ranks; read from results.json only in the parent of a ``ddp_spawn``
-        run, whose callback ran in a spawned worker."""
-        if callback.summary:
-            return dict(callback.summary)
-        if trainer.is_global_zero and trainer.world_size > 1:
-            return result_rows(self.writer.path("results.json"))[0]
-        return {}
-
-
-@contextmanager
-def defined_effect_size(test: str, upstream: str, aggregation: str) -> Iterator[None]:
-    """A pair whose target clips all have the same association (the statistics' EqualAssociationsError: d
-    undefined, e.g. clips that differ in audio but not in what the upstream gives them) as one user line
-    naming the test, the upstream and the aggregation."""
-    try:
-        yield
-    except EqualAssociationsError as exc:
-        raise ConfigError(
-            f"bias_test={test} upstream={upstream} aggregation={aggregation}: the effect size d is undefined: "
-            "every target clip (X and Y) has the same association with A vs B (their standard deviation is 0; "
-            "e.g. the X and Y clips, or the A and B clips, give the same embeddings); check the clips, or use "
-            "another upstream or aggregation"
-        ) from exc
-
-
-def log_result(test: str, upstream: str, aggregation: str, row: dict) -> None:
-    """The one console line of a computed pair: ``SpEAT <test> on <upstream> (<aggregation>): d=... p=...``."""
-    log.info("SpEAT %s on %s (%s): d=%.3f p=%.4g", test, upstream, aggregation, row["d"], row["p"])
+        return extract_statistics(upstream, paths, self.cache, trainer, every_rank=False, **self.extraction.kwargs())
 
 
 # trainer strategies that run one process (anything else may start or join other ranks)

@@ -1,4 +1,4 @@
-"""A SpEAT job of several (bias test, aggregation) pairs: one read of the cache, one run folder per pair.
+"""The one path of a SpEAT job: one read of the cache, then each (bias test, aggregation) pair computed.
 
 ``python evaluate.py 'bias_test=[a,b]' 'aggregation=[mean_sum,max_q3]'`` (or ``hydra.sweeper.params``
 giving the lists, as ``experiment=paper_speat`` does) is one job. :class:`SpeatPairs` reads the
@@ -10,13 +10,16 @@ with the job's seed, so each pair's numbers equal its one-pair job's bit for bit
 ``pairs.csv`` (one row per pair: its folder and result row) and ``results.json`` (the same rows), written
 last; ``pair_list.json`` (its current pairs) first. A rerun of a killed job skips the pairs whose folder holds their finished results
 (:func:`~speechbias.tasks.run_markers.finished_results`: markers and a digest of the pair's config).
-One process only: a job of several processes (DDP) takes one pair.
+A one-pair job is a list of one computed the same way into the job's own folder (``in_job_folder``: its
+writer; the entry point writes its config.yaml and run digest); it alone may run under DDP, where every rank
+extracts and rank zero computes.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
@@ -24,12 +27,15 @@ from omegaconf import DictConfig, OmegaConf
 
 from speechbias.aggregation import Aggregation
 from speechbias.config_composition import bias_test_config
+from speechbias.errors import ConfigError
 from speechbias.features.cached_statistics import StackedStatistics
 from speechbias.fileio.atomic_file import atomic_write
 from speechbias.report.caveat import DEMO_CAVEAT, is_demo_test
 from speechbias.report.run_writer import RunWriter, markdown_table
 from speechbias.results.job_status import CURRENT_PAIRS_FILE
 from speechbias.speat.results import SpeatResults
+from speechbias.stats.associations import EqualAssociationsError
+from speechbias.run_context import upstream_info
 from speechbias.stimuli.bias_test import BiasTest
 from speechbias.tasks.run_markers import (
     config_values,
@@ -38,7 +44,6 @@ from speechbias.tasks.run_markers import (
     result_rows,
     without_keys,
 )
-from speechbias.tasks.speat import defined_effect_size, log_result
 
 log = logging.getLogger(__name__)
 
@@ -158,67 +163,84 @@ class SpeatPairs:
     """Every (test, aggregation) pair of one job on one upstream.
 
     ``task``: the job's :class:`~speechbias.tasks.speat.SpeatTask` (upstream, cache, writer, tracker,
-    settings, seed); ``tests`` x ``aggregations``: the pairs, test-major.
+    settings, seed); ``tests`` x ``aggregations``: the pairs, test-major; ``in_job_folder``: a one-pair
+    job, written by the job's writer into its own folder, and no job table.
     """
 
-    def __init__(self, task, tests: Sequence[BiasTest], aggregations: Sequence[Aggregation], config_dir=None):
+    def __init__(
+        self, task, tests: Sequence[BiasTest], aggregations: Sequence[Aggregation], config_dir=None, in_job_folder=False
+    ):
         self.task = task
         self.tests = list(tests)
         self.aggregations = list(aggregations)
         self.config_dir = config_dir
+        self.in_job_folder = in_job_folder
 
-    def run(self, config: dict | None, info: dict, statistics_of) -> list[dict]:
-        """Compute (or reuse) every pair; returns their result rows (test-major). ``statistics_of(paths)``
-        gives (the statistics of ``paths`` in order, the number of upstream forwards it took)."""
+    def run(self, config: dict | None, statistics_of) -> list[dict] | None:
+        """Compute (or reuse) every pair; returns their result rows (test-major), None on a DDP rank other
+        than zero. ``statistics_of(paths)`` gives (the statistics of ``paths`` in order, or None on such a
+        rank; the number of upstream forwards it took)."""
         task = self.task
         manifests = {t.name: t.load_columns(task.clip_check) for t in self.tests}
+        info = upstream_info(task.upstream, task.upstream_name)  # the manifests first: it may build the model
         paths = list(dict.fromkeys(str(p) for m in manifests.values() for p in m["path"]))
         row_of = {p: i for i, p in enumerate(paths)}
         todo = [(t, a) for t in self.tests for a in self.aggregations]
-        # the job's current pairs, before any is computed: a report counts these only (an earlier list's are stale)
-        task.writer.json(CURRENT_PAIRS_FILE, {"pairs": [f"{t.name}/{a.name}" for t, a in todo]})
         configs = PairConfigs(config or {}, self.config_dir, task.writer.output_dir)
         rows: dict[tuple[str, str], dict] = {}
-        for t, a in todo:
-            if not self._folder(t, a).is_dir():  # nothing there yet: not finished (the usual first run)
-                continue
-            marker = finished_results(configs.test_config(t), self._folder(t, a), configs.pair(t, a)[1])
-            if marker is not None:
-                rows[(t.name, a.name)] = result_rows(marker)[0]
+        if not self.in_job_folder:
+            # the job's current pairs, before any is computed: a report counts these only (an earlier list's are stale)
+            task.writer.json(CURRENT_PAIRS_FILE, {"pairs": [f"{t.name}/{a.name}" for t, a in todo]})
+            rows = self._finished(todo, configs)
         missing = [(t, a) for t, a in todo if (t.name, a.name) not in rows]
         if missing:
             statistics, n_forwards = statistics_of(paths)
-            log.info(
-                "%s: statistics of %d clips read once for %d pair(s) (%d of %d already finished)",
-                info["upstream"],
-                len(paths),
-                len(missing),
-                len(todo) - len(missing),
-                len(todo),
-            )
+            if statistics is None:
+                return None
+            if not self.in_job_folder:
+                log.info(
+                    "%s: statistics of %d clips read once for %d pair(s) (%d of %d already finished)",
+                    info["upstream"],
+                    len(paths),
+                    len(missing),
+                    len(todo) - len(missing),
+                    len(todo),
+                )
             failed: list[tuple[str, Exception]] = []
             for test, aggregation in missing:
                 index = [row_of[str(p)] for p in manifests[test.name]["path"]]
+                run_info = {**info, "n_upstream_forwards": n_forwards}
                 try:
                     rows[(test.name, aggregation.name)] = self._compute(
-                        test,
-                        aggregation,
-                        manifests[test.name],
-                        statistics.rows(index),
-                        {**info, "n_upstream_forwards": n_forwards},
-                        *configs.pair(test, aggregation),
+                        test, aggregation, manifests[test.name], statistics.rows(index), run_info, configs, config
                     )
                 except Exception as exc:  # the other pairs still run, as the other jobs of a one-pair sweep do
+                    if self.in_job_folder:  # the job's own error
+                        raise
                     log.error("SpEAT %s on %s (%s) failed: %s", test.name, info["upstream"], aggregation.name, exc)
                     failed.append((f"{test.name}/{aggregation.name}", exc))
             if failed:  # the job is not finished: a rerun computes these pairs again, and only these
                 log.error("%d of %d pair(s) failed: %s", len(failed), len(todo), ", ".join(k for k, _ in failed))
                 raise failed[0][1]
         ordered = [rows[(t.name, a.name)] for t, a in todo]
-        self._write_job_summary(todo, ordered)
+        if not self.in_job_folder:
+            self._write_job_summary(todo, ordered)
         return ordered
 
+    def _finished(self, todo: list, configs: PairConfigs) -> dict[tuple[str, str], dict]:
+        """The result rows of the pairs whose folders hold their finished results, by (test, aggregation)."""
+        rows = {}
+        for t, a in todo:
+            if not self._folder(t, a).is_dir():  # nothing there yet: not finished (the usual first run)
+                continue
+            marker = finished_results(configs.test_config(t), self._folder(t, a), configs.pair(t, a)[1])
+            if marker is not None:
+                rows[(t.name, a.name)] = result_rows(marker)[0]
+        return rows
+
     def _folder(self, test: BiasTest, aggregation: Aggregation) -> Path:
+        if self.in_job_folder:
+            return self.task.writer.output_dir
         return pair_folder(self.task.writer.output_dir, test.name, aggregation.name)
 
     def _compute(
@@ -228,24 +250,29 @@ class SpeatPairs:
         manifest: dict[str, list[str]],
         statistics: StackedStatistics,
         run_info: dict,
-        plain: dict,
-        values: dict[str, str],
+        configs: PairConfigs,
+        config: dict | None,
     ) -> dict:
         """One pair, as its one-pair job computes and writes it (files, tracker record, digest last)."""
         task = self.task
         folder = self._folder(test, aggregation)
-        demo = is_demo_test(test.name) and not test.user_manifest
-        writer = RunWriter(folder, caveat=DEMO_CAVEAT if demo else task.writer.caveat)
-        folder.mkdir(parents=True, exist_ok=True)
-        text = yaml.dump(plain, Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True)
-        atomic_write(folder / "config.yaml", lambda tmp: tmp.write_text(text, encoding="utf-8"))
+        if self.in_job_folder:  # the entry point writes config.yaml and the run digest
+            writer, plain, values, group = task.writer, config, None, None
+        else:
+            demo = is_demo_test(test.name) and not test.user_manifest
+            writer = RunWriter(folder, caveat=DEMO_CAVEAT if demo else task.writer.caveat)
+            folder.mkdir(parents=True, exist_ok=True)
+            plain, values = configs.pair(test, aggregation)
+            text = yaml.dump(plain, Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True)
+            atomic_write(folder / "config.yaml", lambda tmp: tmp.write_text(text, encoding="utf-8"))
+            group = task.writer.output_dir.parent.name  # the sweep, as for a one-pair job
         layer_convention = task.upstream.fingerprint_fields().get("layer_convention")
         results = SpeatResults(test, manifest, aggregation, writer, run_info, task.speat, task.seed, layer_convention)
         with defined_effect_size(test.name, run_info["upstream"], aggregation.name):
             row = results.compute(statistics)
-        group = task.writer.output_dir.parent.name  # the sweep, as for a one-pair job
         task.publish_pair(writer, run_info, test.name, aggregation.name, plain, group)
-        record_run_digest(None, folder, values, task.cache.root)  # the pair's folder now holds its finished results
+        if values is not None:
+            record_run_digest(None, folder, values, task.cache.root)  # the pair's folder now holds its finished results
         log_result(test.name, run_info["upstream"], aggregation.name, row)
         return row
 
@@ -268,3 +295,24 @@ class SpeatPairs:
             ],
         )
         job.json("results.json", [dict(r, pair_dir=f"{t.name}/{a.name}") for (t, a), r in zip(todo, rows)])
+
+
+@contextmanager
+def defined_effect_size(test: str, upstream: str, aggregation: str) -> Iterator[None]:
+    """A pair whose target clips all have the same association (the statistics' EqualAssociationsError: d
+    undefined, e.g. clips that differ in audio but not in what the upstream gives them) as one user line
+    naming the test, the upstream and the aggregation."""
+    try:
+        yield
+    except EqualAssociationsError as exc:
+        raise ConfigError(
+            f"bias_test={test} upstream={upstream} aggregation={aggregation}: the effect size d is undefined: "
+            "every target clip (X and Y) has the same association with A vs B (their standard deviation is 0; "
+            "e.g. the X and Y clips, or the A and B clips, give the same embeddings); check the clips, or use "
+            "another upstream or aggregation"
+        ) from exc
+
+
+def log_result(test: str, upstream: str, aggregation: str, row: dict) -> None:
+    """The one console line of a computed pair: ``SpEAT <test> on <upstream> (<aggregation>): d=... p=...``."""
+    log.info("SpEAT %s on %s (%s): d=%.3f p=%.4g", test, upstream, aggregation, row["d"], row["p"])

@@ -23,6 +23,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,24 +44,10 @@ CASES = [
 # whole `python evaluate.py` runs (default CPU batch of 2): (upstream, lengths of the one long clip)
 RUNS = [("fbank", (600, 1800)), ("tiny_wav2vec2", (600, 1200)), ("tiny_wavlm", (60, 120))]
 RUN_BATCH = 2  # extraction.batch_size on a CPU (conf/evaluate.yaml)
-SHIPPED = [
-    "wav2vec2_base",
-    "wav2vec2_large",
-    "wav2vec2_large_lv60",
-    "hubert_base",
-    "hubert_large",
-    "hubert_xl",
-    "wavlm_base",
-    "wavlm_base_plus",
-    "wavlm_large",
-    "whisper_base",
-    "whisper_base_en",
-    "whisper_small",
-    "whisper_small_en",
-    "whisper_medium",
-    "whisper_medium_en",
-    "whisper_large",
-]
+# the paper's 16 models, as the paper's sweep names them
+SHIPPED = yaml.safe_load((REPO / "conf" / "experiment" / "paper_speat.yaml").read_text())["hydra"]["sweeper"]["params"][
+    "upstream"
+].split(",")
 
 
 def upstream_config(name: str, overrides: dict):

@@ -291,3 +291,19 @@ def test_every_task_brings_its_own_checks(conf_dir):
     for task in tasks:
         assert callable(task_checks(task)), task
     assert task_checks("no_such_task") is None and task_checks("../x") is None
+
+
+def test_a_csv_header_is_read_past_a_byte_order_mark_and_an_unreadable_file_is_one_line(tmp_path):
+    from speechbias.tasks.input_checks import csv_header
+
+    table = tmp_path / "utterances.tsv"
+    table.write_bytes(b"\xef\xbb\xbfpath\ttranscript\na.wav\thi\n")  # a spreadsheet's "UTF-8" export
+    assert csv_header(table, "corpus.load.manifest=u.tsv", "fix", sep="\t") == ["path", "transcript"]
+    binary = tmp_path / "results.csv"
+    binary.write_bytes(b"\xff\xfe\x00\x81 not text")
+    with pytest.raises(ConfigError) as caught:
+        csv_header(binary, "propagation.speat_results=results.csv", "give a results.csv")
+    assert (
+        str(caught.value)
+        == "propagation.speat_results=results.csv: cannot be read (UnicodeDecodeError); give a results.csv"
+    )

@@ -40,6 +40,7 @@ from speechbias.stimuli.manifest import (
     ManifestError,
     check_manifest_audio,
     load_manifest,
+    manifest_columns,
     read_manifest_rows,
     validate_manifest,
     write_manifest,
@@ -144,7 +145,7 @@ class BiasTest:
         manifest not built yet is built (and checked) by :meth:`load`."""
         if self.manifest is not None and Path(self.manifest).is_file():
             rows = read_manifest_rows(self.manifest, root=self.root)
-            columns = {c: [r[c] for r in rows] for c in MANIFEST_COLUMNS}
+            columns = manifest_columns(rows)
             self._take_from_manifest(columns["role"], columns["group"], columns["pair_id"])
             return columns
         df = self.load(clip_check)

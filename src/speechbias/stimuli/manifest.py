@@ -185,6 +185,12 @@ def read_manifest_rows(
     return rows
 
 
+def manifest_columns(rows: Sequence[Mapping[str, str]]) -> dict[str, list[str]]:
+    """The schema columns (:data:`MANIFEST_COLUMNS`) of :func:`read_manifest_rows`' rows as
+    ``{column: values in row order}``."""
+    return {c: [r[c] for r in rows] for c in MANIFEST_COLUMNS}
+
+
 def _missing_columns(missing: list[str], columns: list[str]) -> str:
     """Every missing required column, the columns there are, and near misses (case, spaces)."""
     near = [

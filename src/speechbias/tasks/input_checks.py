@@ -11,6 +11,7 @@ stimulus registry only for a corpus-built test whose manifest is not built yet.
 
 from __future__ import annotations
 
+import csv
 import difflib
 from pathlib import Path
 
@@ -56,6 +57,18 @@ def check_writable_folder(folder, key: str, create: bool = True, fix: str | None
         ) from exc
 
 
+def csv_header(path: Path, typed: str, fix: str, sep: str = ",") -> list[str]:
+    """The column names on the first line of a CSV (TSV: ``sep``) file, a UTF-8 byte-order mark skipped (as
+    pandas skips it where the file is read later); a file that cannot be read is one
+    :class:`~speechbias.errors.ConfigError`: ``<typed>: cannot be read (<reason>); <fix>``."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            return next(csv.reader(f, delimiter=sep), [])
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        raise ConfigError(f"{typed}: cannot be read ({reason}); {fix}") from None
+
+
 def check_bias_test(node: DictConfig, key: str, cache_dir=None, cfg: DictConfig | None = None) -> None:
     """The bias test's manifest exists and every clip it lists exists and decodes, with at least
     :data:`MIN_CLIPS_PER_ROLE` clips per role and no audio repeated (``cfg``'s ``check_audio`` and
@@ -80,6 +93,7 @@ def check_bias_test(node: DictConfig, key: str, cache_dir=None, cfg: DictConfig 
         ManifestError,
         check_manifest_audio,
         check_resampling_ids,
+        manifest_columns,
         read_manifest_rows,
     )
 
@@ -87,8 +101,8 @@ def check_bias_test(node: DictConfig, key: str, cache_dir=None, cfg: DictConfig 
         table = read_manifest_rows(path, root=root, required_roles=())
         check_role_sizes(table, path, f"{key}.manifest")
         if cfg is not None and OmegaConf.select(cfg, "speat.se_curve", default=False):
-            columns = {c: [r.get(c, "") for r in table] for c in ("clip_id", "role", "pair_id", "stratum")}
-            check_resampling_ids(columns, OmegaConf.select(node, "resampling", default=None), str(path))
+            design = OmegaConf.select(node, "resampling", default=None)
+            check_resampling_ids(manifest_columns(table), design, str(path))
         settings = cfg if cfg is not None else OmegaConf.create()
         full = OmegaConf.select(settings, "check_audio", default="changed") == "full"
         repeats = bool(OmegaConf.select(settings, "allow_duplicate_audio", default=False))

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -21,7 +20,7 @@ from speechbias.ser.training_settings import (
     ValenceDataSettings,
     ValenceSourceSettings,
 )
-from speechbias.tasks.input_checks import CORPUS_LAYOUT, check_bias_test, check_cache_folder
+from speechbias.tasks.input_checks import CORPUS_LAYOUT, check_bias_test, check_cache_folder, csv_header
 
 
 # train.py's settings groups (their values: types and ranges), checked before any file; ser_data first: the
@@ -64,14 +63,11 @@ def check_speat_results(cfg: DictConfig) -> None:
     path = OmegaConf.select(cfg, "propagation.speat_results", default=None)
     if not path:
         return
-    try:
-        with Path(str(path)).expanduser().open(newline="") as f:
-            header = next(csv.reader(f), [])
-    except OSError as exc:
-        raise ConfigError(
-            f"propagation.speat_results={path}: cannot be read ({exc.strerror or type(exc).__name__}); give the "
-            "results.csv of a `python evaluate.py task=speat` run, or null to compute d"
-        ) from None
+    header = csv_header(
+        Path(str(path)).expanduser(),
+        f"propagation.speat_results={path}",
+        "give the results.csv of a `python evaluate.py task=speat` run, or null to compute d",
+    )
     missing = [c for c in SPEAT_RESULTS_COLUMNS if c not in header]
     if missing:
         raise ConfigError(f"propagation.speat_results={path}: no column {', '.join(missing)}; not a SpEAT results.csv")

@@ -3,14 +3,13 @@ are chosen, and a corpus read from one table (``corpus.load.manifest``) has the 
 
 from __future__ import annotations
 
-import csv
 import difflib
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
 from speechbias.errors import ConfigError
-from speechbias.tasks.input_checks import check_cache_folder
+from speechbias.tasks.input_checks import check_cache_folder, csv_header
 from speechbias.tasks.wer_disparity_settings import SETTINGS
 
 
@@ -62,8 +61,7 @@ def check_corpus_table(cfg: DictConfig) -> None:
     if not path.is_file():
         raise ConfigError(f"corpus.load.manifest={manifest}: no such file; give the utterance table (CSV or TSV)")
     sep = load.get("sep") or ("\t" if path.suffix.lower() in (".tsv", ".tab") else ",")
-    with path.open(newline="") as f:
-        header = next(csv.reader(f, delimiter=sep), [])
+    header = csv_header(path, f"corpus.load.manifest={manifest}", "give the utterance table (CSV or TSV)", sep)
     named = [(f"corpus.load.{key}", load.get(key)) for key in COLUMN_KEYS]
     named += [("corpus.load.category_columns", c) for c in load.get("category_columns") or []]
     for key, column in named:

@@ -3,7 +3,11 @@ the report task as conf/task/report.yaml builds it."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -18,6 +22,8 @@ from speechbias.report.tracker import Tracker
 from speechbias.tasks.report import ReportTask
 from speechbias.errors import ConfigError
 from sweep.fake_sweep import PAPER_MODELS, write_propagation_sweep, write_speat_sweep
+
+REPO = Path(__file__).resolve().parents[2]
 
 FIGURES = [
     "figure1_effect_sizes",
@@ -277,21 +283,15 @@ def test_the_report_config_builds_the_task_with_its_collaborators(conf_dir, tmp_
     assert "p_holm" in pd.read_csv(tmp_path / "out" / "results.csv").columns
 
 
-def test_the_report_command_imports_no_torch(sweep, tmp_path):
-    """What the user types: python evaluate.py task=report sweep_dir=<sweep>; its seeding leaves torch alone
-    (the report draws nothing from torch's generator) and nothing else imports it (``-X importtime``)."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    repo = Path(__file__).resolve().parents[2]
+def _report_imports(sweep, tmp_path) -> set[str]:
+    """The top-level modules ``python -X importtime evaluate.py task=report sweep_dir=<sweep> logger=none``
+    imports, as the user types it (it must exit 0)."""
     proc = subprocess.run(
         [
             sys.executable,
             "-X",
             "importtime",
-            str(repo / "evaluate.py"),
+            str(REPO / "evaluate.py"),
             "task=report",
             f"sweep_dir={sweep}",
             "logger=none",
@@ -303,7 +303,13 @@ def test_the_report_command_imports_no_torch(sweep, tmp_path):
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    imported = {m.split(".")[0] for m in re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s+(\S+)", proc.stderr, re.M)}
+    return {m.split(".")[0] for m in re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s+(\S+)", proc.stderr, re.M)}
+
+
+def test_the_report_command_imports_no_torch(sweep, tmp_path):
+    """What the user types: python evaluate.py task=report sweep_dir=<sweep>; its seeding leaves torch alone
+    (the report draws nothing from torch's generator) and nothing else imports it (``-X importtime``)."""
+    imported = _report_imports(sweep, tmp_path)
     assert "pandas" in imported  # the import record sees what the report imports
     assert "torch" not in imported
     assert (sweep / "report" / "report.md").is_file()
@@ -312,25 +318,9 @@ def test_the_report_command_imports_no_torch(sweep, tmp_path):
 def test_the_report_of_a_speat_only_sweep_imports_no_scipy_or_statsmodels(tmp_path):
     """Without SER runs (Cohen's d and its CI) or an ANOVA to fit (one model), the report needs neither scipy
     nor statsmodels (~1 CPU-s of imports): what the user types, read from ``-X importtime``."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
     sweep = tmp_path / "s"
     write_speat_sweep(sweep, models=PAPER_MODELS[:1], aggregations=("mean_sum", "max_q3"), se_curve=False)
-    repo = Path(__file__).resolve().parents[2]
-    command = [sys.executable, "-X", "importtime", str(repo / "evaluate.py"), "task=report", f"sweep_dir={sweep}"]
-    proc = subprocess.run(
-        [*command, "logger=none"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    imported = {m.split(".")[0] for m in re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s+(\S+)", proc.stderr, re.M)}
+    imported = _report_imports(sweep, tmp_path)
     assert {"pandas", "matplotlib"} <= imported  # the import record sees what the report imports
     assert not imported & {"scipy", "statsmodels", "torch"}
     assert "figure1_effect_sizes.png" in (sweep / "report" / "report.md").read_text()

@@ -42,11 +42,12 @@ def _assert_stopped(stopped, signum, phase, run_dir):
     assert status["error"] == f"stopped by {signal.Signals(signum).name} during {phase}"
 
 
-def _same_results(a, b, files=("results.csv", "layers.csv")):
+def _same_results(a, b, *, exact: bool, files=("results.csv", "layers.csv")):
+    """Equal tables; ``exact=False`` allows pandas' default rtol 1e-5 (float32 rounding of batched forwards)."""
     for name in files:
         x, y = pd.read_csv(a / name), pd.read_csv(b / name)
         drop = [c for c in NOT_RESULTS if c in x.columns]
-        pd.testing.assert_frame_equal(x.drop(columns=drop), y.drop(columns=drop), check_exact=True)
+        pd.testing.assert_frame_equal(x.drop(columns=drop), y.drop(columns=drop), check_exact=exact)
 
 
 def test_a_signal_at_start_up_ends_the_command_with_one_line(tmp_path):
@@ -77,7 +78,11 @@ def test_evaluate_stopped_while_extracting_resumes_from_the_cache(tmp_path, sign
     reference = tmp_path / "reference"
     clean = run(command("evaluate", *args, f"hydra.run.dir={reference}", f"paths.cache_dir={tmp_path / 'c2'}"))
     assert clean.returncode == 0, clean.stderr[-3000:]
-    _same_results(run_dir, reference)
+    # The resumed run forwards only the clips the stop left out, so they share batches with other clips
+    # than in the clean run. Batch invariance holds to float32 rounding (<= 1e-5 per state,
+    # tests/upstream/test_hf_contract.py), not bit for bit: CI saw d -0.51861088 vs -0.51861087. So the
+    # tables agree within pandas' default rtol 1e-5, as tests/faults/test_kill9_reruns.py compares them.
+    _same_results(run_dir, reference, exact=False)
 
 
 @pytest.mark.slow
@@ -120,7 +125,7 @@ def test_evaluate_stopped_in_a_long_permutation_test(tmp_path):
         env,
     )
     assert clean.returncode == 0, clean.stderr[-3000:]
-    _same_results(run_dir, reference)
+    _same_results(run_dir, reference, exact=True)  # one cache, read whole by both: identical numbers
 
 
 TRAIN = TRAIN_TO_INTERRUPT

@@ -1,7 +1,7 @@
 """An upstream built from its config only when a run needs it: a run whose clips are all cached builds none.
 
 ``conf/task/speat.yaml`` hands its task a :class:`DeferredUpstream` of the run's ``upstream`` config
-(``_recursive_: false``, so Hydra passes the config, not a built model) and the feature cache folder. The
+(``_recursive_: false``, so Hydra passes the config, not a built model). The
 task asks it for the fingerprint (the feature-cache namespace) and the run's identity columns; it builds
 the upstream (``hydra.utils.instantiate``) only for extraction. A weight-free baseline's fingerprint
 follows from its config, a Hugging Face upstream's from its config and its files

@@ -225,6 +225,19 @@ def test_what_determines_the_outputs_changes_the_key(tmp_path, saved_hubert, mon
     assert _key(_local(local)) != edited
 
 
+def test_files_changed_between_the_key_and_the_build_are_one_error(tmp_path, saved_hubert):
+    """The key was given, then the folder's weights were written again before extraction built the model:
+    the build refuses to go on under the key given before (its entries would hold other weights)."""
+    local = tmp_path / "local"
+    shutil.copytree(saved_hubert, local)
+    deferred = DeferredUpstream(_local(local))
+    assert deferred.fingerprint_without_build() is not None and deferred._upstream is None
+    time.sleep(0.05)
+    (local / "model.safetensors").write_bytes((saved_hubert / "model.safetensors").read_bytes())
+    with pytest.raises(RuntimeError, match=r"differs from the one its config gave before the build \(local_files\)"):
+        deferred.build()
+
+
 def _evaluate(tmp_path: Path, model: Path, run: str, *importtime: str) -> subprocess.CompletedProcess:
     return run_entry(
         "evaluate.py",

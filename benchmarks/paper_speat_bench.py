@@ -11,7 +11,7 @@ target role, one set of 40 per attribute role shared by the six, 1-s noise clips
 d at every layer (``speat.per_layer=true``), no SE curve; ``logger=none``.
 
 Measured, each from the same warm cache (filled by a first pass, not counted; the upstream is the config's
-HF model, so each job reads its fingerprint record and imports no torch):
+HF model, so each job reads its fingerprint from the config and the model's files and imports no torch):
 
 * 16 processes: each model's ``python evaluate.py 'bias_test=[six tests]' upstream=...`` as its own process
   (a SLURM array task each), CPU time summed over the 16 (``wait4`` rusage) and wall;

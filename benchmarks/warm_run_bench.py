@@ -3,9 +3,10 @@ reference checkout, side by side in one run.
 
 Goals (issue 23): a warm ``python evaluate.py`` (the offline default: SpEAT of demo_voice on fbank, W&B
 offline) takes <= 3 s; a warm run builds and loads no model, its peak memory within 1.2x of a process that
-only imports the libraries it needs (the floor printed). Each command first runs once to fill a shared
-feature cache, then ``--repeats`` times per checkout, interleaved (drifting machine load hits both alike),
-each checkout running its own ``evaluate.py``, ``conf/`` and package on this checkout's demo files
+only imports the libraries it needs (the floor printed). Each command first runs once per checkout to fill a
+shared feature cache (the two may key it differently), then ``--repeats`` times per checkout, interleaved
+(drifting machine load hits both alike), each checkout running its own ``evaluate.py``, ``conf/`` and
+package on this checkout's demo files
 (``paths.root_dir``), so both read the same audio index and cache. Printed: the best wall time, the
 peak RSS (``ru_maxrss`` of the child), the load average, the ratios, and whether the two checkouts wrote
 the same results files.
@@ -114,7 +115,8 @@ def main() -> None:
             def command(root: Path, run_dir: Path, overrides: list[str] = overrides) -> list[str]:
                 return [sys.executable, str(root / "evaluate.py"), *overrides, *common, f"hydra.run.dir={run_dir}"]
 
-            run(command(ours, tmp / key / "fill"), ours, tmp)  # fill the cache (both checkouts share it)
+            for label, root in (("reference", reference), ("this checkout", ours)):  # fill the shared cache: the
+                run(command(root, tmp / key / "fill" / label.replace(" ", "_")), root, tmp)  # keys may differ
             floor = [sys.executable, "-c", FLOOR_IMPORTS[key]]
             results = {"reference": [], "this checkout": [], "import-only floor": []}
             loads = []

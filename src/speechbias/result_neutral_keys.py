@@ -50,7 +50,6 @@ TASK_NODE_NEUTRAL_KEYS = (
     "task.run.tracker",
     "task.run.cache",
     "task.run.clip_check",  # check_audio, allow_duplicate_audio, paths.cache_dir: a built manifest's clip check
-    "task.run.upstream.feature_cache_dir",  # where the upstream's fingerprint records are kept
     "task.run.trainer",
     "task.run.progress",
     "task.run.extraction.batch_size",

@@ -191,7 +191,7 @@ def test_a_cold_job_builds_no_upstream_to_be_decided(tmp_path, demo, monkeypatch
     assert built == []  # no upstream has an entry of the first clip
     warm(tmp_path, demo, "tiny_wav2vec2")
     assert ForwardNeeds().statistics_only(job(tmp_path, demo, "upstream=tiny_wav2vec2"))
-    assert built == ["speechbias.upstream.hf.HFUpstream.from_config_dict"]  # built once, for its fingerprint
+    assert built == []  # its fingerprint from its config (upstream/hf_identity): nothing built
 
 
 def test_a_list_job_needs_every_listed_test_cached(tmp_path, demo):

@@ -1,5 +1,6 @@
 """DeferredUpstream: the task's upstream before it is built. A weight-free baseline's fingerprint and identity
-come from its config (no torch imported), equal to the built upstream's; anything else is built to answer."""
+come from its config (no torch imported), equal to the built upstream's (an HF upstream's: test_hf_identity.py);
+anything else is built to answer."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from hydra.errors import InstantiationException
 from omegaconf import OmegaConf
 
 from speechbias.run_context import upstream_info
-from speechbias.upstream.deferred import CONFIG_FINGERPRINTS, DeferredUpstream, built_upstream
+from speechbias.upstream.deferred import CONFIG_IDENTITIES, WEIGHT_FREE_TARGETS, DeferredUpstream, built_upstream
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -45,11 +46,16 @@ def test_a_weight_free_upstreams_config_gives_the_built_upstreams_fingerprint(na
     assert built_upstream(deferred) is built and built_upstream(built) is built
 
 
-def test_every_config_fingerprint_target_is_a_class_that_exists():
-    from hydra.utils import get_class
+def test_every_config_identity_target_is_an_upstream_that_exists():
+    from hydra.utils import get_method
 
-    for target in CONFIG_FINGERPRINTS:
-        assert get_class(target).__module__ == "speechbias.upstream.classical"
+    from speechbias.upstream.base import Upstream
+
+    for target in CONFIG_IDENTITIES:
+        made = get_method(target)
+        assert issubclass(made if isinstance(made, type) else made.__self__, Upstream), target
+    assert WEIGHT_FREE_TARGETS < CONFIG_IDENTITIES.keys()
+    assert {get_method(t).__module__ for t in WEIGHT_FREE_TARGETS} == {"speechbias.upstream.classical"}
 
 
 @pytest.mark.parametrize(
@@ -68,10 +74,11 @@ def test_a_bad_config_fails_as_building_it_fails(changes, message):
 
 
 def test_another_upstream_is_built_to_tell_its_fingerprint():
-    deferred = DeferredUpstream(_config("tiny_wav2vec2"))
+    deferred = DeferredUpstream({"_target_": "core.toy_upstream.ToyUpstream", "seed": 3})
+    assert deferred.fingerprint_without_build() is None and deferred._upstream is None
     fingerprint = deferred.fingerprint
     assert deferred._upstream is not None and fingerprint == deferred.build().fingerprint
-    assert not deferred.build().is_built  # an HF upstream stays lazy: config read, no weights
+    assert (deferred.name, deferred.family) == ("toy", "other")  # the built ToyUpstream's
 
 
 def test_a_config_without_target_is_one_clear_error():
@@ -90,3 +97,20 @@ def test_a_deferred_weight_free_upstream_imports_no_torch():
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines()[-1] == "[]"
+
+
+def test_the_config_functions_take_the_constructors_arguments():
+    """A config gives a weight-free upstream's fields through a function of the constructor's own signature
+    (names, defaults, kinds): a default changed in one place only would give another key."""
+    import inspect
+
+    from speechbias.upstream.classical import FbankUpstream, MfccUpstream
+    from speechbias.upstream.classical_fingerprint import fbank_config_fingerprint, mfcc_config_fingerprint
+
+    def parameters(function):
+        return [
+            (p.name, p.default, p.kind) for p in inspect.signature(function).parameters.values() if p.name != "self"
+        ]
+
+    assert parameters(fbank_config_fingerprint) == parameters(FbankUpstream.__init__)
+    assert parameters(mfcc_config_fingerprint) == parameters(MfccUpstream.__init__)

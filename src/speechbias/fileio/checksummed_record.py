@@ -1,5 +1,4 @@
-"""JSON records that carry an xxh3-128 checksum of their own body: the audio index's and the upstream
-fingerprint records' format.
+"""JSON records that carry an xxh3-128 checksum of their own body: the audio index's format.
 
 A record is a JSON object with a ``checksum`` key (``xxh3_128:<32 hex>`` of the rest as canonical JSON:
 sorted keys). The checksum guards against accidental corruption (a flipped bit, a cut file), not tampering.

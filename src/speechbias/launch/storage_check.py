@@ -138,20 +138,20 @@ def _manifest_clips(cfg: DictConfig) -> set[Path]:
     return clips
 
 
-def _known_fingerprint(upstream, cache_dir: str) -> str | None:
+def _known_fingerprint(upstream) -> str | None:
     """The cache namespace of the upstream when known without building it: a weight-free upstream's from
-    its config, an HF upstream's from its fingerprint record (no torch); None for others."""
+    its config, an HF upstream's from its config and files (no torch); None for others."""
     try:
         from speechbias.upstream.deferred import DeferredUpstream
 
-        return DeferredUpstream(upstream, feature_cache_dir=cache_dir).fingerprint_without_build()
+        return DeferredUpstream(upstream).fingerprint_without_build()
     except Exception:  # noqa: BLE001 - arguments the upstream refuses: the run itself says why
         return None
 
 
 def uncached_clips(cfg: DictConfig, clips: set[Path]) -> tuple[int, int]:
     """(clips without a cache entry, clips the audio index does not know). The entry is looked up under the
-    upstream's own fingerprint where its config or record gives it (fbank, mfcc, an HF model built before);
+    upstream's own fingerprint where its config gives it (fbank, mfcc, an HF model whose files are at hand);
     for a model whose fingerprint needs it built, a clip counts as cached when any model's entry of its audio exists (a lower bound)."""
     cache_dir = OmegaConf.select(cfg, "paths.cache_dir", default=None)
     if not cache_dir or not clips:
@@ -159,7 +159,7 @@ def uncached_clips(cfg: DictConfig, clips: set[Path]) -> tuple[int, int]:
     from speechbias.features.cache import FeatureCache
 
     cache = FeatureCache(str(cache_dir))
-    fingerprint = _known_fingerprint(OmegaConf.select(cfg, "upstream", default=None), str(cache_dir))
+    fingerprint = _known_fingerprint(OmegaConf.select(cfg, "upstream", default=None))
     missing = unknown = 0
     for clip in clips:
         record = cache.lookup_audio(clip) if clip.is_file() else None

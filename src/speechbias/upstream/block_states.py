@@ -14,7 +14,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-LAYER_CONVENTION = "block-io-v1"
+from speechbias.upstream.hf_identity import LAYER_CONVENTION as LAYER_CONVENTION
+
 LAYER_CONVENTION_TEXT = (
     "layer 0 = input to the first transformer block; layer l = output of block l exactly as the "
     "block emits it (no extra final LayerNorm); num_layers = n_blocks + 1"

@@ -17,7 +17,7 @@ from transformers.audio_utils import mel_filter_bank
 from speechbias.fileio.audio import SAMPLE_RATE
 from speechbias.upstream.base import Upstream
 from speechbias.upstream.batching import check_batch, mask_frames
-from speechbias.upstream.classical_fingerprint import FAMILY, fbank_fingerprint, frame_geometry
+from speechbias.upstream.classical_fingerprint import FAMILY, fbank_config_fingerprint, mfcc_config_fingerprint
 
 
 class FbankUpstream(Upstream):
@@ -39,16 +39,24 @@ class FbankUpstream(Upstream):
         seed: int | None = None,
     ):
         """``randomize`` must stay false (nothing to randomise); ``seed`` is accepted so every upstream
-        config has the same keys, and is unused."""
+        config has the same keys, and is unused. The sizes and the checks are those of
+        :func:`~speechbias.upstream.classical_fingerprint.fbank_config_fingerprint` (its fingerprint)."""
         super().__init__()
-        if randomize:
-            raise ValueError(f"{type(self).__name__} has no weights: randomize=true is not defined for it")
-        self.sample_rate = int(sample_rate)
-        self.win_length, self.hop_length = frame_geometry(win_ms, hop_ms, n_fft, sample_rate)
-        self.n_fft = int(n_fft)
-        self.n_mels = int(n_mels)
-        self.f_min = float(f_min)
-        self.f_max = float(f_max if f_max is not None else sample_rate / 2)
+        fields = fbank_config_fingerprint(
+            n_mels, win_ms, hop_ms, n_fft, f_min, f_max, sample_rate, randomize, display_name, seed
+        )
+        self._fingerprint_fields = fields
+        self.sample_rate, self.win_length, self.hop_length = (
+            fields["sample_rate"],
+            fields["win_length"],
+            fields["hop_length"],
+        )
+        self.n_fft, self.n_mels, self.f_min, self.f_max = (
+            fields["n_fft"],
+            fields["n_mels"],
+            fields["f_min"],
+            fields["f_max"],
+        )
         self.display_name = display_name
         filters = mel_filter_bank(
             num_frequency_bins=self.n_fft // 2 + 1,
@@ -92,20 +100,18 @@ class FbankUpstream(Upstream):
         return self.display_name or type(self).__name__
 
     def fingerprint_fields(self) -> dict:
-        """:func:`speechbias.upstream.classical_fingerprint.fbank_fingerprint` of this filterbank (a
-        config gives the same fields without building it: ``fbank_config_fingerprint``)."""
-        return fbank_fingerprint(
-            self.n_mels, self.win_length, self.hop_length, self.n_fft, self.f_min, self.f_max, self.sample_rate
-        )
+        """The ``classical_fingerprint`` function of the constructor's arguments (a config gives the same
+        fields without building it)."""
+        return dict(self._fingerprint_fields)
 
 
 class MfccUpstream(FbankUpstream):
     """MFCCs: orthonormal DCT-II over the log-mel axis, first ``n_mfcc`` coefficients (c0 kept)."""
 
     def __init__(self, n_mfcc: int = 40, n_mels: int = 80, **kwargs):
+        fields = mfcc_config_fingerprint(n_mfcc, n_mels, **kwargs)  # its checks first (n_mfcc, randomize)
         super().__init__(n_mels=n_mels, **kwargs)
-        if not 0 < n_mfcc <= n_mels:
-            raise ValueError(f"n_mfcc={n_mfcc} must be in 1..n_mels={n_mels}")
+        self._fingerprint_fields = fields
         self.n_mfcc = int(n_mfcc)
         # row k of dct(I) along axis 0 is the k-th DCT-II basis vector over the mel axis
         basis = scipy.fft.dct(np.eye(n_mels), type=2, norm="ortho", axis=0)[:n_mfcc]
@@ -114,6 +120,3 @@ class MfccUpstream(FbankUpstream):
 
     def features(self, wavs: torch.Tensor) -> torch.Tensor:
         return self.log_mel(wavs) @ self.dct_basis.T
-
-    def fingerprint_fields(self) -> dict:
-        return {**super().fingerprint_fields(), "upstream": "mfcc", "n_mfcc": self.n_mfcc}

@@ -1,8 +1,9 @@
 """What determines a weight-free baseline's outputs (fbank, mfcc), from its config alone; no torch.
 
 The baselines of :mod:`speechbias.upstream.classical` have no weights: their fingerprint (the feature
-cache namespace) is a function of their constructor arguments. These functions are that function, used
-by the classes themselves and, before any upstream is built, by
+cache namespace) is a function of their constructor arguments. These functions are that function and the
+constructors' checks, called by the classes themselves (with their arguments: the signatures are the
+classes', tested) and, before any upstream is built, by
 :class:`speechbias.upstream.deferred.DeferredUpstream` (a run whose clips are all cached then imports
 no torch). Sizes are in samples at ``sample_rate`` Hz; frequencies in Hz.
 """
@@ -27,24 +28,6 @@ def frame_geometry(win_ms: float, hop_ms: float, n_fft: int, sample_rate: int) -
     return win_length, hop_length
 
 
-def fbank_fingerprint(
-    n_mels: int, win_length: int, hop_length: int, n_fft: int, f_min: float, f_max: float, sample_rate: int
-) -> dict:
-    """The fingerprint fields of a log-mel filterbank of these sizes."""
-    return {
-        "upstream": "fbank",
-        "implementation": IMPLEMENTATION,
-        "n_mels": int(n_mels),
-        "win_length": int(win_length),
-        "hop_length": int(hop_length),
-        "n_fft": int(n_fft),
-        "f_min": float(f_min),
-        "f_max": float(f_max),
-        "sample_rate": int(sample_rate),
-        "layer_convention": "single-layer",
-    }
-
-
 def fbank_config_fingerprint(
     n_mels: int = 80,
     win_ms: float = 25.0,
@@ -57,17 +40,27 @@ def fbank_config_fingerprint(
     display_name: str | None = None,
     seed: int | None = None,
 ) -> dict:
-    """The fingerprint fields ``FbankUpstream(**config)`` has (same arguments, same errors)."""
+    """The fingerprint fields of ``FbankUpstream(**config)``: its sizes (window and hop in samples); the
+    constructor's errors (ValueError)."""
     if randomize:
         raise ValueError("FbankUpstream has no weights: randomize=true is not defined for it")
     win_length, hop_length = frame_geometry(win_ms, hop_ms, n_fft, sample_rate)
-    return fbank_fingerprint(
-        n_mels, win_length, hop_length, n_fft, f_min, f_max if f_max is not None else sample_rate / 2, sample_rate
-    )
+    return {
+        "upstream": "fbank",
+        "implementation": IMPLEMENTATION,
+        "n_mels": int(n_mels),
+        "win_length": win_length,
+        "hop_length": hop_length,
+        "n_fft": int(n_fft),
+        "f_min": float(f_min),
+        "f_max": float(f_max if f_max is not None else sample_rate / 2),
+        "sample_rate": int(sample_rate),
+        "layer_convention": "single-layer",
+    }
 
 
 def mfcc_config_fingerprint(n_mfcc: int = 40, n_mels: int = 80, **kwargs) -> dict:
-    """The fingerprint fields ``MfccUpstream(**config)`` has (same arguments, same errors)."""
+    """The fingerprint fields of ``MfccUpstream(**config)``; the constructor's errors (ValueError)."""
     if kwargs.get("randomize"):
         raise ValueError("MfccUpstream has no weights: randomize=true is not defined for it")
     fields = fbank_config_fingerprint(n_mels=n_mels, **kwargs)

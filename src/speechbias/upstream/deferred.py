@@ -1,20 +1,21 @@
 """An upstream built from its config only when a run needs it: a run whose clips are all cached builds none.
 
 ``conf/task/speat.yaml`` hands its task a :class:`DeferredUpstream` of the run's ``upstream`` config
-(``_recursive_: false``, so Hydra passes the config, not a built model) and the feature cache folder. The
+(``_recursive_: false``, so Hydra passes the config, not a built model). The
 task asks it for the fingerprint (the feature-cache namespace) and the run's identity columns; it builds
 the upstream (``hydra.utils.instantiate``) only for extraction. A weight-free baseline's fingerprint
-follows from its config (:data:`CONFIG_FINGERPRINTS`); a Hugging Face upstream's from the record its last
-build left for the same inputs (:mod:`speechbias.upstream.fingerprint_records`), so a warm fbank, mfcc or
-HF run imports no torch. Any other upstream (or an HF one without a record) is built at the first such
-question (an ``HFUpstream`` reads its config then, and its weights only at the first forward), and an HF
-build leaves its record. The built upstream's fingerprint must equal the one given before (checked).
+follows from its config, a Hugging Face upstream's from its config and its files
+(:mod:`speechbias.upstream.hf_identity`; a hub id must be in the local cache), both by the functions the
+classes themselves use (:data:`CONFIG_IDENTITIES`), so a warm fbank, mfcc or HF run imports no torch. Any
+other upstream (s3prl, or an HF one whose files are not at hand) is built at the first such question (an
+``HFUpstream`` reads its config then, and its weights only at the first forward). The built upstream's
+fingerprint must equal the one given before (checked).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig, OmegaConf
@@ -22,110 +23,114 @@ from omegaconf import DictConfig, OmegaConf
 from speechbias.model_loading import FingerprintedModel
 from speechbias.upstream.classical_fingerprint import FAMILY as CLASSICAL
 from speechbias.upstream.classical_fingerprint import fbank_config_fingerprint, mfcc_config_fingerprint
-from speechbias.upstream.fingerprint_records import FingerprintRecords, RecordedIdentity, record_inputs
+from speechbias.upstream.hf_identity import hf_fingerprint_fields, hf_upstream_name
 
 if TYPE_CHECKING:
     from speechbias.upstream.base import Upstream
 
-log = logging.getLogger(__name__)
 
-# ``_target_`` of an upstream config -> (its fingerprint fields from the config's arguments, its family);
-# the function takes the class's constructor arguments and raises what the constructor raises
-CONFIG_FINGERPRINTS: dict[str, tuple[Callable[..., dict], str]] = {
-    "speechbias.upstream.classical.FbankUpstream": (fbank_config_fingerprint, CLASSICAL),
-    "speechbias.upstream.classical.MfccUpstream": (mfcc_config_fingerprint, CLASSICAL),
+@dataclass(frozen=True)
+class UpstreamIdentity:
+    """What an upstream says of itself: ``fields`` (``fingerprint_fields()``), ``name``, ``display_name``
+    and ``family``."""
+
+    fields: dict
+    name: str
+    display_name: str | None
+    family: str
+
+
+def _classical(fields_of: Callable[..., dict], class_name: str) -> Callable[..., UpstreamIdentity]:
+    def identity(**arguments) -> UpstreamIdentity:
+        display_name = arguments.get("display_name")
+        return UpstreamIdentity(fields_of(**arguments), display_name or class_name, display_name, CLASSICAL)
+
+    return identity
+
+
+def _hf(**arguments) -> UpstreamIdentity | None:
+    fields = hf_fingerprint_fields(**arguments)
+    if fields is None:
+        return None
+    display_name = arguments.get("display_name")
+    name = hf_upstream_name(display_name, arguments.get("model_id"), fields["family"])
+    return UpstreamIdentity(fields, name, display_name, fields["family"])
+
+
+def _hf_from_config_dict(model_type=None, config=None, seed=0, randomize=True, **arguments):
+    """:func:`_hf` of ``HFUpstream.from_config_dict``'s arguments (its defaults)."""
+    return _hf(model_type=model_type, config=dict(config or {}), seed=seed, randomize=randomize, **arguments)
+
+
+# ``_target_`` of an upstream config -> its identity from the config's arguments (None: only a build knows
+# it); each takes the class's constructor arguments and raises what the constructor raises
+CONFIG_IDENTITIES: dict[str, Callable[..., UpstreamIdentity | None]] = {
+    "speechbias.upstream.classical.FbankUpstream": _classical(fbank_config_fingerprint, "FbankUpstream"),
+    "speechbias.upstream.classical.MfccUpstream": _classical(mfcc_config_fingerprint, "MfccUpstream"),
+    "speechbias.upstream.hf.HFUpstream": _hf,
+    "speechbias.upstream.hf.HFUpstream.from_config_dict": _hf_from_config_dict,
 }
+#: the targets without weights (fbank, mfcc)
+WEIGHT_FREE_TARGETS = frozenset(
+    {"speechbias.upstream.classical.FbankUpstream", "speechbias.upstream.classical.MfccUpstream"}
+)
 
 
 class DeferredUpstream(FingerprintedModel):
     """The upstream of ``config`` (an upstream config node with ``_target_``), built on first need.
 
     Answers what the task asks before extraction (:meth:`fingerprint_fields`, :attr:`fingerprint`,
-    :attr:`display_name`, :attr:`family`, :attr:`name`) from the config when :data:`CONFIG_FINGERPRINTS`
-    knows its target, from a fingerprint record under ``feature_cache_dir`` (the feature cache folder; None: no
-    records) when one matches, else from the built upstream; :meth:`build` returns the upstream itself.
+    :attr:`display_name`, :attr:`family`, :attr:`name`) from the config when :data:`CONFIG_IDENTITIES`
+    knows its target and can tell, else from the built upstream; :meth:`build` returns the upstream itself.
     """
 
-    def __init__(self, config: Mapping, feature_cache_dir: str | None = None):
+    def __init__(self, config: Mapping):
         target = config.get("_target_") if isinstance(config, (Mapping, DictConfig)) else None
         if not isinstance(target, str):
             raise ValueError(f"an upstream config needs a _target_ (the upstream's class), got {config!r}")
         self.config = config
         self.target = target
-        self.records = FingerprintRecords(feature_cache_dir) if feature_cache_dir else None
         self._upstream: Upstream | None = None
-        self._known: RecordedIdentity | None = None  # the identity given before the build
-        self._known_from: str | None = None  # "config" or the record's path
-        self._record_inputs: dict | None = None
+        self._known: UpstreamIdentity | None = None  # the identity given before the build
 
     def __repr__(self) -> str:
         return f"DeferredUpstream({self.target}, built={self._upstream is not None})"
 
-    def _plain_config(self) -> dict:
-        config = self.config
-        return OmegaConf.to_container(config, resolve=True) if isinstance(config, DictConfig) else dict(config)
-
     def _arguments(self) -> dict:
         """The constructor arguments of the config (its keys but ``_target_`` and Hydra's others)."""
-        return {k: v for k, v in self._plain_config().items() if not (k.startswith("_") and k.endswith("_"))}
+        config = self.config
+        plain = OmegaConf.to_container(config, resolve=True) if isinstance(config, DictConfig) else dict(config)
+        return {k: v for k, v in plain.items() if not (k.startswith("_") and k.endswith("_"))}
 
-    def _identity_before_build(self) -> RecordedIdentity | None:
-        """The identity from the config (:data:`CONFIG_FINGERPRINTS`) or a matching record, or None when
-        only the built upstream knows it (or the config has arguments the build refuses: it says why)."""
-        if self._known is not None:
-            return self._known
-        if self.target in CONFIG_FINGERPRINTS:
-            fields_of, family = CONFIG_FINGERPRINTS[self.target]
-            arguments = self._arguments()
+    def _identity_before_build(self) -> UpstreamIdentity | None:
+        """The identity from the config (:data:`CONFIG_IDENTITIES`), or None when only the built upstream
+        knows it (or the config has arguments the build refuses: it says why)."""
+        if self._known is None and self.target in CONFIG_IDENTITIES:
             try:
-                fields = fields_of(**arguments)
+                self._known = CONFIG_IDENTITIES[self.target](**self._arguments())
             except (TypeError, ValueError):
                 return None
-            display_name = arguments.get("display_name")
-            name = display_name or self.target.rsplit(".", 1)[-1]
-            self._known, self._known_from = RecordedIdentity(fields, name, display_name, family), "config"
-        elif self.records is not None:
-            self._record_inputs = record_inputs(self._plain_config())
-            found = self.records.lookup(self._record_inputs) if self._record_inputs is not None else None
-            if found is not None:
-                self._known, self._known_from = found, str(self.records.path(self._record_inputs))
         return self._known
 
     def build(self) -> Upstream:
-        """The upstream (built once; its fingerprint must be the one given before the build), recorded
-        for the next run when its target is one :mod:`~speechbias.upstream.fingerprint_records` records."""
+        """The upstream (built once; its fingerprint must be the one given before the build)."""
         if self._upstream is None:
             from hydra.utils import instantiate
 
             upstream = instantiate(self.config)
-            built = RecordedIdentity(
-                upstream.fingerprint_fields(), upstream.name, getattr(upstream, "display_name", None), upstream.family
-            )
-            if self._known is not None and built.fields != self._known.fields:
-                if self._known_from == "config":
-                    raise RuntimeError(
-                        f"{self.target}: the built upstream's fingerprint fields {built.fields} differ from "
-                        f"those of its config {self._known.fields} (CONFIG_FINGERPRINTS is out of date)"
-                    )
-                self.records.forget(self._record_inputs)
-                keys = built.fields.keys() | self._known.fields.keys()
-                changed = sorted(k for k in keys if built.fields.get(k) != self._known.fields.get(k))
+            fields = upstream.fingerprint_fields()
+            if self._known is not None and fields != self._known.fields:
+                keys = fields.keys() | self._known.fields.keys()
+                changed = sorted(k for k in keys if fields.get(k) != self._known.fields.get(k))
                 raise RuntimeError(
-                    f"{upstream.name}: the fingerprint record {self._known_from} differs from the built upstream "
-                    f"({', '.join(changed)}); the record is removed: rerun the command"
+                    f"{upstream.name}: the built upstream's fingerprint differs from the one its config gave "
+                    f"before the build ({', '.join(changed)}): its files changed during the run; rerun the command"
                 )
-            if self.records is not None and self._known is None:
-                inputs = record_inputs(self._plain_config())  # now: a build may have filled the hub cache
-                try:
-                    if inputs is not None:
-                        self.records.remember(inputs, built)
-                except OSError as exc:  # a read-only or full cache: the next run builds again, nothing is lost
-                    log.info("fingerprint of %s not recorded (%s)", upstream.name, exc)
             self._upstream = upstream
         return self._upstream
 
     def fingerprint_without_build(self) -> str | None:
-        """The fingerprint when the config or a record gives it, else None (nothing is built)."""
+        """The fingerprint when the config gives it, else None (nothing is built)."""
         if self._upstream is None and self._identity_before_build() is None:
             return None
         return self.fingerprint

@@ -30,20 +30,13 @@ from transformers import PretrainedConfig
 
 from speechbias.library_internals.torch import drop_weight_norm_compat_hooks
 from speechbias.library_internals.transformers import init_module_weights
-from speechbias.model_loading import (
-    RANDOM_CONTROL_FILES,
-    cached_commit,
-    check_weights_available,
-    load_pretrained,
-    local_dir,
-    local_weights_digest,
-    sha256_json,
-)
+from speechbias.model_loading import RANDOM_CONTROL_FILES, check_weights_available, load_pretrained
 from speechbias.upstream.base import Upstream
 from speechbias.upstream.batching import forward_batch_invariant, zero_padding
 from speechbias.upstream.block_states import LAYER_CONVENTION, BlockStateRecorder
 from speechbias.upstream.families import FAMILIES
-from speechbias.upstream.randomize import HF_RANDOM_INIT, bake_parametrized_weights, init_parametrized_weights
+from speechbias.upstream.hf_identity import hf_fingerprint_fields, hf_upstream_name
+from speechbias.upstream.randomize import bake_parametrized_weights, init_parametrized_weights
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -155,9 +148,6 @@ class HFUpstream(Upstream):
         self.model_id = model_id
         self.revision = revision
         source = model_id if model_id is not None else f"config dict ({model_type})"
-
-        local_path = local_dir(model_id) if model_id is not None else None
-        self._local_signature = local_weights_digest(local_path) if local_path is not None else None
         load_kwargs = {"revision": revision, "cache_dir": cache_dir}
 
         if config is not None:
@@ -167,7 +157,6 @@ class HFUpstream(Upstream):
                 raise ValueError(f"model_type '{model_type}' is not one of {', '.join(FAMILIES)}")
             config_dict = _plain(config)
             hf_config = FAMILIES[model_type].model_classes[model_type][0](**config_dict)
-            self.config_sha256 = sha256_json({"model_type": model_type, "config": config_dict})
         else:
             hf_config = load_pretrained(
                 transformers.AutoConfig.from_pretrained,
@@ -176,10 +165,15 @@ class HFUpstream(Upstream):
                 only_files=RANDOM_CONTROL_FILES if self.randomize else (),
                 **load_kwargs,
             )
-            self.config_sha256 = sha256_json(hf_config.to_dict())
+            config_dict = None
         self.family = _family_of(hf_config, family, source)
-        # the hub commit the cache resolves the revision to (the one loaded: loading is cache-first)
-        self.resolved_commit = cached_commit(model_id, revision, cache_dir) if model_id and local_path is None else None
+        # from the arguments and the files, as a config gives it before any build (hf_identity)
+        self._fingerprint_fields = hf_fingerprint_fields(
+            model_id, revision, family, randomize, seed, dtype, normalize, layer_convention, display_name, cache_dir,
+            model_type=model_type, config=config_dict,
+        )  # fmt: skip
+        if self._fingerprint_fields is None:  # the files moved between the load and this read
+            raise RuntimeError(f"{source}: its config.json cannot be read again (did its files change?)")
         if not self.randomize:
             check_weights_available(model_id, revision=revision, cache_dir=cache_dir)
         self._load_kwargs = load_kwargs
@@ -291,25 +285,8 @@ class HFUpstream(Upstream):
 
     @property
     def name(self) -> str:
-        return self.display_name or self.model_id or f"random-{self.family}"
+        return hf_upstream_name(self.display_name, self.model_id, self.family)
 
     def fingerprint_fields(self) -> dict:
-        return {
-            "upstream": "hf",
-            "model_id": self.model_id,
-            "revision": self.revision,
-            "resolved_commit": self.resolved_commit,
-            "local_files": self._local_signature,
-            "family": self.family,
-            "config_sha256": self.config_sha256,
-            "layer_convention": LAYER_CONVENTION,
-            "dtype": self.dtype_name,
-            "transformers": transformers.__version__,
-            "randomize": self.randomize,
-            "seed": self.seed if self.randomize else None,
-            **({"random_init": HF_RANDOM_INIT} if self.randomize else {}),
-            "normalize": self.normalize,
-            **self.family_adapter.fingerprint_fields(),
-            # half-precision states on CPU are computed without oneDNN (half_precision_cpu_guard)
-            **({"cpu_half_kernels": "aten"} if self.torch_dtype != torch.float32 else {}),
-        }
+        """:func:`speechbias.upstream.hf_identity.hf_fingerprint_fields` of the constructor's arguments."""
+        return dict(self._fingerprint_fields)

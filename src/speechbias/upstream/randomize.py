@@ -29,9 +29,9 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 #: name the methods in fingerprints (a change of method changes every randomized upstream's cache key):
-#: :func:`reinitialize` (s3prl) and transformers' init + :func:`init_parametrized_weights` (HF)
+#: :func:`reinitialize` (s3prl); transformers' init + :func:`init_parametrized_weights` (HF) is
+#: ``hf_identity.HF_RANDOM_INIT``
 RANDOM_INIT = "bake-parametrizations+reset-v1"
-HF_RANDOM_INIT = "transformers-init+parametrized-v1"
 
 
 def bake_parametrized_weights(model: nn.Module) -> list[nn.Module]:

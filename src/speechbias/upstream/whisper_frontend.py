@@ -16,7 +16,6 @@ WINDOW_SECONDS = 30
 HOP_LENGTH = 160  # samples per mel frame
 N_FFT = 400
 WINDOW_SAMPLES = WINDOW_SECONDS * SAMPLE_RATE  # 480 000
-FRAME_TRIM = "speechbias-whisper-trim-v1: mel=ceil(n/160), encoder=(mel-1)//2+1"
 
 
 def feature_extractor_for(config: WhisperConfig) -> WhisperFeatureExtractor:

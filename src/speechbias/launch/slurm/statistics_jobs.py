@@ -9,12 +9,11 @@ A job is statistics-only (:meth:`ForwardNeeds.statistics_only`) when, read from 
   entry for its upstream's fingerprint (:func:`speechbias.features.cached_statistics.count_uncached`, the
   rule by which the task counts what needs work), so the task takes its warm path and builds no model;
 * or its upstream is weight-free (fbank, mfcc: their fingerprint follows from the config,
-  :data:`speechbias.upstream.deferred.CONFIG_FINGERPRINTS`) and its trainer runs on the CPU
+  :data:`speechbias.upstream.deferred.WEIGHT_FREE_TARGETS`) and its trainer runs on the CPU
   (:data:`CPU_ACCELERATORS`): extraction is a CPU computation then.
 
-No model is built where the fingerprint follows from the config or from the fingerprint record an earlier
-build of the same HF upstream left in the feature cache (:mod:`speechbias.upstream.fingerprint_records`),
-nor where a clip has no audio-index record or the first clip no entry for any upstream (a cold job, whatever
+No model is built where the fingerprint follows from the config (and, for an HF upstream, its files:
+:mod:`speechbias.upstream.hf_identity`), nor where a clip has no audio-index record or the first clip no entry for any upstream (a cold job, whatever
 the upstream); any other upstream is built as the task builds it (an ``HFUpstream`` reads its config, not
 its weights), once per distinct upstream config. Entry
 files are checked for existence, not read (a warm sweep of the paper's 16 models would read gigabytes on
@@ -105,7 +104,7 @@ class ForwardNeeds:
 
         from speechbias.features.cached_statistics import count_uncached, index_records
         from speechbias.tasks.speat import single_process
-        from speechbias.upstream.deferred import CONFIG_FINGERPRINTS, DeferredUpstream
+        from speechbias.upstream.deferred import WEIGHT_FREE_TARGETS, DeferredUpstream
 
         if OmegaConf.select(job, "task.name", default=None) not in TASKS_WARM_WITHOUT_FORWARD:
             return False
@@ -113,9 +112,9 @@ class ForwardNeeds:
             if not single_process(instantiate(job.trainer)):
                 return False
             cache = instantiate(job.task.run.cache)
-            upstream = DeferredUpstream(job.upstream, feature_cache_dir=str(cache.root))  # records: no torch
+            upstream = DeferredUpstream(job.upstream)  # from the config (and an HF model's files): no torch
             accelerator = OmegaConf.select(job, "trainer.accelerator", default=None)
-            if upstream.target in CONFIG_FINGERPRINTS and accelerator in CPU_ACCELERATORS:
+            if upstream.target in WEIGHT_FREE_TARGETS and accelerator in CPU_ACCELERATORS:
                 return True
             paths = job_stimulus_paths(job)
             if paths is None:

@@ -64,7 +64,3 @@ class EncoderFamily(nn.Module, ABC):
     @abstractmethod
     def frame_lengths(self, lengths: torch.Tensor) -> torch.Tensor:
         """Valid frames (B,) int64 of clips of ``lengths`` samples; the states are cut to the largest."""
-
-    def fingerprint_fields(self) -> dict:
-        """Identity fields the family adds to the upstream's fingerprint (none by default)."""
-        return {}

@@ -62,6 +62,3 @@ class WhisperEncoderFamily(EncoderFamily):
 
     def frame_lengths(self, lengths: torch.Tensor) -> torch.Tensor:
         return whisper_frontend.encoder_frames(lengths)
-
-    def fingerprint_fields(self) -> dict:
-        return {"whisper_frames": whisper_frontend.FRAME_TRIM}

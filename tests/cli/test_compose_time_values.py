@@ -376,6 +376,9 @@ COMMANDS = [
     ("train.py", "bias_tests=[]", "error: bias_tests=[]: give a list of one or more bias test names"),
     ("train.py", "trainer.accelerator=tpu", "error: trainer.accelerator=tpu: must be one of cpu, gpu"),
     ("evaluate.py", "trainer.accelerator=mps", "error: trainer.accelerator=mps: no default extraction.batch_size"),
+    # the scale's bounds in their own order, whichever one was typed (ser_data=demo: 0 to 100)
+    ("train.py", "ser_data.source.low=200", "error: ser_data.source.low=200, ser_data.source.high=100: the rating"),
+    ("train.py", "ser_data.source.high=-5", "error: ser_data.source.low=0, ser_data.source.high=-5: the rating"),
 ]
 
 

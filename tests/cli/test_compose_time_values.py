@@ -376,6 +376,26 @@ COMMANDS = [
     ("train.py", "bias_tests=[]", "error: bias_tests=[]: give a list of one or more bias test names"),
     ("train.py", "trainer.accelerator=tpu", "error: trainer.accelerator=tpu: must be one of cpu, gpu"),
     ("evaluate.py", "trainer.accelerator=mps", "error: trainer.accelerator=mps: no default extraction.batch_size"),
+    # a key the composed config lacks (Hydra: "Key 'strategy' is not in struct", 6 lines): the options that have
+    # it (conf/trainer/ddp*.yaml, conf/task/wer_disparity.yaml), the entry point that has it, or close matches
+    (
+        "evaluate.py",
+        "trainer.strategy=ddp",
+        "error: trainer.strategy=ddp: trainer=cpu has no key strategy; trainer=ddp, trainer=ddp_sim, trainer=ddp_spawn "
+        "have it, e.g. trainer=ddp trainer.strategy=ddp",
+    ),
+    (
+        "evaluate.py",
+        "max_steps=1",
+        "error: max_steps=1: evaluate.py's config has no key max_steps; max_steps is train.py",
+    ),
+    (
+        "evaluate.py",
+        "task.normalizer=x",
+        "error: task.normalizer=x: task=speat has no key normalizer; task=wer_disparity",
+    ),
+    ("evaluate.py", "upstream.model_idd=x", "error: upstream.model_idd=x: upstream has no key model_idd; did you mean"),
+    ("train.py", "trainer.nope=1", "error: trainer.nope=1: trainer has no key nope; its keys: trainer.accelerator,"),
     # the scale's bounds in their own order, whichever one was typed (ser_data=demo: 0 to 100)
     ("train.py", "ser_data.source.low=200", "error: ser_data.source.low=200, ser_data.source.high=100: the rating"),
     ("train.py", "ser_data.source.high=-5", "error: ser_data.source.low=0, ser_data.source.high=-5: the rating"),

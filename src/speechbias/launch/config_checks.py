@@ -340,15 +340,15 @@ def check_command_line(
     unknown config group option prints one line (``error: ... (HYDRA_FULL_ERROR=1 shows the traceback)``)
     and exits 1. Left to Hydra with ``HYDRA_FULL_ERROR=1`` and when the command line names another config
     folder or name."""
-    from speechbias.launch.command_line_keys import check_keys
+    from speechbias.launch.command_line_keys import check_composed_keys, check_keys
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if full_error_requested() or any(a.split("=", 1)[0] in OTHER_CONFIG_FLAGS for a in argv):
         return
     try:
-        if config_name is not None:
-            check_keys(command_line_overrides(argv), config_dir, config_name)
+        unsure = check_keys(command_line_overrides(argv), config_dir, config_name) if config_name else []
         check_group_options(command_line_overrides(argv), config_dir, config_name)
+        check_composed_keys(unsure, command_line_overrides(argv), config_dir, config_name)
     except ConfigError as exc:
         print(error_line(exc), file=sys.stderr)
         sys.exit(1)

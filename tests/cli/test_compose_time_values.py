@@ -396,6 +396,8 @@ COMMANDS = [
     ),
     ("evaluate.py", "upstream.model_idd=x", "error: upstream.model_idd=x: upstream has no key model_idd; did you mean"),
     ("train.py", "trainer.nope=1", "error: trainer.nope=1: trainer has no key nope; its keys: trainer.accelerator,"),
+    # evaluate.py's default task chooses no asr (asr: null); task=wer_disparity's defaults choose one
+    ("evaluate.py", "asr.batch_size=2", "error: asr.batch_size=2: no asr is chosen in this config; task=wer_disparity"),
     # the scale's bounds in their own order, whichever one was typed (ser_data=demo: 0 to 100)
     ("train.py", "ser_data.source.low=200", "error: ser_data.source.low=200, ser_data.source.high=100: the rating"),
     ("train.py", "ser_data.source.high=-5", "error: ser_data.source.low=0, ser_data.source.high=-5: the rating"),
@@ -412,6 +414,15 @@ def test_the_commands_of_the_issue_end_in_one_line_before_any_folder(tmp_path, s
     assert result.returncode == 1, result.stderr
     assert len(lines) == 1 and lines[0].startswith(start), result.stderr
     assert not outputs.exists() and not cache.exists()
+
+
+def test_a_sweeps_key_that_its_first_option_lacks_is_one_line_before_any_folder(tmp_path):
+    folders = [f"paths.{p}={tmp_path / p}" for p in ("output_root", "cache_dir", "multirun_root")]
+    result = run_entry("evaluate.py", "-m", "trainer=gpu,ddp", "trainer.strategy=ddp", "logger=none", *folders)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1, result.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: trainer.strategy=ddp: trainer=gpu has no key strategy")
+    assert not any(tmp_path.iterdir())
 
 
 def test_the_trainer_names_the_checks_accept_are_lightnings_and_its_device_forms_are_kept():

@@ -165,6 +165,14 @@ def primary_keys(config_dir: str, config_name: str) -> dict:
     return tree
 
 
+def _defaults_choice(folder: str, config_name: str, group: str):
+    """The option the entry config's defaults list chooses for ``group`` (None for ``group: null``)."""
+    for entry in _load(Path(folder) / f"{config_name}.yaml").get("defaults") or []:
+        if isinstance(entry, dict) and group in entry:
+            return entry[group]
+    return None
+
+
 def _holds(tree, path: Sequence[str], strict: bool = False) -> bool:
     """Whether a key tree holds ``path`` (unless ``strict``, a node that is no mapping in the files, or an
     empty one, is Hydra's: taken as holding it)."""
@@ -253,6 +261,8 @@ def _surely_held(folder: str, config_name: str, path: list[str], groups, chosen:
     trees = option_trees(folder, path[0])
     if len(path) == 1 or not trees:
         return True  # an option chosen (the option check's), a ConfigStore group (Hydra's)
+    if chosen.get(path[0]) not in trees and _defaults_choice(folder, config_name, path[0]) is None:
+        return False  # no option by default (asr: null): one chosen by another option (task=wer_disparity), or none
     picked = [trees[chosen[path[0]]]] if chosen.get(path[0]) in trees else trees.values()
     return all(_holds(tree, path if is_global else path[1:]) for is_global, tree in picked)
 
@@ -263,8 +273,9 @@ def check_composed_keys(
     """The keys of the ``unsure`` overrides (:func:`check_keys`) are in the config Hydra composes from the
     other ``overrides`` (the options chosen, an experiment's overrides applied: ~0.1 CPU-s, only for such
     keys); else :class:`ConfigError`: ``trainer.strategy=ddp: trainer=cpu has no key strategy; trainer=ddp,
-    ... have it: ...``, with close matches, the other entry point that has the key, the options that do. A
-    composition that fails (a sweep's values) is left to Hydra."""
+    ... have it: ...``, with close matches, the other entry point that has the key, the options that do; or
+    below a ``null`` node (no ``asr`` chosen) the options that choose one. A sweep is composed with the first
+    value of each swept key (``trainer=cpu,gpu``: ``trainer=cpu``); a composition that fails is left to Hydra."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
     from omegaconf import DictConfig, OmegaConf
@@ -275,18 +286,52 @@ def check_composed_keys(
     folder = str(Path(config_dir).resolve())
     try:
         with initialize_config_dir(config_dir=folder, version_base="1.3"):
-            cfg = compose(config_name, overrides=[o for o in overrides if o not in unsure], return_hydra_config=True)
+            rest = [_first_value(o) for o in overrides if o not in unsure]
+            cfg = compose(config_name, overrides=rest, return_hydra_config=True)
     except (HydraException, OmegaConfBaseException):
         return
     for override in unsure:
         path = override.split("=", 1)[0].split(".")
         node, depth = cfg, 0
-        while depth < len(path) and isinstance(node, DictConfig) and path[depth] in node:
+        while depth < len(path) and isinstance(node, DictConfig) and path[depth] in node.keys():  # ??? too
             if OmegaConf.is_interpolation(node, path[depth]) or OmegaConf.is_missing(node, path[depth]):
                 break  # Hydra's to tell
             node, depth = node[path[depth]], depth + 1
-        if depth < len(path) and isinstance(node, DictConfig) and path[depth] not in node:
+        if 0 < depth < len(path) and node is None or depth == 0 and path[0] in top_keys(folder, config_name)[2]:
+            raise _unchosen(override, ".".join(path[: max(depth, 1)]), folder, config_name)
+        if depth < len(path) and isinstance(node, DictConfig) and path[depth] not in node.keys():
             raise _absent(override, path, depth, list(node.keys()), cfg.hydra.runtime.choices, folder, config_name)
+
+
+def _first_value(override: str) -> str:
+    """A sweep's override with its first value (``trainer=cpu,gpu`` -> ``trainer=cpu``); others as typed."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        (parsed,) = OverridesParser.create().parse_overrides([override])
+        if parsed.is_sweep_override():
+            return f"{parsed.get_key_element()}={next(iter(parsed.sweep_string_iterator()))}"
+    except (HydraException, StopIteration, ValueError):
+        pass  # a glob (needs Hydra's loader), an empty sweep: composed as typed, Hydra tells
+    return override
+
+
+def _unchosen(override: str, key: str, folder: str, config_name: str) -> ConfigError:
+    """The :class:`ConfigError` of a typed key below a ``null`` node (``asr.batch_size=2`` where no asr is
+    chosen), naming the options whose defaults list chooses one (``task=wer_disparity``)."""
+    groups = top_keys(folder, config_name)[2]
+    choosers = [
+        f"{group}={path.stem}"
+        for group in sorted(groups)
+        for path in sorted((Path(folder) / group).glob("*.yaml"))
+        if key in _defaults_groups(_load(path))
+    ]
+    fix = f"; {', '.join(choosers)} {'chooses' if len(choosers) == 1 else 'choose'} one" if choosers else ""
+    if key in groups:
+        fix += f"{', or' if fix else ';'} give {key}=<option>"
+    where = f"no {key} is chosen" if key in groups else f"{key} is null"
+    return ConfigError(f"{override}: {where} in this config{fix}")
 
 
 def _absent(override: str, path: list[str], depth: int, siblings: list, choices, folder: str, config_name: str):

@@ -127,6 +127,7 @@ BAD_VALUES = {
     "task.glmm.n_resamples": ("0", ""),
     "task.glmm.confidence": ("1", ""),
     "task.glmm.n_jobs": ("0", ""),
+    "task.glmm.covariates": ("[voice_gendr]", "did you mean voice_gender?"),  # the demo corpus's category
     # evaluate.py task=spoken_stereoset
     "sllm.seed": ("-1", ""),
     "sllm.device": ("cpux", ""),
@@ -185,12 +186,7 @@ BAD_VALUES = {
     "sllm.style": ("lettr", "did you mean letter?"),
 }
 # keys whose out-of-range value cannot be told at compose time, each with a wrong-typed value and why
-TOLD_LATER = {
-    "task.glmm.covariates": (
-        "5",
-        "columns of the scored utterance table (the corpus's and the scoring's), known only after scoring",
-    ),
-}
+TOLD_LATER: dict[str, tuple[str, str]] = {}
 # files only one task reads (task.name): under another task only the value's type can be told
 TASK_FILES = {"bias_test.manifest": "speat"}
 # an option's own reading of a key (only a wrong type can be told there, and why)
@@ -414,6 +410,42 @@ def test_the_commands_of_the_issue_end_in_one_line_before_any_folder(tmp_path, s
     assert result.returncode == 1, result.stderr
     assert len(lines) == 1 and lines[0].startswith(start), result.stderr
     assert not outputs.exists() and not cache.exists()
+
+
+@pytest.mark.parametrize(
+    "covariate, says",
+    [
+        ("voice_gendr", "no such column of the scored utterance table; did you mean voice_gender?"),
+        # the demo manifest's id column: renamed utterance_id in the scored table, and no category
+        ("clip_id", "a column of "),
+    ],
+)
+def test_glmm_covariates_are_columns_of_the_scored_table_told_before_any_transcription(tmp_path, covariate, says):
+    outputs, cache = tmp_path / "outputs", tmp_path / "cache"
+    result = run_entry(
+        "evaluate.py",
+        "task=wer_disparity",
+        f"task.glmm.covariates=[prosody,{covariate}]",
+        "logger=none",
+        f"paths.output_root={outputs}",
+        f"paths.cache_dir={cache}",
+    )
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1, result.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"error: task.glmm.covariates={covariate}: {says}"), lines
+    assert not outputs.exists() and not cache.exists()
+
+
+def test_glmm_covariates_of_the_corpus_categories_and_the_counts_are_accepted(conf_dir, tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from speechbias.tasks.wer_disparity_checks import check_covariates
+
+    overrides = ["task=wer_disparity", "task.glmm.covariates=[prosody,accent,ref_words]"]
+    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
+        cfg = compose("evaluate", overrides=overrides)
+    # the demo manifest's header (experiments/demo/asr/manifest.csv), written out here
+    check_covariates(cfg, ["clip_id", "path", "transcript", "voice", "voice_gender", "accent", "prosody"])
 
 
 def test_a_sweeps_key_that_its_first_option_lacks_is_one_line_before_any_folder(tmp_path):

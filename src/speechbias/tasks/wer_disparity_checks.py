@@ -26,7 +26,8 @@ def check_config(cfg: DictConfig) -> None:
                 "task=wer_disparity asr=whisper_small corpus=fair_speech"
             )
     check_categories(cfg)
-    check_corpus_table(cfg)
+    header = check_corpus_table(cfg)
+    check_covariates(cfg, header)
 
 
 def check_categories(cfg: DictConfig) -> None:
@@ -43,10 +44,10 @@ def check_categories(cfg: DictConfig) -> None:
 COLUMN_KEYS = ("path_column", "transcript_column", "id_column", "speaker_column")
 
 
-def check_corpus_table(cfg: DictConfig) -> None:
+def check_corpus_table(cfg: DictConfig) -> list[str] | None:
     """``corpus.load.root`` (a corpus's folder, or where a table's relative audio paths are) exists; a corpus
     read from one table (``corpus.load.manifest``, asr.corpora.load_asr_manifest): the file exists and every
-    column a key names is in its header (csv module: no pandas)."""
+    column a key names is in its header (csv module: no pandas). Returns that header (None: no such table)."""
     root = OmegaConf.select(cfg, "corpus.load.root", default=None)
     if root and not Path(str(root)).expanduser().is_dir():
         raise ConfigError(
@@ -55,7 +56,7 @@ def check_corpus_table(cfg: DictConfig) -> None:
         )
     manifest = OmegaConf.select(cfg, "corpus.load.manifest", default=None)
     if not manifest:
-        return
+        return None
     load = OmegaConf.select(cfg, "corpus.load")
     path = Path(str(manifest)).expanduser()
     if not path.is_file():
@@ -69,3 +70,37 @@ def check_corpus_table(cfg: DictConfig) -> None:
             close = difflib.get_close_matches(str(column), header, 1)
             hint = f"did you mean {close[0]}?" if close else f"its columns: {', '.join(header)}"
             raise ConfigError(f"{key}={column}: no such column in {manifest}; {hint}")
+    return header
+
+
+# the scored utterance table's columns besides the corpus's categories: asr.corpora.ASRCorpus's (its id, path,
+# transcript and speaker columns renamed so) and what asr.analysis adds (the hypothesis, asr.scoring's columns)
+SCORED_COLUMNS = ("utterance_id", "path", "reference", "hypothesis", "reference_norm", "hypothesis_norm")
+
+
+def check_covariates(cfg: DictConfig, header: list[str] | None) -> None:
+    """``task.glmm.covariates`` are columns of the scored utterance table the WER model is fitted on: the
+    corpus's categories, ``speaker`` (with ``corpus.load.speaker_column``), :data:`SCORED_COLUMNS` and the
+    error counts. A column of the corpus table (``header``) that the utterance table does not keep is
+    named as such (else the model of every category is left unfitted, in a note, after transcribing)."""
+    wanted = OmegaConf.select(cfg, "task.glmm.covariates", default=None) or []
+    if not wanted:
+        return
+    from speechbias.asr.scoring import COUNT_COLUMNS
+
+    load = OmegaConf.select(cfg, "corpus.load")
+    categories = [str(c) for c in load.get("category_columns") or load.get("categories") or []]
+    speaker = ["speaker"] if load.get("speaker_column") else []
+    known = [*categories, *speaker, *SCORED_COLUMNS, *COUNT_COLUMNS]
+    for column in wanted:
+        if column in known:
+            continue
+        typed, columns = f"task.glmm.covariates={column}", f"its columns: {', '.join(known)}"
+        if header is not None and column in header:
+            raise ConfigError(
+                f"{typed}: a column of {load.manifest} that the scored utterance table does not keep (only "
+                f"corpus.load.category_columns); {columns}"
+            )
+        close = difflib.get_close_matches(str(column), known, 1)
+        hint = f"did you mean {close[0]}?" if close else columns
+        raise ConfigError(f"{typed}: no such column of the scored utterance table; {hint}")

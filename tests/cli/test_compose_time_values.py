@@ -394,6 +394,19 @@ COMMANDS = [
     ("train.py", "trainer.nope=1", "error: trainer.nope=1: trainer has no key nope; its keys: trainer.accelerator,"),
     # evaluate.py's default task chooses no asr (asr: null); task=wer_disparity's defaults choose one
     ("evaluate.py", "asr.batch_size=2", "error: asr.batch_size=2: no asr is chosen in this config; task=wer_disparity"),
+    # a config group the task does not read (its run node interpolates no key of it) would change nothing
+    (
+        "evaluate.py",
+        "task=wer_disparity bias_test=female_male",
+        "error: bias_test=female_male: task=wer_disparity "
+        "does not read bias_test (it reads asr, corpus, logger, paths)",
+    ),
+    (
+        "evaluate.py",
+        "asr=whisper_small",
+        "error: asr=whisper_small: task=speat does not read asr (it reads "
+        "aggregation, bias_test, logger, paths, selection, trainer, upstream)",
+    ),
     # the scale's bounds in their own order, whichever one was typed (ser_data=demo: 0 to 100)
     ("train.py", "ser_data.source.low=200", "error: ser_data.source.low=200, ser_data.source.high=100: the rating"),
     ("train.py", "ser_data.source.high=-5", "error: ser_data.source.low=0, ser_data.source.high=-5: the rating"),
@@ -404,7 +417,12 @@ COMMANDS = [
 def test_the_commands_of_the_issue_end_in_one_line_before_any_folder(tmp_path, script, override, start):
     outputs, cache = tmp_path / "outputs", tmp_path / "cache"
     result = run_entry(
-        script, override, "logger=none", f"paths.output_root={outputs}", f"paths.cache_dir={cache}", timeout=300
+        script,
+        *override.split(),
+        "logger=none",
+        f"paths.output_root={outputs}",
+        f"paths.cache_dir={cache}",
+        timeout=300,
     )
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 1, result.stderr

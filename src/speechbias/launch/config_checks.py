@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
+import re
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -113,6 +114,7 @@ def check_config(cfg: DictConfig, models: bool = True) -> None:
     A bad input file and missing model files are named together, in one line."""
     check_required_values(cfg)
     check_settings_values(cfg)
+    check_typed_groups_read(cfg)
     from speechbias.launch.model_files_check import missing_model_files
 
     missing = missing_model_files(cfg) if models else []
@@ -129,6 +131,69 @@ def check_config(cfg: DictConfig, models: bool = True) -> None:
         raise missing[0]
     if missing:
         raise ConfigError("; also: ".join(map(message_line, missing)))
+
+
+# ${key}, ${oc.select:key,...}: the top-level key a value reads; the clip limit's resolvers read CLIP_LIMIT_KEYS'
+INTERPOLATED_KEY = re.compile(r"\$\{(?:oc\.select:)?([A-Za-z_]\w*)")
+CLIP_LIMIT_RESOLVER = "${speechbias.clip_limit_"
+# groups that set values anywhere (# @package _global_) rather than a node of their own
+GLOBAL_GROUPS = ("task", "experiment", "sweep")
+
+
+def keys_read_by_task(cfg: DictConfig) -> set[str]:
+    """The top-level keys of ``cfg`` that its task reads: ``task`` and every key its values interpolate,
+    followed through the nodes they name (``${bias_test}`` -> ``${selection.name}``)."""
+    from speechbias.features.clip_memory import CLIP_LIMIT_KEYS
+
+    plain = OmegaConf.to_container(cfg, resolve=False)
+    read, todo = set(), ["task"]
+    while todo:
+        key = todo.pop()
+        if key in read or key not in plain:
+            continue
+        read.add(key)
+        for text in _strings(plain[key]):
+            todo += INTERPOLATED_KEY.findall(text)
+            if CLIP_LIMIT_RESOLVER in text:
+                todo += [k.split(".")[0] for k in CLIP_LIMIT_KEYS]
+    return read
+
+
+def _strings(node):
+    if isinstance(node, dict):
+        node = list(node.values())
+    if isinstance(node, list):
+        for item in node:
+            yield from _strings(item)
+    elif isinstance(node, str):
+        yield node
+
+
+def check_typed_groups_read(cfg: DictConfig) -> None:
+    """A config group typed on the command line (``bias_test=...``, ``bias_test.manifest=...``) is read by the
+    run's task (:func:`keys_read_by_task`); else :class:`ConfigError`: task=wer_disparity would ignore it.
+    The overrides are ``hydra.overrides.task`` (a job config without its hydra node: Hydra's, inside a job)."""
+    typed = OmegaConf.select(cfg, "hydra.overrides.task", default=None)
+    if typed is None:
+        from hydra.core.hydra_config import HydraConfig
+
+        typed = HydraConfig.get().overrides.task if HydraConfig.initialized() else []
+    choices = OmegaConf.select(cfg, "hydra.runtime.choices", default=None)
+    if choices is None:
+        from hydra.core.hydra_config import HydraConfig
+
+        choices = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}
+    groups = {str(g).split("@")[0] for g in choices if not str(g).startswith("hydra")} - set(GLOBAL_GROUPS)
+    typed_groups = {str(o).lstrip("+~").split("=")[0].split(".")[0].split("@")[0]: str(o) for o in typed}
+    unread = [(g, o) for g, o in typed_groups.items() if g in groups]
+    if not unread:
+        return
+    read = keys_read_by_task(cfg)
+    for group, override in unread:
+        if group not in read:
+            task = OmegaConf.select(cfg, "task.name", default="?")
+            reads = ", ".join(sorted(g for g in groups if g in read))
+            raise ConfigError(f"{override}: task={task} does not read {group} (it reads {reads}); leave it out")
 
 
 # the job config (without its hydra node, as YAML) that ConfigCheckCallback checked in this process and

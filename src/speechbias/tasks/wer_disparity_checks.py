@@ -26,8 +26,8 @@ def check_config(cfg: DictConfig) -> None:
                 "task=wer_disparity asr=whisper_small corpus=fair_speech"
             )
     check_categories(cfg)
-    header = check_corpus_table(cfg)
-    check_covariates(cfg, header)
+    check_covariates(cfg)
+    check_corpus_table(cfg)
 
 
 def check_categories(cfg: DictConfig) -> None:
@@ -44,10 +44,10 @@ def check_categories(cfg: DictConfig) -> None:
 COLUMN_KEYS = ("path_column", "transcript_column", "id_column", "speaker_column")
 
 
-def check_corpus_table(cfg: DictConfig) -> list[str] | None:
+def check_corpus_table(cfg: DictConfig) -> None:
     """``corpus.load.root`` (a corpus's folder, or where a table's relative audio paths are) exists; a corpus
     read from one table (``corpus.load.manifest``, asr.corpora.load_asr_manifest): the file exists and every
-    column a key names is in its header (csv module: no pandas). Returns that header (None: no such table)."""
+    column a key names is in its header (csv module: no pandas)."""
     root = OmegaConf.select(cfg, "corpus.load.root", default=None)
     if root and not Path(str(root)).expanduser().is_dir():
         raise ConfigError(
@@ -56,13 +56,12 @@ def check_corpus_table(cfg: DictConfig) -> list[str] | None:
         )
     manifest = OmegaConf.select(cfg, "corpus.load.manifest", default=None)
     if not manifest:
-        return None
+        return
     load = OmegaConf.select(cfg, "corpus.load")
     path = Path(str(manifest)).expanduser()
     if not path.is_file():
         raise ConfigError(f"corpus.load.manifest={manifest}: no such file; give the utterance table (CSV or TSV)")
-    sep = load.get("sep") or ("\t" if path.suffix.lower() in (".tsv", ".tab") else ",")
-    header = csv_header(path, f"corpus.load.manifest={manifest}", "give the utterance table (CSV or TSV)", sep)
+    header = table_header(load, path)
     named = [(f"corpus.load.{key}", load.get(key)) for key in COLUMN_KEYS]
     named += [("corpus.load.category_columns", c) for c in load.get("category_columns") or []]
     for key, column in named:
@@ -70,7 +69,13 @@ def check_corpus_table(cfg: DictConfig) -> list[str] | None:
             close = difflib.get_close_matches(str(column), header, 1)
             hint = f"did you mean {close[0]}?" if close else f"its columns: {', '.join(header)}"
             raise ConfigError(f"{key}={column}: no such column in {manifest}; {hint}")
-    return header
+
+
+def table_header(load: DictConfig, path: Path) -> list[str]:
+    """The header of the corpus table ``path`` (``corpus.load.sep``; null: tab for .tsv/.tab, else comma)."""
+    sep = load.get("sep") or ("\t" if path.suffix.lower() in (".tsv", ".tab") else ",")
+    typed = f"corpus.load.manifest={load.get('manifest')}"
+    return csv_header(path, typed, "give the utterance table (CSV or TSV)", sep)
 
 
 # the scored utterance table's columns besides the corpus's categories: asr.corpora.ASRCorpus's (its id, path,
@@ -78,11 +83,12 @@ def check_corpus_table(cfg: DictConfig) -> list[str] | None:
 SCORED_COLUMNS = ("utterance_id", "path", "reference", "hypothesis", "reference_norm", "hypothesis_norm")
 
 
-def check_covariates(cfg: DictConfig, header: list[str] | None) -> None:
+def check_covariates(cfg: DictConfig) -> None:
     """``task.glmm.covariates`` are columns of the scored utterance table the WER model is fitted on: the
     corpus's categories, ``speaker`` (with ``corpus.load.speaker_column``), :data:`SCORED_COLUMNS` and the
-    error counts. A column of the corpus table (``header``) that the utterance table does not keep is
-    named as such (else the model of every category is left unfitted, in a note, after transcribing)."""
+    error counts (else every category's model is left unfitted, in a note, after transcribing). Known from
+    the config; a column of the corpus table (``corpus.load.manifest``'s header) that the utterance table
+    does not keep is named as such."""
     wanted = OmegaConf.select(cfg, "task.glmm.covariates", default=None) or []
     if not wanted:
         return
@@ -96,7 +102,8 @@ def check_covariates(cfg: DictConfig, header: list[str] | None) -> None:
         if column in known:
             continue
         typed, columns = f"task.glmm.covariates={column}", f"its columns: {', '.join(known)}"
-        if header is not None and column in header:
+        manifest = Path(str(load.get("manifest") or "")).expanduser()
+        if load.get("manifest") and manifest.is_file() and column in table_header(load, manifest):
             raise ConfigError(
                 f"{typed}: a column of {load.manifest} that the scored utterance table does not keep (only "
                 f"corpus.load.category_columns); {columns}"

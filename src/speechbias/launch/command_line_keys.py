@@ -297,7 +297,9 @@ def check_composed_keys(
             if OmegaConf.is_interpolation(node, path[depth]) or OmegaConf.is_missing(node, path[depth]):
                 break  # Hydra's to tell
             node, depth = node[path[depth]], depth + 1
-        if 0 < depth < len(path) and node is None or depth == 0 and path[0] in top_keys(folder, config_name)[2]:
+        null_node = 0 < depth < len(path) and node is None
+        no_group = depth == 0 and path[0] not in cfg.keys() and path[0] in top_keys(folder, config_name)[2]
+        if null_node or no_group:  # asr.batch_size=2 where no asr is chosen (asr: null, or no node at all)
             raise _unchosen(override, ".".join(path[: max(depth, 1)]), folder, config_name)
         if depth < len(path) and isinstance(node, DictConfig) and path[depth] not in node.keys():
             raise _absent(override, path, depth, list(node.keys()), cfg.hydra.runtime.choices, folder, config_name)

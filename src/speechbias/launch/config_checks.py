@@ -133,8 +133,9 @@ def check_config(cfg: DictConfig, models: bool = True) -> None:
         raise ConfigError("; also: ".join(map(message_line, missing)))
 
 
-# ${key}, ${oc.select:key,...}: the top-level key a value reads; the clip limit's resolvers read CLIP_LIMIT_KEYS'
-INTERPOLATED_KEY = re.compile(r"\$\{(?:oc\.select:)?([A-Za-z_]\w*)")
+# ${key}, ${oc.select:key,...}, ${speechbias.choice:group}, ${speechbias.listed_options:group}: the top-level key
+# a value reads; the clip limit's resolvers read CLIP_LIMIT_KEYS; Hydra's own node is no task's reading
+INTERPOLATED_KEY = re.compile(r"\$\{(?:oc\.select:|speechbias\.choice:|speechbias\.listed_options:)?([A-Za-z_]\w*)")
 CLIP_LIMIT_RESOLVER = "${speechbias.clip_limit_"
 # groups that set values anywhere (# @package _global_) rather than a node of their own
 GLOBAL_GROUPS = ("task", "experiment", "sweep")
@@ -149,7 +150,7 @@ def keys_read_by_task(cfg: DictConfig) -> set[str]:
     read, todo = set(), ["task"]
     while todo:
         key = todo.pop()
-        if key in read or key not in plain:
+        if key in read or key not in plain or key == "hydra":
             continue
         read.add(key)
         for text in _strings(plain[key]):
@@ -173,16 +174,12 @@ def check_typed_groups_read(cfg: DictConfig) -> None:
     """A config group typed on the command line (``bias_test=...``, ``bias_test.manifest=...``) is read by the
     run's task (:func:`keys_read_by_task`); else :class:`ConfigError`: task=wer_disparity would ignore it.
     The overrides are ``hydra.overrides.task`` (a job config without its hydra node: Hydra's, inside a job)."""
-    typed = OmegaConf.select(cfg, "hydra.overrides.task", default=None)
-    if typed is None:
-        from hydra.core.hydra_config import HydraConfig
+    from hydra.core.hydra_config import HydraConfig
 
-        typed = HydraConfig.get().overrides.task if HydraConfig.initialized() else []
-    choices = OmegaConf.select(cfg, "hydra.runtime.choices", default=None)
-    if choices is None:
-        from hydra.core.hydra_config import HydraConfig
-
-        choices = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}
+    hydra_node = cfg.hydra if "hydra" in cfg else HydraConfig.get() if HydraConfig.initialized() else None
+    if hydra_node is None:
+        return
+    typed, choices = hydra_node.overrides.task, hydra_node.runtime.choices
     groups = {str(g).split("@")[0] for g in choices if not str(g).startswith("hydra")} - set(GLOBAL_GROUPS)
     typed_groups = {str(o).lstrip("+~").split("=")[0].split(".")[0].split("@")[0]: str(o) for o in typed}
     unread = [(g, o) for g, o in typed_groups.items() if g in groups]

@@ -80,3 +80,25 @@ def test_a_key_of_a_listed_group_is_refused_not_ignored(overrides, says, tmp_pat
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 1 and len(lines) == 1 and says in lines[0], proc.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_key_only_some_options_hold_is_told_by_one_compose_of_the_other_overrides():
+    import speechbias.launch.entry  # noqa: F401  (the aggregation options Hydra composes)
+    from speechbias.launch.command_line_keys import check_composed_keys
+
+    # held by the option chosen on the command line or by the entry config's own file: the files tell
+    assert (
+        check_keys(
+            ["trainer=ddp", "trainer.strategy=ddp_spawn", "seed=3", "extraction.batch_size=2"], CONF_DIR, "evaluate"
+        )
+        == []
+    )
+    # trainer=cpu (the default) has no strategy; sweep_dir is task=report's (a _global_ option); no asr by default
+    unsure = ["trainer.strategy=ddp", "sweep_dir=x", "asr.batch_size=2"]
+    assert check_keys(unsure, CONF_DIR, "evaluate") == unsure
+    check_composed_keys(["sweep_dir=x"], ["task=report", "sweep_dir=x"], CONF_DIR, "evaluate")
+    check_composed_keys(["asr.batch_size=2"], ["task=wer_disparity", "asr.batch_size=2"], CONF_DIR, "evaluate")
+    with pytest.raises(ConfigError, match=r"^trainer\.strategy=ddp: trainer=cpu has no key strategy; trainer=ddp,"):
+        check_composed_keys(["trainer.strategy=ddp"], ["trainer.strategy=ddp"], CONF_DIR, "evaluate")
+    with pytest.raises(ConfigError, match=r"^sweep_dir=x: evaluate.py's config has no key sweep_dir; task=report has"):
+        check_composed_keys(["sweep_dir=x"], ["sweep_dir=x"], CONF_DIR, "evaluate")

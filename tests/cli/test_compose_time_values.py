@@ -127,6 +127,7 @@ BAD_VALUES = {
     "task.glmm.n_resamples": ("0", ""),
     "task.glmm.confidence": ("1", ""),
     "task.glmm.n_jobs": ("0", ""),
+    "task.glmm.covariates": ("[voice_gendr]", "did you mean voice_gender?"),  # the demo corpus's category
     # evaluate.py task=spoken_stereoset
     "sllm.seed": ("-1", ""),
     "sllm.device": ("cpux", ""),
@@ -185,12 +186,7 @@ BAD_VALUES = {
     "sllm.style": ("lettr", "did you mean letter?"),
 }
 # keys whose out-of-range value cannot be told at compose time, each with a wrong-typed value and why
-TOLD_LATER = {
-    "task.glmm.covariates": (
-        "5",
-        "columns of the scored utterance table (the corpus's and the scoring's), known only after scoring",
-    ),
-}
+TOLD_LATER: dict[str, tuple[str, str]] = {}
 # files only one task reads (task.name): under another task only the value's type can be told
 TASK_FILES = {"bias_test.manifest": "speat"}
 # an option's own reading of a key (only a wrong type can be told there, and why)
@@ -198,7 +194,10 @@ ENTRY_VALUES = {
     # a corpus-built test's manifest is where its build writes
     "evaluate bias_test=female_male": {"bias_test.manifest": ("[a,b]", "")},
     # the corpus's folder is not here (data/fair_speech): no table to read the speaker column from
-    "evaluate task=wer_disparity corpus=fair_speech": {"corpus.load.speaker_column": ("[a,b]", "")},
+    "evaluate task=wer_disparity corpus=fair_speech": {
+        "corpus.load.speaker_column": ("[a,b]", ""),
+        "task.glmm.covariates": ("[gendr]", "did you mean gender?"),  # the corpus's categories: no file read
+    },
 }
 # a model whose files cannot be had is named by its id, as given through <group>=<option> or <group>.model_id;
 # the task's file checks run with it (a bad input file and missing weights are named in one line), and the clip
@@ -376,6 +375,44 @@ COMMANDS = [
     ("train.py", "bias_tests=[]", "error: bias_tests=[]: give a list of one or more bias test names"),
     ("train.py", "trainer.accelerator=tpu", "error: trainer.accelerator=tpu: must be one of cpu, gpu"),
     ("evaluate.py", "trainer.accelerator=mps", "error: trainer.accelerator=mps: no default extraction.batch_size"),
+    # a key the composed config lacks (Hydra: "Key 'strategy' is not in struct", 6 lines): the options that have
+    # it (conf/trainer/ddp*.yaml, conf/task/wer_disparity.yaml), the entry point that has it, or close matches
+    (
+        "evaluate.py",
+        "trainer.strategy=ddp",
+        "error: trainer.strategy=ddp: trainer=cpu has no key strategy; trainer=ddp, trainer=ddp_sim, trainer=ddp_spawn "
+        "have it, e.g. trainer=ddp trainer.strategy=ddp",
+    ),
+    (
+        "evaluate.py",
+        "max_steps=1",
+        "error: max_steps=1: evaluate.py's config has no key max_steps; max_steps is train.py",
+    ),
+    (
+        "evaluate.py",
+        "task.normalizer=x",
+        "error: task.normalizer=x: task=speat has no key normalizer; task=wer_disparity",
+    ),
+    ("evaluate.py", "upstream.model_idd=x", "error: upstream.model_idd=x: upstream has no key model_idd; did you mean"),
+    ("train.py", "trainer.nope=1", "error: trainer.nope=1: trainer has no key nope; its keys: trainer.accelerator,"),
+    # evaluate.py's default task chooses no asr (asr: null); task=wer_disparity's defaults choose one
+    ("evaluate.py", "asr.batch_size=2", "error: asr.batch_size=2: no asr is chosen in this config; task=wer_disparity"),
+    # a config group the task does not read (its run node interpolates no key of it) would change nothing
+    (
+        "evaluate.py",
+        "task=wer_disparity bias_test=female_male",
+        "error: bias_test=female_male: task=wer_disparity "
+        "does not read bias_test (it reads asr, corpus, logger, paths)",
+    ),
+    (
+        "evaluate.py",
+        "asr=whisper_small",
+        "error: asr=whisper_small: task=speat does not read asr (it reads "
+        "aggregation, bias_test, logger, paths, selection, trainer, upstream)",
+    ),
+    # the scale's bounds in their own order, whichever one was typed (ser_data=demo: 0 to 100)
+    ("train.py", "ser_data.source.low=200", "error: ser_data.source.low=200, ser_data.source.high=100: the rating"),
+    ("train.py", "ser_data.source.high=-5", "error: ser_data.source.low=0, ser_data.source.high=-5: the rating"),
 ]
 
 
@@ -383,12 +420,60 @@ COMMANDS = [
 def test_the_commands_of_the_issue_end_in_one_line_before_any_folder(tmp_path, script, override, start):
     outputs, cache = tmp_path / "outputs", tmp_path / "cache"
     result = run_entry(
-        script, override, "logger=none", f"paths.output_root={outputs}", f"paths.cache_dir={cache}", timeout=300
+        script,
+        *override.split(),
+        "logger=none",
+        f"paths.output_root={outputs}",
+        f"paths.cache_dir={cache}",
+        timeout=300,
     )
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 1, result.stderr
     assert len(lines) == 1 and lines[0].startswith(start), result.stderr
     assert not outputs.exists() and not cache.exists()
+
+
+@pytest.mark.parametrize(
+    "covariate, says",
+    [
+        ("voice_gendr", "no such column of the scored utterance table; did you mean voice_gender?"),
+        # the demo manifest's id column: renamed utterance_id in the scored table, and no category
+        ("clip_id", "a column of "),
+    ],
+)
+def test_glmm_covariates_are_columns_of_the_scored_table_told_before_any_transcription(tmp_path, covariate, says):
+    outputs, cache = tmp_path / "outputs", tmp_path / "cache"
+    result = run_entry(
+        "evaluate.py",
+        "task=wer_disparity",
+        f"task.glmm.covariates=[prosody,{covariate}]",
+        "logger=none",
+        f"paths.output_root={outputs}",
+        f"paths.cache_dir={cache}",
+    )
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1, result.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"error: task.glmm.covariates={covariate}: {says}"), lines
+    assert not outputs.exists() and not cache.exists()
+
+
+def test_glmm_covariates_of_the_corpus_categories_and_the_counts_are_accepted(conf_dir, tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from speechbias.tasks.wer_disparity_checks import check_covariates
+
+    overrides = ["task=wer_disparity", "task.glmm.covariates=[prosody,accent,ref_words]"]
+    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
+        check_covariates(compose("evaluate", overrides=overrides))  # the demo corpus's categories, a count
+
+
+def test_a_sweeps_key_that_its_first_option_lacks_is_one_line_before_any_folder(tmp_path):
+    folders = [f"paths.{p}={tmp_path / p}" for p in ("output_root", "cache_dir", "multirun_root")]
+    result = run_entry("evaluate.py", "-m", "trainer=gpu,ddp", "trainer.strategy=ddp", "logger=none", *folders)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1, result.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: trainer.strategy=ddp: trainer=gpu has no key strategy")
+    assert not any(tmp_path.iterdir())
 
 
 def test_the_trainer_names_the_checks_accept_are_lightnings_and_its_device_forms_are_kept():

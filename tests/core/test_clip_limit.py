@@ -227,3 +227,27 @@ def test_a_manifest_built_during_the_run_gets_the_same_limit_as_the_pre_run_chec
     numbered = hydra.utils.instantiate(cfg.task.run.clip_check)
     assert (numbered.max_seconds, numbered.limit_text) == (1800.0, None)
     numbered.apply(pd.DataFrame(rows), "built")
+
+
+def test_a_configs_auto_limit_is_computed_once_for_both_resolvers_and_again_for_another_config(
+    conf_dir, tmp_path, monkeypatch
+):
+    from hydra import compose, initialize_config_dir
+
+    import speechbias.launch.entry  # noqa: F401  (registers the resolvers)
+
+    computed = []
+    real = clip_memory.clip_limit
+    monkeypatch.setattr(clip_memory, "clip_limit", lambda cfg: computed.append(1) or real(cfg))
+    monkeypatch.setattr(clip_memory, "_limits", {})
+    configs = []
+    for memory in (1.6, 1.7):
+        overrides = [f"extraction.memory_gib={memory}", f"paths.cache_dir={tmp_path / 'cache'}"]
+        with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
+            configs.append(compose("evaluate", overrides=overrides, return_hydra_config=True))
+    node = configs[0].task.run.clip_check
+    seconds, text = node.max_seconds, node.limit_text  # the two resolvers
+    assert len(computed) == 1 and text.startswith(f"the limit of {seconds:g} s for upstream=fbank with 1.6 GiB")
+    assert clip_memory.clip_length_limit(configs[0]) == (seconds, text) and len(computed) == 1
+    # another memory is another limit: computed anew
+    assert configs[1].task.run.clip_check.limit_text.startswith("the limit of ") and len(computed) == 2

@@ -31,10 +31,12 @@ were not measured (no GPU where this was written): the same model is applied to 
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from speechbias.upstream.architecture import SAMPLE_RATE, Architecture, architecture_of
 
@@ -174,11 +176,45 @@ def clip_limit(cfg: DictConfig) -> ClipLimit:
     )
 
 
+# the keys of a run config that its clip limit is computed from (the host's or GPU's memory aside)
+CLIP_LIMIT_KEYS = (
+    "extraction.max_clip_seconds",
+    "extraction.memory_gib",
+    "extraction.batch_size",
+    "trainer.accelerator",
+    "hydra.runtime.choices.upstream",
+    "upstream",
+)
+# clip_length_limit's answers by the values of CLIP_LIMIT_KEYS: the two resolvers of one config, and the
+# pre-run check of each bias test, ask for the same limit (an auto one reads the memory: nvidia-smi on a GPU run)
+_limits: dict[str, tuple[float | None, str | None]] = {}
+
+
+def clip_limit_key(cfg: DictConfig) -> str:
+    """The values of :data:`CLIP_LIMIT_KEYS` in ``cfg`` (resolved), as JSON text."""
+    values = [OmegaConf.select(cfg, key, default=None) for key in CLIP_LIMIT_KEYS]
+    plain = [OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v for v in values]
+    return json.dumps(plain, sort_keys=True, default=str)
+
+
 def clip_length_limit(cfg: DictConfig) -> tuple[float | None, str | None]:
     """(longest clip in seconds, how a refusal names that limit) of the run config's
     ``extraction.max_clip_seconds``: a number as given (None: the line names the setting); ``auto``
     :func:`clip_limit`; (None, None) when the config has none. The pre-run clip check and a manifest built
-    during the run (``${speechbias.clip_limit_seconds:}`` in the tasks' ``clip_check``) both read it."""
+    during the run (``${speechbias.clip_limit_seconds:}`` in the tasks' ``clip_check``) both read it;
+    computed once per :func:`clip_limit_key` in a process (the memory is read once)."""
+    try:
+        key = clip_limit_key(cfg)
+    except OmegaConfBaseException:  # a value that does not resolve: computed unmemoised (and named there)
+        return _clip_length_limit(cfg)
+    if key not in _limits:
+        if len(_limits) >= 16:
+            _limits.pop(next(iter(_limits)))
+        _limits[key] = _clip_length_limit(cfg)
+    return _limits[key]
+
+
+def _clip_length_limit(cfg: DictConfig) -> tuple[float | None, str | None]:
     value = OmegaConf.select(cfg, "extraction.max_clip_seconds", default=None)
     if value is None:
         return None, None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
+import re
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -113,6 +114,7 @@ def check_config(cfg: DictConfig, models: bool = True) -> None:
     A bad input file and missing model files are named together, in one line."""
     check_required_values(cfg)
     check_settings_values(cfg)
+    check_typed_groups_read(cfg)
     from speechbias.launch.model_files_check import missing_model_files
 
     missing = missing_model_files(cfg) if models else []
@@ -129,6 +131,66 @@ def check_config(cfg: DictConfig, models: bool = True) -> None:
         raise missing[0]
     if missing:
         raise ConfigError("; also: ".join(map(message_line, missing)))
+
+
+# ${key}, ${oc.select:key,...}, ${speechbias.choice:group}, ${speechbias.listed_options:group}: the top-level key
+# a value reads; the clip limit's resolvers read CLIP_LIMIT_KEYS; Hydra's own node is no task's reading
+INTERPOLATED_KEY = re.compile(r"\$\{(?:oc\.select:|speechbias\.choice:|speechbias\.listed_options:)?([A-Za-z_]\w*)")
+CLIP_LIMIT_RESOLVER = "${speechbias.clip_limit_"
+# groups that set values anywhere (# @package _global_) rather than a node of their own
+GLOBAL_GROUPS = ("task", "experiment", "sweep")
+
+
+def keys_read_by_task(cfg: DictConfig) -> set[str]:
+    """The top-level keys of ``cfg`` that its task reads: ``task`` and every key its values interpolate,
+    followed through the nodes they name (``${bias_test}`` -> ``${selection.name}``)."""
+    from speechbias.features.clip_memory import CLIP_LIMIT_KEYS
+
+    plain = OmegaConf.to_container(cfg, resolve=False)
+    read, todo = set(), ["task"]
+    while todo:
+        key = todo.pop()
+        if key in read or key not in plain or key == "hydra":
+            continue
+        read.add(key)
+        for text in _strings(plain[key]):
+            todo += INTERPOLATED_KEY.findall(text)
+            if CLIP_LIMIT_RESOLVER in text:
+                todo += [k.split(".")[0] for k in CLIP_LIMIT_KEYS]
+    return read
+
+
+def _strings(node):
+    if isinstance(node, dict):
+        node = list(node.values())
+    if isinstance(node, list):
+        for item in node:
+            yield from _strings(item)
+    elif isinstance(node, str):
+        yield node
+
+
+def check_typed_groups_read(cfg: DictConfig) -> None:
+    """A config group typed on the command line (``bias_test=...``, ``bias_test.manifest=...``) is read by the
+    run's task (:func:`keys_read_by_task`); else :class:`ConfigError`: task=wer_disparity would ignore it.
+    The overrides are ``hydra.overrides.task`` (a job config without its hydra node: Hydra's, inside a job)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    hydra_node = cfg.hydra if "hydra" in cfg else HydraConfig.get() if HydraConfig.initialized() else None
+    if hydra_node is None:
+        return
+    typed, choices = hydra_node.overrides.task, hydra_node.runtime.choices
+    groups = {str(g).split("@")[0] for g in choices if not str(g).startswith("hydra")} - set(GLOBAL_GROUPS)
+    typed_groups = {str(o).lstrip("+~").split("=")[0].split(".")[0].split("@")[0]: str(o) for o in typed}
+    unread = [(g, o) for g, o in typed_groups.items() if g in groups]
+    if not unread:
+        return
+    read = keys_read_by_task(cfg)
+    for group, override in unread:
+        if group not in read:
+            task = OmegaConf.select(cfg, "task.name", default="?")
+            reads = ", ".join(sorted(g for g in groups if g in read))
+            raise ConfigError(f"{override}: task={task} does not read {group} (it reads {reads}); leave it out")
 
 
 # the job config (without its hydra node, as YAML) that ConfigCheckCallback checked in this process and
@@ -340,15 +402,15 @@ def check_command_line(
     unknown config group option prints one line (``error: ... (HYDRA_FULL_ERROR=1 shows the traceback)``)
     and exits 1. Left to Hydra with ``HYDRA_FULL_ERROR=1`` and when the command line names another config
     folder or name."""
-    from speechbias.launch.command_line_keys import check_keys
+    from speechbias.launch.command_line_keys import check_composed_keys, check_keys
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if full_error_requested() or any(a.split("=", 1)[0] in OTHER_CONFIG_FLAGS for a in argv):
         return
     try:
-        if config_name is not None:
-            check_keys(command_line_overrides(argv), config_dir, config_name)
+        unsure = check_keys(command_line_overrides(argv), config_dir, config_name) if config_name else []
         check_group_options(command_line_overrides(argv), config_dir, config_name)
+        check_composed_keys(unsure, command_line_overrides(argv), config_dir, config_name)
     except ConfigError as exc:
         print(error_line(exc), file=sys.stderr)
         sys.exit(1)

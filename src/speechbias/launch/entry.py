@@ -77,7 +77,8 @@ def _clip_length_limit(root) -> tuple[float | None, str | None]:
 
 
 # ${speechbias.clip_limit_seconds:} / ${speechbias.clip_limit_text:}: the run's longest clip and how a refusal
-# names it (extraction.max_clip_seconds, auto derived from the upstream and the memory), for the tasks' clip_check
+# names it (extraction.max_clip_seconds, auto derived from the upstream and the memory), for the tasks' clip_check;
+# computed once for both (clip_memory.clip_length_limit's memo)
 OmegaConf.register_new_resolver(
     "speechbias.clip_limit_seconds", lambda *, _root_: _clip_length_limit(_root_)[0], replace=True
 )

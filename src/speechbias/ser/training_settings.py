@@ -79,7 +79,10 @@ class ValenceSourceSettings(Settings):
     def __post_init__(self):
         super().__post_init__()
         if self.low is not None and self.high is not None and not self.high > self.low:
-            raise ConfigError(f"ser_data.source.high={self.high:g}: must be > ser_data.source.low={self.low:g}")
+            raise ConfigError(
+                f"ser_data.source.low={self.low:g}, ser_data.source.high={self.high:g}: the rating scale's low "
+                "must be below its high"
+            )
 
 
 @dataclass(frozen=True)

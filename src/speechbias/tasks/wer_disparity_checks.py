@@ -26,6 +26,7 @@ def check_config(cfg: DictConfig) -> None:
                 "task=wer_disparity asr=whisper_small corpus=fair_speech"
             )
     check_categories(cfg)
+    check_covariates(cfg)
     check_corpus_table(cfg)
 
 
@@ -60,8 +61,7 @@ def check_corpus_table(cfg: DictConfig) -> None:
     path = Path(str(manifest)).expanduser()
     if not path.is_file():
         raise ConfigError(f"corpus.load.manifest={manifest}: no such file; give the utterance table (CSV or TSV)")
-    sep = load.get("sep") or ("\t" if path.suffix.lower() in (".tsv", ".tab") else ",")
-    header = csv_header(path, f"corpus.load.manifest={manifest}", "give the utterance table (CSV or TSV)", sep)
+    header = table_header(load, path)
     named = [(f"corpus.load.{key}", load.get(key)) for key in COLUMN_KEYS]
     named += [("corpus.load.category_columns", c) for c in load.get("category_columns") or []]
     for key, column in named:
@@ -69,3 +69,45 @@ def check_corpus_table(cfg: DictConfig) -> None:
             close = difflib.get_close_matches(str(column), header, 1)
             hint = f"did you mean {close[0]}?" if close else f"its columns: {', '.join(header)}"
             raise ConfigError(f"{key}={column}: no such column in {manifest}; {hint}")
+
+
+def table_header(load: DictConfig, path: Path) -> list[str]:
+    """The header of the corpus table ``path`` (``corpus.load.sep``; null: tab for .tsv/.tab, else comma)."""
+    sep = load.get("sep") or ("\t" if path.suffix.lower() in (".tsv", ".tab") else ",")
+    typed = f"corpus.load.manifest={load.get('manifest')}"
+    return csv_header(path, typed, "give the utterance table (CSV or TSV)", sep)
+
+
+# the scored utterance table's columns besides the corpus's categories: asr.corpora.ASRCorpus's (its id, path,
+# transcript and speaker columns renamed so) and what asr.analysis adds (the hypothesis, asr.scoring's columns)
+SCORED_COLUMNS = ("utterance_id", "path", "reference", "hypothesis", "reference_norm", "hypothesis_norm")
+
+
+def check_covariates(cfg: DictConfig) -> None:
+    """``task.glmm.covariates`` are columns of the scored utterance table the WER model is fitted on: the
+    corpus's categories, ``speaker`` (with ``corpus.load.speaker_column``), :data:`SCORED_COLUMNS` and the
+    error counts (else every category's model is left unfitted, in a note, after transcribing). Known from
+    the config; a column of the corpus table (``corpus.load.manifest``'s header) that the utterance table
+    does not keep is named as such."""
+    wanted = OmegaConf.select(cfg, "task.glmm.covariates", default=None) or []
+    if not wanted:
+        return
+    from speechbias.asr.scoring import COUNT_COLUMNS
+
+    load = OmegaConf.select(cfg, "corpus.load")
+    categories = [str(c) for c in load.get("category_columns") or load.get("categories") or []]
+    speaker = ["speaker"] if load.get("speaker_column") else []
+    known = [*categories, *speaker, *SCORED_COLUMNS, *COUNT_COLUMNS]
+    for column in wanted:
+        if column in known:
+            continue
+        typed, columns = f"task.glmm.covariates={column}", f"its columns: {', '.join(known)}"
+        manifest = Path(str(load.get("manifest") or "")).expanduser()
+        if load.get("manifest") and manifest.is_file() and column in table_header(load, manifest):
+            raise ConfigError(
+                f"{typed}: a column of {load.manifest} that the scored utterance table does not keep (only "
+                f"corpus.load.category_columns); {columns}"
+            )
+        close = difflib.get_close_matches(str(column), known, 1)
+        hint = f"did you mean {close[0]}?" if close else columns
+        raise ConfigError(f"{typed}: no such column of the scored utterance table; {hint}")

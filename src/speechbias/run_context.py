@@ -17,6 +17,7 @@ sweep folders of two commands started at once on one machine distinct (conf/eval
 
 from __future__ import annotations
 
+import functools
 import os
 
 from omegaconf import DictConfig, OmegaConf
@@ -49,15 +50,23 @@ def listed_options(cfg: DictConfig | None, group: str) -> list[str]:
     also from ``hydra.sweeper.params``: a sweep point's overrides), in the order given, repeats dropped;
     ``[]`` when its last override names one option, or there is none. The overrides are those of ``cfg``'s
     ``hydra`` node when it has one (a config composed for a check), else the running app's."""
+    return list(_listed_by_group(tuple(job_overrides(cfg))).get(group, ()))
+
+
+@functools.lru_cache(maxsize=32)
+def _listed_by_group(overrides: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """{group: the names its last list override gives, repeats dropped (() for one option)} of a job's
+    overrides, parsed once (Hydra's parser, ~2.6 ms for a list job's; a job asks ~10 times)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    names: list[str] = []
-    for override in OverridesParser.create().parse_overrides(job_overrides(cfg)):
-        if override.is_delete() or override.key_or_group != group or override.package is not None:
+    listed: dict[str, tuple[str, ...]] = {}
+    for override in OverridesParser.create().parse_overrides(list(overrides)):
+        if override.is_delete() or override.package is not None:
             continue
         value = override.value()
         names = [str(v) for v in value] if isinstance(value, list) else []
-    return list(dict.fromkeys(names))
+        listed[override.key_or_group] = tuple(dict.fromkeys(names))
+    return listed
 
 
 def job_overrides(cfg: DictConfig | None) -> list[str]:

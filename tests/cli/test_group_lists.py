@@ -68,3 +68,26 @@ def test_a_list_job_of_several_processes_is_one_line_and_exit_1(tmp_path):
     lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
     assert proc.returncode == 1 and len(lines) == 1, lines
     assert "bias_test=[demo_voice,demo_accent]: a job of several pairs runs in one process" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "group", "names"),
+    [
+        (["bias_test=[b,a,b]", "aggregation=[x,y]"], "bias_test", ["b", "a"]),  # order kept, repeats dropped
+        (["bias_test=[b,a,b]", "aggregation=[x,y]"], "aggregation", ["x", "y"]),
+        (["bias_test=[a,b]", "bias_test=c"], "bias_test", []),  # the last override names one option
+        (["bias_test=c", "bias_test=[a,b]"], "bias_test", ["a", "b"]),
+        (["bias_test=[a,b]", "~bias_test"], "bias_test", ["a", "b"]),  # a delete names no option
+        (["+bias_test@other=[a,b]"], "bias_test", []),  # another package
+        (["upstream=fbank"], "bias_test", []),
+    ],
+)
+def test_the_listed_options_of_a_job(overrides, group, names):
+    from omegaconf import OmegaConf
+
+    from speechbias.run_context import listed_options
+
+    cfg = OmegaConf.create({"hydra": {"overrides": {"task": overrides}}})
+    assert listed_options(cfg, group) == names
+    listed_options(cfg, group).append("changed")  # the caller's copy
+    assert listed_options(cfg, group) == names

@@ -163,9 +163,17 @@ def run_identity(
     (``clips``, :func:`speechbias.tasks.clip_identity.run_clips`, through the audio index under
     ``cache_dir``, else ``cfg``'s ``paths.cache_dir``). ``values``: ``cfg``'s :func:`config_values` when
     the caller has them already."""
+    values = config_values(cfg) if values is None else values
+    return {"values": values, **identity_beyond_values(cfg, values, cache_dir)}
+
+
+def identity_beyond_values(cfg: DictConfig | None, values: dict[str, str], cache_dir: str | Path | None = None) -> dict:
+    """A run identity's ``extra`` and ``clips`` (:func:`run_identity`): they are read from the model,
+    manifest and clip keys of ``values`` (``<group>.model_id``/``revision``/``cache_dir``, ``bias_test.*``,
+    ``task.run.bias_tests.entries``, ``bias_tests``, ``ser_data.source.ratings``), so the pairs of a list
+    job that share a test share them (the pairs differ in their aggregation and folder only)."""
     from speechbias.tasks.clip_identity import run_clips
 
-    values = config_values(cfg) if values is None else values
     if cache_dir is None and cfg is not None:
         cache_dir = OmegaConf.select(cfg, "paths.cache_dir", default=None)
     from speechbias.stats.permutation import STATISTICS_LAYOUT
@@ -180,7 +188,6 @@ def run_identity(
         if key in values and isinstance(json.loads(values[key]), str):
             extra[f"{key}.sha256"] = _file_sha256(Path(json.loads(values[key])).expanduser())
     return {
-        "values": values,
         "extra": {k: json.dumps(v, sort_keys=True, default=str) for k, v in extra.items()},
         "clips": run_clips(cfg, values, cache_dir),
     }
@@ -282,12 +289,17 @@ def record_run_digest(
     output_dir: str | Path,
     values: dict[str, str] | None = None,
     cache_dir: str | Path | None = None,
+    beyond_values: dict | None = None,
 ) -> Path:
     """Write ``run_digest.json`` (digest + what it was computed from + every output file's size and
     sha256) into a completed run's folder, last (atomically: a run killed before has none). ``values``:
     ``cfg``'s :func:`config_values` when the caller has them already (``cfg`` is then not needed, but
-    ``cache_dir``, the audio index's cache folder, is)."""
-    identity = run_identity(cfg, values, cache_dir)
+    ``cache_dir``, the audio index's cache folder, is). ``beyond_values``: the identity's
+    :func:`identity_beyond_values` when the caller has them for these values (a list job's pairs of one test)."""
+    if beyond_values is None:
+        identity = run_identity(cfg, values, cache_dir)
+    else:
+        identity = {"values": config_values(cfg) if values is None else values, **beyond_values}
     return write_digest(Path(output_dir) / RUN_DIGEST_FILE, identity, output_files(output_dir))
 
 

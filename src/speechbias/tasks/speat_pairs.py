@@ -40,6 +40,7 @@ from speechbias.stimuli.bias_test import BiasTest
 from speechbias.tasks.run_markers import (
     config_values,
     finished_results,
+    identity_beyond_values,
     record_run_digest,
     result_rows,
     without_keys,
@@ -175,6 +176,8 @@ class SpeatPairs:
         self.aggregations = list(aggregations)
         self.config_dir = config_dir
         self.in_job_folder = in_job_folder
+        # per test: its pairs' run identity beyond their config values (models, manifest, clips), taken once
+        self._beyond_values: dict[str, dict] = {}
 
     def run(self, config: dict | None, statistics_of) -> list[dict] | None:
         """Compute (or reuse) every pair; returns their result rows (test-major), None on a DDP rank other
@@ -272,7 +275,10 @@ class SpeatPairs:
             row = results.compute(statistics)
         task.publish_pair(writer, run_info, test.name, aggregation.name, plain, group)
         if values is not None:
-            record_run_digest(None, folder, values, task.cache.root)  # the pair's folder now holds its finished results
+            if test.name not in self._beyond_values:  # the same for every pair of the test
+                self._beyond_values[test.name] = identity_beyond_values(None, values, task.cache.root)
+            # the pair's folder now holds its finished results
+            record_run_digest(None, folder, values, task.cache.root, self._beyond_values[test.name])
         log_result(test.name, run_info["upstream"], aggregation.name, row)
         return row
 

@@ -78,26 +78,22 @@ def table_header(load: DictConfig, path: Path) -> list[str]:
     return csv_header(path, typed, "give the utterance table (CSV or TSV)", sep)
 
 
-# the scored utterance table's columns besides the corpus's categories: asr.corpora.ASRCorpus's (its id, path,
-# transcript and speaker columns renamed so) and what asr.analysis adds (the hypothesis, asr.scoring's columns)
-SCORED_COLUMNS = ("utterance_id", "path", "reference", "hypothesis", "reference_norm", "hypothesis_norm")
-
-
 def check_covariates(cfg: DictConfig) -> None:
-    """``task.glmm.covariates`` are columns of the scored utterance table the WER model is fitted on: the
-    corpus's categories, ``speaker`` (with ``corpus.load.speaker_column``), :data:`SCORED_COLUMNS` and the
-    error counts (else every category's model is left unfitted, in a note, after transcribing). Known from
-    the config; a column of the corpus table (``corpus.load.manifest``'s header) that the utterance table
-    does not keep is named as such."""
+    """``task.glmm.covariates`` are columns of the scored utterance table the WER model is fitted on (else
+    every category's model is left unfitted, in a note, after transcribing): the corpus's categories,
+    ``speaker`` (with ``corpus.load.speaker_column``) and the rest of ``utterances.csv``'s columns
+    (:data:`speechbias.asr.report.UTTERANCE_COLUMNS`: id, path, texts, error counts). Known from the config;
+    a column of the corpus table (``corpus.load.manifest``'s header) that the utterance table does not keep
+    is named as such."""
     wanted = OmegaConf.select(cfg, "task.glmm.covariates", default=None) or []
     if not wanted:
         return
-    from speechbias.asr.scoring import COUNT_COLUMNS
+    from speechbias.asr.report import UTTERANCE_COLUMNS  # the scored table's columns (utterances.csv's)
 
     load = OmegaConf.select(cfg, "corpus.load")
     categories = [str(c) for c in load.get("category_columns") or load.get("categories") or []]
     speaker = ["speaker"] if load.get("speaker_column") else []
-    known = [*categories, *speaker, *SCORED_COLUMNS, *COUNT_COLUMNS]
+    known = [*categories, *speaker, *(c for c in UTTERANCE_COLUMNS if c != "speaker")]
     for column in wanted:
         if column in known:
             continue

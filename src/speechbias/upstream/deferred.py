@@ -62,18 +62,20 @@ def _hf_from_config_dict(model_type=None, config=None, seed=0, randomize=True, *
     return _hf(model_type=model_type, config=dict(config or {}), seed=seed, randomize=randomize, **arguments)
 
 
+# the weight-free baselines' identities (fbank, mfcc): from the config alone
+_WEIGHT_FREE_IDENTITIES: dict[str, Callable[..., UpstreamIdentity]] = {
+    "speechbias.upstream.classical.FbankUpstream": _classical(fbank_config_fingerprint, "FbankUpstream"),
+    "speechbias.upstream.classical.MfccUpstream": _classical(mfcc_config_fingerprint, "MfccUpstream"),
+}
+#: the targets without weights (fbank, mfcc)
+WEIGHT_FREE_TARGETS = frozenset(_WEIGHT_FREE_IDENTITIES)
 # ``_target_`` of an upstream config -> its identity from the config's arguments (None: only a build knows
 # it); each takes the class's constructor arguments and raises what the constructor raises
 CONFIG_IDENTITIES: dict[str, Callable[..., UpstreamIdentity | None]] = {
-    "speechbias.upstream.classical.FbankUpstream": _classical(fbank_config_fingerprint, "FbankUpstream"),
-    "speechbias.upstream.classical.MfccUpstream": _classical(mfcc_config_fingerprint, "MfccUpstream"),
+    **_WEIGHT_FREE_IDENTITIES,
     "speechbias.upstream.hf.HFUpstream": _hf,
     "speechbias.upstream.hf.HFUpstream.from_config_dict": _hf_from_config_dict,
 }
-#: the targets without weights (fbank, mfcc)
-WEIGHT_FREE_TARGETS = frozenset(
-    {"speechbias.upstream.classical.FbankUpstream", "speechbias.upstream.classical.MfccUpstream"}
-)
 
 
 class DeferredUpstream(FingerprintedModel):

@@ -165,6 +165,7 @@ def primary_keys(config_dir: str, config_name: str) -> dict:
     return tree
 
 
+@lru_cache(maxsize=32)
 def _defaults_choice(folder: str, config_name: str, group: str):
     """The option the entry config's defaults list chooses for ``group`` (None for ``group: null``)."""
     for entry in _load(Path(folder) / f"{config_name}.yaml").get("defaults") or []:

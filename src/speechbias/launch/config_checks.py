@@ -408,9 +408,10 @@ def check_command_line(
     if full_error_requested() or any(a.split("=", 1)[0] in OTHER_CONFIG_FLAGS for a in argv):
         return
     try:
-        unsure = check_keys(command_line_overrides(argv), config_dir, config_name) if config_name else []
-        check_group_options(command_line_overrides(argv), config_dir, config_name)
-        check_composed_keys(unsure, command_line_overrides(argv), config_dir, config_name)
+        overrides = command_line_overrides(argv)
+        unsure = check_keys(overrides, config_dir, config_name) if config_name else []
+        check_group_options(overrides, config_dir, config_name)
+        check_composed_keys(unsure, overrides, config_dir, config_name)
     except ConfigError as exc:
         print(error_line(exc), file=sys.stderr)
         sys.exit(1)

@@ -18,7 +18,7 @@ HF model, so each job reads its fingerprint from the config and the model's file
 * the sweep: ``python evaluate.py -m 'bias_test=[six tests]' upstream=<the 16>`` with the basic launcher
   (experiment=paper_speat's "one job after another": 16 jobs in one process), CPU and wall;
 * statistics: in one fresh process per model, the same statistics from the same cached arrays: each test's
-  aggregation, permutation test and per-layer tests (:func:`speechbias.speat.results.speat_by_layer`),
+  aggregation, permutation test and per-layer tests (:func:`speechbias.speat.optional_statistics.speat_by_layer`),
   the CPU time of those calls alone (reading the cache once is printed beside);
 * the floors: what the jobs cannot skip whatever the project's code does, from parts measured in a fresh
   process (``speat_pairs_bench.FLOORS``): the imports of a job and Hydra's composes of its config (two
@@ -53,7 +53,7 @@ PAPER_BLOCKS = (12, 24, 24, 12, 24, 48, 12, 12, 24, 6, 6, 12, 12, 24, 24, 32)
 STATISTICS = (
     CACHED_STATISTICS
     + r"""
-from speechbias.speat.results import speat_by_layer
+from speechbias.speat.optional_statistics import speat_by_layer
 from speechbias.speat.settings import PER_LAYER_PERMUTATIONS
 
 (n_perm,) = rest

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from speechbias.speat.results import speat_by_layer
+from speechbias.speat.optional_statistics import computed_tables, speat_by_layer
 from speechbias.report import figures, speat_report
 from speechbias.report.run_writer import RunWriter
 
@@ -79,7 +79,9 @@ def test_no_layer_profile_for_a_single_layer_upstream_and_report_says_why(tmp_pa
         "n_permutations": 10_000,
     }
     test = type("T", (), {"x_label": "x", "a_label": "a", "y_label": "y"})()
-    body = dict(speat_report.report_sections(row, layers, None, test, "single-layer"))["d at every layer"]
+    body = dict(speat_report.report_sections(row, computed_tables({"layers": layers}), test, "single-layer"))[
+        "d at every layer"
+    ]
     assert body.splitlines()[0] == figures.single_layer_note("fbank") and "layer_profile.png" not in body
 
 

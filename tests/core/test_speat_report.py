@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pandas as pd
 
 from speechbias.report.speat_report import report_sections
+from speechbias.speat.optional_statistics import computed_tables
 
 BIAS_TEST = SimpleNamespace(x_label="group x", y_label="group y", a_label="pleasant", b_label="unpleasant")
 
@@ -24,7 +25,8 @@ def _layers(p: float, n_layers: int = 1, n_permutations: int = 10_000) -> pd.Dat
 
 
 def _text(row, layers, se=None) -> str:
-    return "\n".join(f"## {h}\n{body}" for h, body in report_sections(row, layers, se, BIAS_TEST))
+    tables = computed_tables({"layers": layers, "se_curve": se})
+    return "\n".join(f"## {h}\n{body}" for h, body in report_sections(row, tables, BIAS_TEST))
 
 
 def test_a_layer_p_at_the_sampled_floor_is_explained_against_the_runs_exact_p():

@@ -20,6 +20,7 @@ from speechbias.speat.optional_statistics import OptionalStatistic, PairInputs, 
 from speechbias.speat.results import SpeatResults
 from speechbias.speat.settings import SpeatSettings
 from speechbias.stimuli.bias_test import BiasTest
+from speechbias.stimuli.manifest import ManifestError
 
 ROLES = ["X"] * 4 + ["Y"] * 4 + ["A"] * 4 + ["B"] * 4
 
@@ -110,3 +111,20 @@ def test_every_entry_names_a_boolean_flag_of_the_settings_and_a_table_of_its_own
     for statistic in optional_statistics.OPTIONAL_STATISTICS:
         assert statistic.flag in flags and flags[statistic.flag].metadata[ACCEPTS].kind == "bool", statistic.flag
     assert len(set(tables)) == len(tables) and "results" not in tables
+
+
+def test_a_flagged_statistics_check_refuses_the_manifest_before_anything_is_written(tmp_path, statistics):
+    """The SE curve's entry checks a manifest built during the run (not checked before it) first: a stratified
+    design with no stratum column values is named, and the run folder stays empty."""
+    test = BiasTest(name="toy_test", manifest="toy.csv", x_label="x", y_label="y", resampling="stratified")
+    manifest = {"clip_id": [f"c{i}" for i in range(len(ROLES))], "role": ROLES, "stratum": [""] * len(ROLES)}
+    settings = SpeatSettings(n_permutations=100, per_layer=True, se_curve=True, n_resamples=10)
+    results = SpeatResults(test, manifest, Aggregation("mean", "sum"), RunWriter(tmp_path), {"upstream": "u"}, settings)
+    with pytest.raises(ManifestError, match="resamples the SE curve by stratum, but 8 of 8 target clips have none"):
+        results.compute(statistics)
+    assert list(tmp_path.iterdir()) == []
+    settings.se_curve = False  # the same manifest without the SE curve: no check, the run is written
+    SpeatResults(test, manifest, Aggregation("mean", "sum"), RunWriter(tmp_path), {"upstream": "u"}, settings).compute(
+        statistics
+    )
+    assert (tmp_path / "results.json").is_file() and (tmp_path / "layers.csv").is_file()

@@ -136,7 +136,9 @@ OWN_VALUES = {
 }
 # the entry point of each experiment other than evaluate.py
 EXPERIMENT_ENTRY = {"paper_propagation": "train"}
-# config groups whose node settings classes cover, composed with each option: (entry config, overrides)
+# config groups whose node settings classes cover, composed with each option: (entry config, overrides); the
+# groups both entry points have are composed with evaluate.py's only: their options interpolate no key of one
+# entry point alone (model_id, paths.*)
 OPTION_COMPOSITIONS = {
     "paths": EVALUATE,
     "upstream": EVALUATE,

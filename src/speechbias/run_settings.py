@@ -31,8 +31,10 @@ class PathSettings(Settings):
     NODE = "paths"
 
     root_dir: str = setting(text(), ".", "the project folder")
-    data_root: str = setting(text(), "data", "the corpora's folder")
+    data_root: str = setting(text(), "data", "the corpora's folder (env SPEECHBIAS_DATA, else <project>/data)")
     demo_dir: str = setting(text(), "experiments/demo", "the shipped demo data")
-    cache_dir: str = setting(text(), ".cache/speechbias", "the feature cache")
+    cache_dir: str = setting(
+        text(), ".cache/speechbias", "the feature cache (env SPEECHBIAS_CACHE, else <project>/.cache/speechbias)"
+    )
     output_root: str = setting(text(), "outputs", "single runs' folders")
     multirun_root: str = setting(text(), "multirun", "sweeps' folders")

@@ -2,15 +2,20 @@
 what it is, the launchers, the main keys and examples, built from conf/ itself.
 
 An option's description is its YAML's ``description:`` (bias tests) or else the first sentence of its
-leading comment; options that are ConfigStore nodes (``aggregation``) are described by their pattern.
+leading comment; options that are ConfigStore nodes (``aggregation``) are described by their pattern. A
+main key's text is its settings field's (:mod:`speechbias.checked_settings`: its doc, what it accepts and
+its default), found in the entry point's settings groups as the config checks list them.
 Hydra prints it through ``conf/hydra/help/speechbias.yaml`` (``template: ${speechbias.help:<entry>}``);
 :func:`register_help_resolver` registers that resolver, and the entry points call it before Hydra parses
-the command line. Import-light: yaml and omegaconf only.
+the command line. Import-light: yaml and omegaconf at import; the settings modules (no torch, pandas or
+Lightning) only when the text is made.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import textwrap
 from pathlib import Path
 
 import yaml
@@ -21,6 +26,7 @@ from speechbias.aggregation import LAYER_CHOICES, TEMPORAL
 RESOLVER = "speechbias.help"
 WIDTH = 110  # the longest line of a description, in characters
 NAME_WIDTH = 30  # the column of option names
+ABSENT = object()  # a key no YAML holds
 ABBREVIATIONS = ("e.g", "i.e", "vs", "cf", " al")  # a period after these ends no sentence
 #: groups every run has but that hold one option of plumbing, not a choice
 NOT_CHOICES = {"paths", "sweep", "bias_test_base"}
@@ -45,26 +51,27 @@ LAUNCHERS = {
     "parallel": None,  # from conf/hydra/launcher/parallel.yaml
     "slurm": None,
 }
+#: the main keys of each entry point, in the order shown; each line's text is its settings field's (the
+#: schema's doc, what it accepts and its default: :func:`key_lines`)
 KEYS = {
     "evaluate": [
-        ("seed", "seed of every random draw (stimulus selection, permutations, bootstrap)"),
-        ("force", "recompute even where the run folder holds finished results"),
-        ("speat.n_permutations", "permutations of the one-sided p (exact when fewer partitions exist)"),
-        ("speat.se_curve", "also the bootstrap SE of d vs. number of stimuli"),
-        ("paths.data_root", "where the corpora are (SPEECHBIAS_DATA)"),
-        ("paths.cache_dir", "the feature cache (SPEECHBIAS_CACHE)"),
-        ("model_id", "with upstream=hf: any hub id or local model folder"),
-        ("sweep_dir", "with task=report: the sweep folder to report on, e.g. multirun/paper_speat"),
+        "seed",
+        "force",
+        "speat.n_permutations",
+        "speat.se_curve",
+        "paths.data_root",
+        "paths.cache_dir",
+        "model_id",
+        "sweep_dir",
     ],
-    "train": [
-        ("lr", "learning rate, or several heads at once: 'lr=[1e-3,1e-4,1e-5]'"),
-        ("max_steps", "training steps of the valence head"),
-        ("bias_tests", "the tests whose propagation is measured"),
-        ("seed", "seed of the split, the heads' init and the selection"),
-        ("force", "recompute even where the run folder holds finished results"),
-        ("paths.data_root", "where the corpora are (SPEECHBIAS_DATA)"),
-    ],
+    "train": ["lr", "max_steps", "bias_tests", "seed", "force", "paths.data_root"],
 }
+#: keys shown that are no settings field, with their text: train.py's ``bias_tests`` lists names of
+#: conf/bias_test/*.yaml or inline test configs (strings or mappings, which no settings kind takes), checked
+#: against the config folder by tasks.train_ser_checks.propagation_test_nodes
+NOT_SETTINGS = {"bias_tests": "the tests whose propagation is measured: names of conf/bias_test/*.yaml"}
+#: the kinds of setting whose default reads well on a help line (a path or a label does not)
+SHOWN_DEFAULT_KINDS = ("int", "float", "bool", "choice", "floats", "device")
 EXAMPLES = {
     "evaluate": [
         "python evaluate.py                                             # offline demo (fbank, synthetic test)",
@@ -146,6 +153,104 @@ def _group_lines(conf_dir: Path, group: str, default: str, entry: str) -> list[s
     return lines
 
 
+def settings_groups(entry_config: dict, conf_dir: Path):
+    """The settings groups of an entry point, lazily: the shared ones, then each task's ``SETTINGS`` (the
+    entry config's ``task.name``, else every option of conf/task/ in name order); a task's checks module is
+    imported only when no group before it holds the key looked up."""
+    from speechbias.launch.config_checks import shared_settings, task_checks_module
+
+    yield from shared_settings()
+    task = entry_config.get("task")
+    name = task.get("name") if isinstance(task, dict) else None
+    for task_name in [name] if name else sorted(p.stem for p in (conf_dir / "task").glob("*.yaml")):
+        yield from getattr(task_checks_module(task_name), "SETTINGS", ())
+
+
+def setting_field(key: str, groups) -> dataclasses.Field | None:
+    """The settings field whose user key is ``key`` (the first of ``groups`` that has it); None if none."""
+    from speechbias.checked_settings import setting_fields
+
+    for group in groups:
+        for found in setting_fields(group):
+            if group.key_of(found.name) == key:
+                return found
+    return None
+
+
+def yaml_value(conf_dir: Path, entry_config: dict, chosen: dict[str, str], key: str):
+    """The value ``key`` has, unresolved, in the YAML an entry's default config takes it from: the default
+    option of the group named by its first part (``paths.data_root``: conf/paths/default.yaml), else the
+    entry's own config; :data:`ABSENT` when neither holds it."""
+    first, _, rest = key.partition(".")
+    option = conf_dir / first / f"{chosen.get(first)}.yaml"
+    node, path = (
+        (yaml.safe_load(option.read_text(encoding="utf-8")), rest) if rest and option.is_file() else (entry_config, key)
+    )
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return ABSENT
+        node = node[part]
+    return node
+
+
+def default_text(found: dataclasses.Field, written) -> str:
+    """``default <value>`` of a settings field, as typed; empty where it does not read well: a path or a
+    label, no default or null, or a key whose YAML (``written``) does not give it literally (an
+    interpolation such as max_steps' ``${oc.select:ser_data.max_steps,20000}``, ``???``, absent)."""
+    from speechbias.checked_settings import ACCEPTS, shown
+
+    accepts = found.metadata[ACCEPTS]
+    if found.default is not dataclasses.MISSING:
+        default = found.default
+    elif found.default_factory is not dataclasses.MISSING:
+        default = found.default_factory()
+    else:
+        return ""
+    literal = not (isinstance(written, str) and ("${" in written or written == "???"))
+    if accepts.kind not in SHOWN_DEFAULT_KINDS or default is None or written is ABSENT or not literal:
+        return ""
+    if accepts.kind == "floats" and len(default) == 1:
+        default = default[0]
+    return f"default {shown(default)}"
+
+
+def key_lines(key: str, parts: list[str]) -> list[str]:
+    """The help lines of ``key``: its name, then ``parts`` joined by '; ', a part that would make the text
+    longer than :data:`WIDTH` characters continued on the next line under the first (a part longer than
+    that broken between words)."""
+    head = f"    {key:<{NAME_WIDTH}}  "
+    lines, line = [], head + parts[0]
+    for part in parts[1:]:
+        if len(line) + 2 + len(part) <= len(head) + WIDTH:
+            line += "; " + part
+        else:
+            lines.append(line + ";")
+            line = " " * len(head) + part
+    # a part longer than a line on its own is broken between words
+    indent = " " * len(head)
+    return [w for ln in [*lines, line] for w in textwrap.wrap(ln, len(head) + WIDTH, subsequent_indent=indent)]
+
+
+def main_key_lines(entry: str, conf_dir: Path, chosen: dict[str, str]) -> list[str]:
+    """The "Main keys" lines of entry point ``entry``: each key of :data:`KEYS` with its settings field's
+    doc, what it accepts and its default (:func:`default_text`); a key of :data:`NOT_SETTINGS` with its text."""
+    from speechbias.checked_settings import ACCEPTS
+
+    entry_config = yaml.safe_load((conf_dir / f"{entry}.yaml").read_text(encoding="utf-8"))
+    lines = []
+    for key in KEYS[entry]:
+        if key in NOT_SETTINGS:
+            lines += key_lines(key, [NOT_SETTINGS[key]])
+            continue
+        found = setting_field(key, settings_groups(entry_config, conf_dir))
+        if found is None:
+            raise LookupError(f"--help: {key} is no settings field of {entry}.py; add it to NOT_SETTINGS")
+        default = default_text(found, yaml_value(conf_dir, entry_config, chosen, key))
+        accepts = found.metadata[ACCEPTS].describe()
+        lines += key_lines(key, [found.metadata["doc"], f"{accepts}, {default}" if default else accepts])
+    return lines
+
+
 def entry_help(entry: str, conf_dir: str | Path) -> str:
     """The help text of entry point ``entry`` ("train" or "evaluate") from the config folder ``conf_dir``.
     Hydra's ``$FLAGS_HELP`` stays in it (Hydra fills it in); any other ``$`` is escaped."""
@@ -179,7 +284,7 @@ def entry_help(entry: str, conf_dir: str | Path) -> str:
         description = text or option_description(conf_dir / "hydra" / "launcher" / f"{name}.yaml")
         out.append(f"    {name + (' (default)' if name == 'basic' else ''):<{NAME_WIDTH}}  {description}")
     out += ["", "Main keys (key=value):"]
-    out += [f"    {key:<{NAME_WIDTH}}  {text}" for key, text in KEYS[entry]]
+    out += main_key_lines(entry, conf_dir, chosen)
     out += [
         "",
         f"Every key and its value: python {entry}.py --cfg job   (add overrides to see their effect)",

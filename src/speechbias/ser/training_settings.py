@@ -35,7 +35,7 @@ class TrainingSettings(Settings):
     null: keep torch's)."""
 
     lr: tuple[float, ...] = setting(LEARNING_RATES, [1e-4], LR_DOC)
-    max_steps: int = setting(integer(1), 20_000, "optimiser steps")
+    max_steps: int = setting(integer(1), 20_000, "optimiser steps (a valence set may give its own: ser_data.max_steps)")
     steps_per_call: int = setting(integer(1), 64, "optimiser steps per Lightning training call")
     checkpoint_every_n_epochs: int = setting(integer(1), 10, "epochs between last.ckpt writes")
     torch_threads: int | None = setting(integer(1, optional=True), None, "torch's CPU threads in this job")

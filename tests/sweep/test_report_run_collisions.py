@@ -98,3 +98,29 @@ def test_an_upstream_setting_that_keeps_the_name_is_named_and_a_repeated_run_is_
     assert done.returncode == 0, done.stderr[-2000:]
     assert "1 SpEAT run(s) repeat an earlier run" in done.stderr + done.stdout
     assert len((repeat / "report" / "results.csv").read_text().splitlines()) == 2
+
+
+@pytest.mark.slow
+def test_one_sweep_over_a_setting_is_told_to_sweep_each_setting_into_a_folder_of_its_own(runs):
+    """A multirun over ``speat.n_permutations``: its two jobs collide inside one sweep folder, so the fix is
+    a sweep folder per setting (reporting one job's folder would be no sweep)."""
+    sweep = runs["root"] / "multirun"
+    done = run_entry(
+        "evaluate.py",
+        "-m",
+        *DEMO_RUN,
+        "speat.n_permutations=100,200",
+        f"hydra.sweep.dir={sweep}",
+        f"paths.cache_dir={runs['cache']}",
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (sweep / "multirun.yaml").is_file()
+    before = _snapshot(sweep)
+    done = _report(sweep)
+    assert done.returncode == 1, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "differ in speat.n_permutations: 100 -> 200;" in lines[0]
+    assert f"one sweep ({sweep.resolve()}) varied a setting" in lines[0] and "hydra.sweep.dir=" in lines[0]
+    assert _snapshot(sweep) == before

@@ -77,7 +77,7 @@ def _folder(key: str, value, project_root) -> Path:
 def check_report_arguments(cfg: DictConfig) -> None:
     """``sweep_dir`` and ``task.extra_sweep_dirs`` are folders, at least one with a job folder below it (a
     report of no job would be empty); ``paper_results`` (if given) a file; the runs below them hold one
-    SpEAT run per model, test and aggregation (read once here, ~0.1 CPU-s per 200 runs, and again by the
+    SpEAT run per model, test and aggregation (read once here, ~0.11 CPU-s over 180 runs, and again by the
     report: a refusal then writes nothing, not even the report folder)."""
     root = OmegaConf.select(cfg, "paths.root_dir", default=None)
     folders = [_folder("sweep_dir", cfg.sweep_dir, root)]

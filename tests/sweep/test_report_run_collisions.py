@@ -8,8 +8,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from entry_commands import run_entry
+from sweep.fake_sweep import PAPER_MODELS, write_speat_run
+
+from speechbias.report.run_writer import RunWriter
 
 DEMO_RUN = ("upstream=fbank", "bias_test=demo_voice", "aggregation=mean_sum", "logger=none")
 
@@ -123,4 +127,27 @@ def test_one_sweep_over_a_setting_is_told_to_sweep_each_setting_into_a_folder_of
     assert len(lines) == 1, done.stderr
     assert "differ in speat.n_permutations: 100 -> 200;" in lines[0]
     assert f"one sweep ({sweep.resolve()}) varied a setting" in lines[0] and "hydra.sweep.dir=" in lines[0]
+    assert _snapshot(sweep) == before
+
+
+def test_runs_without_digests_are_told_apart_by_their_result_columns(tmp_path):
+    """Run folders of an older version (no run_digest.json), the second inside the first one's folder and of
+    another seed: the line names the seeds from the results, and the fix moves one out (no folder holds one)."""
+    sweep = tmp_path / "sweep"
+    write_speat_run(sweep / "a", PAPER_MODELS[0], "female_male", 0.31)
+    inner = sweep / "a" / "seed1"
+    write_speat_run(inner, PAPER_MODELS[0], "female_male", 0.31)
+    results = pd.read_csv(inner / "results.csv").assign(seed=1)
+    RunWriter(inner).table("results", results)
+    before = _snapshot(sweep)
+    done = _report(sweep)
+    assert done.returncode == 1, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    name = PAPER_MODELS[0][0]
+    assert (
+        f"{sweep / 'a'} and {inner} are two runs of {name} on female_male (mean_sum) that differ in seed 0 vs 1;"
+        in (lines[0])
+    )
+    assert f"move one of them out of {sweep}" in lines[0]
     assert _snapshot(sweep) == before

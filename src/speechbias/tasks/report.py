@@ -27,6 +27,7 @@ from speechbias.report.tracker import Tracker
 from speechbias.ser.sweep_propagation import agreement_counts, propagation_table
 from speechbias.stats import sweep_analysis
 from speechbias.results.sweep_results import SWEEP_DIR_EXAMPLE, SweepResults, collect, no_job_folders_message
+from speechbias.tasks.report_collisions import check_one_run_per_key
 from speechbias.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -132,12 +133,14 @@ class ReportTask:
         ``report/n_finished``, ``report/human_congruent``, ``report/human_total``). ``config``: the W&B
         run's config. When no job of the sweep finished, the report (with every job's reason) is still
         written and published, then a ``ConfigError`` says so in one line (exit 1); when the sweep folders
-        hold no job folder at all, that line comes first and nothing is written (config_checks refuses
-        such a ``sweep_dir`` before the run starts)."""
+        hold no job folder at all, or two SpEAT runs of one model, test and aggregation that differ
+        (:mod:`speechbias.tasks.report_collisions`), that line comes first and nothing is written
+        (config_checks refuses such a ``sweep_dir`` before the run starts)."""
         writer = self.writer
         results = collect(self.sweep_dirs, exclude=[writer.output_dir])
         if not results.n_jobs:
             raise ConfigError(no_job_folders_message(self.sweep_dirs))
+        check_one_run_per_key(results)  # the config check refused them before; runs may have finished since
         paper = None
         if self.paper_results is not None:
             paper = load_paper_results(self.paper_results, models=self.paper_models, tests=self.paper_tests)

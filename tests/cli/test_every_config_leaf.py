@@ -307,6 +307,10 @@ def test_the_checks_know_the_components_own_choices():
     from speechbias.upstream.hf import DTYPES
 
     assert set(component_settings.UPSTREAM_DTYPES) == set(DTYPES)
+    from speechbias.stats.corrections import METHOD_NAMES
+    from speechbias.tasks.report_checks import CORRECTION_METHODS
+
+    assert CORRECTION_METHODS == METHOD_NAMES
 
 
 def test_the_shared_checks_import_no_pandas_or_torch():

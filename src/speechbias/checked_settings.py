@@ -243,8 +243,8 @@ class Settings:
 
     @classmethod
     def from_config(cls, cfg):
-        """Built from the whole run config (a DictConfig or a mapping): the node at ``NODE`` (absent: every
-        default). A reference that does not resolve is one line naming its key."""
+        """Built from the whole run config (a DictConfig): the node at ``NODE`` (absent: every default). A
+        reference that does not resolve is one line naming its key."""
         return cls(**_node_values(cls, cfg))
 
 
@@ -319,8 +319,6 @@ def _node_values(cls, cfg) -> dict:
     from omegaconf.errors import OmegaConfBaseException
 
     node_key = cls.NODE
-    if not isinstance(cfg, DictConfig):
-        cfg = OmegaConf.create(dict(cfg))
     try:
         node = OmegaConf.select(cfg, node_key, default=None) if node_key else cfg
     except OmegaConfBaseException:

@@ -177,3 +177,16 @@ def test_the_task_object_receives_its_settings_groups_built_from_the_typed_value
         assert received[keyword] == group.from_config(cfg)
         for field, value in expected[keyword].items():
             assert getattr(received[keyword], field) == value, (keyword, field)
+
+
+def test_importing_the_helper_imports_no_torch_or_lightning():
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from speechbias.launch.entry import build_task\n"
+        "print(','.join(m for m in ('torch', 'lightning', 'pytorch_lightning') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "", result.stdout + result.stderr

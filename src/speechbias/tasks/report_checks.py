@@ -49,8 +49,7 @@ class ReportFolders(Settings):
     paper_results: str | None = setting(text(optional=True), None, "the paper's all_mean_mean_results.csv")
 
 
-# the settings groups the task object receives: constructor keyword -> settings class (launch.entry.build_task
-# builds each from the run config with from_config; the run node names none of their keys)
+# the settings groups the task object receives (constructor keyword -> class), built by launch.entry.build_task
 TASK_SETTINGS = {"settings": ReportSettings, "folders": ReportFolders}
 # the report's settings groups (their values: types and ranges), checked before any folder
 SETTINGS = tuple(TASK_SETTINGS.values())

@@ -13,8 +13,7 @@ from speechbias.features.extraction_settings import ExtractionSettings
 from speechbias.speat.settings import SpeatSettings
 from speechbias.tasks.input_checks import check_bias_test, check_cache_folder
 
-# the settings groups the task object receives: constructor keyword -> settings class (launch.entry.build_task
-# builds each from the run config with from_config; the run node names none of their keys)
+# the settings groups the task object receives (constructor keyword -> class), built by launch.entry.build_task
 TASK_SETTINGS = {"speat": SpeatSettings, "extraction": ExtractionSettings}
 
 # what to type instead of a key of a listed group, which each listed option's own config would not see

@@ -24,8 +24,7 @@ from speechbias.ser.training_settings import (
 from speechbias.tasks.input_checks import CORPUS_LAYOUT, check_bias_test, check_cache_folder, csv_header
 
 
-# the settings groups the task object receives: constructor keyword -> settings class (launch.entry.build_task
-# builds each from the run config with from_config; the run node names none of their keys)
+# the settings groups the task object receives (constructor keyword -> class), built by launch.entry.build_task
 TASK_SETTINGS = {
     "valence_data": ValenceDataSettings,
     "training": TrainingSettings,

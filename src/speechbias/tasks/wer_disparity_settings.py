@@ -124,8 +124,7 @@ class AsrSettings(Settings):
     cache_dir: str | None = setting(text(optional=True), None, "the Hugging Face cache")
 
 
-# the settings groups the task object receives: constructor keyword -> settings class (launch.entry.build_task
-# builds each from the run config with from_config; the run node names none of their keys)
+# the settings groups the task object receives (constructor keyword -> class), built by launch.entry.build_task
 TASK_SETTINGS = {
     "settings": WerDisparitySettings,
     "glmm": GlmmSettings,

@@ -6,8 +6,9 @@ reads (``speat``, ``task.glmm``; "" for top-level keys such as ``lr``) and each 
 ``__post_init__`` converts each value as the command line gives it (``"5"`` or ``1e6`` -> 5, ``[1e-3]`` -> a
 tuple) and raises :class:`~speechbias.errors.ConfigError` in one line naming the key, the value and what is
 accepted. The config checks build each group with ``from_config`` before any model, extraction or corpus
-read; a task's run node builds the same class with ``from_node`` (Hydra), so the task gets the checked
-object. Standard library and OmegaConf only: ground floor, no torch.
+read; the entry point builds a task's groups the same way (:func:`settings_from_config`, the task's
+``TASK_SETTINGS``), so the task gets the checked objects. Standard library and OmegaConf only: ground floor,
+no torch.
 """
 
 from __future__ import annotations
@@ -241,17 +242,16 @@ class Settings:
         return f"{cls.NODE}.{name}" if cls.NODE else name
 
     @classmethod
-    def from_node(cls, node):
-        """Built from the group's config node (a DictConfig or a mapping; a key it lacks keeps its
-        default). A task's run node builds its settings this way (``_target_: <class>.from_node``,
-        ``node: ${<NODE>}``, ``_recursive_: false``), so no setting is repeated there."""
-        return cls(**_node_values(cls, node))
-
-    @classmethod
     def from_config(cls, cfg):
-        """Built from the whole run config: the node at ``NODE`` (absent: every default). A reference
-        that does not resolve is one line naming its key."""
-        return cls(**_node_values(cls, cfg, cls.NODE))
+        """Built from the whole run config (a DictConfig): the node at ``NODE`` (absent: every default). A
+        reference that does not resolve is one line naming its key."""
+        return cls(**_node_values(cls, cfg))
+
+
+def settings_from_config(groups: Mapping[str, type[Settings]], cfg) -> dict[str, Settings]:
+    """``{keyword: group.from_config(cfg)}``: a task's settings groups (its checks module's ``TASK_SETTINGS``,
+    constructor keyword -> settings class), built from the run config, in the order given."""
+    return {keyword: group.from_config(cfg) for keyword, group in groups.items()}
 
 
 def setting_fields(cls_or_obj) -> list[dataclasses.Field]:
@@ -312,16 +312,13 @@ def _plain(value):
 _ABSENT = object()
 
 
-def _node_values(cls, cfg, node_key: str = "") -> dict:
-    """The values of ``cls``'s fields found in ``cfg`` (under ``node_key``), resolved; a reference that
-    does not resolve raises :class:`ConfigError` naming the key."""
+def _node_values(cls, cfg) -> dict:
+    """The values of ``cls``'s fields found in the run config ``cfg`` (under ``cls.NODE``), resolved; a
+    reference that does not resolve raises :class:`ConfigError` naming the key."""
     from omegaconf import DictConfig, OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    if cfg is None:
-        return {}
-    if not isinstance(cfg, DictConfig):
-        cfg = OmegaConf.create(dict(cfg))
+    node_key = cls.NODE
     try:
         node = OmegaConf.select(cfg, node_key, default=None) if node_key else cfg
     except OmegaConfBaseException:

@@ -44,7 +44,8 @@ RESULT_NEUTRAL_KEYS = (
 RESULT_KEYS_UNDER_NEUTRAL = ("trainer.precision",)
 
 # the task object's arguments (``task.run.*``) that only say where to write and what to show: copies of
-# neutral keys under the names the task's constructor gives them
+# neutral keys under the names the task's constructor gives them (its settings groups are no such copies:
+# the entry point builds them from their own keys, which the run node does not name)
 TASK_NODE_NEUTRAL_KEYS = (
     "task.run.writer",
     "task.run.tracker",
@@ -52,11 +53,6 @@ TASK_NODE_NEUTRAL_KEYS = (
     "task.run.clip_check",  # check_audio, allow_duplicate_audio, paths.cache_dir: a built manifest's clip check
     "task.run.trainer",
     "task.run.progress",
-    "task.run.extraction.batch_size",
-    "task.run.extraction.num_workers",
-    "task.run.training.torch_threads",
-    "task.run.training.fit_threads",
-    "task.run.settings.progress",
     "task.run.force",
     "task.run.demo_dir",
 )

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
-from speechbias.launch.entry import register_project_root
+from speechbias.launch.entry import build_task, register_project_root
 from speechbias.report.caveat import DEMO_CAVEAT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,9 +87,7 @@ def test_demo_run_in_process_carries_the_caveat_everywhere(tmp_path, monkeypatch
             "corpus.min_group.utterances=3",
         ]
     )
-    from hydra.utils import instantiate
-
-    task = instantiate(cfg.task.run)  # the task object itself: no Lightning import (entry.run_task)
+    task = build_task(cfg)  # the task object itself, as entry.run_task builds it: no Lightning import
     with caplog.at_level("WARNING"):
         summary = task.run()
     assert summary["n_transcribed"] == len(sub) and summary["n_excluded"] == 0

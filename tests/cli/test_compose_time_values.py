@@ -487,10 +487,10 @@ def test_the_trainer_names_the_checks_accept_are_lightnings_and_its_device_forms
     assert set(ACCELERATORS) <= {*ACCELERATOR_REGISTRY.available_accelerators(), "gpu", "auto"}
     assert set(STRATEGIES) <= {*StrategyRegistry.available_strategies(), "auto"}
     for devices in (-1, "auto", [0, 1], 2):  # all, auto, device indices, a count
-        assert TrainerSettings.from_node({"devices": devices}).devices == devices
+        assert TrainerSettings(devices=devices).devices == devices
     for devices in (0, -2, [], True):  # Lightning: "Trainer(devices=0) value is not a valid input"
         with pytest.raises(ConfigError, match=r"^trainer\.devices="):
-            TrainerSettings.from_node({"devices": devices})
+            TrainerSettings(devices=devices)
 
 
 def test_the_upstream_names_the_checks_accept_are_the_upstreams_own():

@@ -37,8 +37,9 @@ ENTRY_POINTS = {
 
 # leaves that are not settings values (the key or a node above it), and why
 NOT_SETTINGS = {
-    "task.run": "the task object's wiring: each value points at a user key checked where it is "
-    "(tests/cli/test_config_targets.py builds or signature-checks every _target_)",
+    "task.run": "the task object's wiring: its collaborators, each value pointing at a user key checked where it "
+    "is (tests/cli/test_config_targets.py builds or signature-checks every _target_); its settings groups are "
+    "built from their own keys (launch.entry.build_task), not named there (tests/cli/test_task_settings_groups.py)",
     "task.name": "chosen by task=...; an unknown task is one line before composing (check_command_line)",
     "task.run_dir": "the report's folder, derived from sweep_dir (hydra.run.dir follows it)",
     "paths.output_dir": "Hydra's run folder (hydra.run.dir), checked as a writable folder before the run",
@@ -248,10 +249,10 @@ def test_numbers_outside_their_range_are_refused_and_inside_kept(key, data):
                 st.just(float("nan")),
             )
         )
-    kept = group.from_node({**CONTEXT.get(key, {}), field: inside})
+    kept = group(**{**CONTEXT.get(key, {}), field: inside})
     assert getattr(kept, field) == inside
     with pytest.raises(ConfigError) as info:
-        group.from_node({field: outside})
+        group(**{field: outside})
     assert str(info.value).startswith(f"{key}=") and "\n" not in str(info.value)
 
 

@@ -132,14 +132,14 @@ def test_the_parameter_count_is_near_the_built_models(conf_dir, name):
 
 
 def test_max_clip_seconds_takes_auto_or_a_positive_number():
-    assert ExtractionSettings.from_node({}).max_clip_seconds == "auto"
-    assert ExtractionSettings.from_node({"max_clip_seconds": "90"}).max_clip_seconds == 90.0
+    assert ExtractionSettings().max_clip_seconds == "auto"
+    assert ExtractionSettings(max_clip_seconds="90").max_clip_seconds == 90.0
     for bad in ("automatic", 0, -5, "nan"):
         with pytest.raises(ConfigError, match=r"^extraction.max_clip_seconds=.*: must be a number > 0 or auto"):
-            ExtractionSettings.from_node({"max_clip_seconds": bad})
-    assert ExtractionSettings.from_node({"memory_gib": 12}).memory_gib == 12.0
+            ExtractionSettings(max_clip_seconds=bad)
+    assert ExtractionSettings(memory_gib=12).memory_gib == 12.0
     with pytest.raises(ConfigError, match=r"^extraction.memory_gib=0: must be a number > 0 \(or null\)"):
-        ExtractionSettings.from_node({"memory_gib": 0})
+        ExtractionSettings(memory_gib=0)
 
 
 def test_cgroup_limits_are_read_from_the_process_cgroup_and_those_above_it(tmp_path):

@@ -17,6 +17,7 @@ from speechbias.report.caveat import DEMO_CAVEAT
 from speechbias.sllm.answers import METHODS, RULES
 from speechbias.sllm.data import load_spoken_stereoset
 from speechbias.tasks.spoken_stereoset import is_demo_run
+from speechbias.tasks.spoken_stereoset_settings import SpokenStereoSetSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -210,9 +211,10 @@ def test_demo_caveat_on_demo_data_and_not_on_real_runs(conf_dir, tree, tmp_path)
 
 
 def _is_demo_run(cfg) -> bool:
-    """is_demo_run with the arguments the task config gives the task."""
+    """is_demo_run with the arguments the task config gives the task (its settings group: as the entry point
+    builds it, launch.entry.build_task)."""
     run = cfg.task.run
-    settings = run.settings
+    settings = SpokenStereoSetSettings.from_config(cfg)
     return is_demo_run(settings.demo_caveat, settings.data_dir, run.demo_dir, list(run.model_targets))
 
 

@@ -12,14 +12,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
-from hydra.utils import instantiate
 from PIL import Image
 
 from speechbias.report import sweep_report, sweep_tables, wandb_report, wandb_run
 from speechbias.report.caveat import DEMO_CAVEAT, markdown_caveat
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
+from speechbias.launch.entry import build_task
 from speechbias.tasks.report import ReportTask
+from speechbias.tasks.report_checks import ReportFolders
 from speechbias.errors import ConfigError
 from sweep.fake_sweep import PAPER_MODELS, write_propagation_sweep, write_speat_sweep
 
@@ -52,7 +53,8 @@ class FakeRun:
 
 def _report(sweep, out, tracker: Tracker | None = None) -> dict:
     """The report task on ``sweep`` writing into ``out``; its summary metrics."""
-    return ReportTask(sweep_dir=sweep, writer=RunWriter(out), tracker=tracker or Tracker("none")).run()
+    folders = ReportFolders(sweep_dir=str(sweep))
+    return ReportTask(folders=folders, writer=RunWriter(out), tracker=tracker or Tracker("none")).run()
 
 
 @pytest.fixture
@@ -272,7 +274,7 @@ def test_the_report_config_builds_the_task_with_its_collaborators(conf_dir, tmp_
             ],
             return_hydra_config=True,
         )
-    task = instantiate(cfg.task.run)
+    task = build_task(cfg)
     assert isinstance(task, ReportTask) and task.sweep_dirs == [tmp_path / "sweep"] and task.paper_results is None
     assert isinstance(task.writer, RunWriter) and task.writer.output_dir == tmp_path / "out"
     assert isinstance(task.tracker, Tracker) and task.tracker.kind == "none"

@@ -67,10 +67,10 @@ def task_checks(task: str) -> Callable[[DictConfig], None] | None:
 
 
 def check_values(cfg: DictConfig) -> None:
-    """The values of every settings group of ``cfg`` (the shared ones and the task's ``SETTINGS``): types
-    and ranges only, no file read (a sweep's pre-flight runs it for each value a sweep gives a setting)."""
+    """The values of every settings group of ``cfg`` (the shared ones and the task's ``SETTINGS``, each once):
+    types and ranges only, no file read (a sweep's pre-flight runs it for each value a sweep gives a setting)."""
     module = task_checks_module(str(OmegaConf.select(cfg, "task.name", default="") or ""))
-    check_settings_values(cfg, (*shared_settings(), *getattr(module, "SETTINGS", ())))
+    check_settings_values(cfg, tuple(dict.fromkeys((*shared_settings(), *getattr(module, "SETTINGS", ())))))
 
 
 def shared_settings() -> tuple:

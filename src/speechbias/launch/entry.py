@@ -5,7 +5,7 @@ config before anything heavy is imported, records the job's status in its folder
 (:mod:`speechbias.launch.sweep_status`), prints a user input error as one line and exits 1 (inside a multirun
 it records the failure and returns, so the other jobs run), and ends a single run with one line
 saying where the results are (and the ``wandb sync`` command of an offline W&B run).
-:func:`run_task` runs the task only (tests call it in-process).
+:func:`run_task` runs the task only (tests call it in-process); :func:`build_task` builds its object.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from speechbias.launch.aggregation_configs import register_aggregation_configs
-from speechbias.launch.config_checks import check_config_unless_checked
+from speechbias.checked_settings import settings_from_config
+from speechbias.launch.config_checks import check_config_unless_checked, task_checks_module
 from speechbias.launch.parent_watch import job_done, watch_sweep_parent
 from speechbias.launch.signals import RunStopped, exit_now, print_stop_line, record_stop, running_job, stops_handled
 from speechbias.launch.run_folder_lock import hold_run_folder
@@ -337,9 +338,10 @@ def write_status_if_possible(status: JobStatus, output_dir: Path) -> bool:
 
 
 def run_task(cfg: DictConfig) -> dict:
-    """Build the task of ``cfg.task.run`` (its ``_target_`` receives the built collaborators its
-    config names: upstream, bias tests, cache, writer, tracker, trainer factory) and run it with the
-    resolved config (the tracker's record of the run); returns the task's summary metrics."""
+    """Build the task of ``cfg.task.run`` (:func:`build_task`: its ``_target_`` receives the built
+    collaborators its config names, upstream, bias tests, cache, writer, tracker, trainer factory, and its
+    settings groups) and run it with the resolved config (the tracker's record of the run); returns the
+    task's summary metrics."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     # Lightning's seed_everything(seed, workers=True); torch's generator later for a task that says it
     # seeds it where it first needs torch (a warm SpEAT run imports no torch)
@@ -350,15 +352,26 @@ def run_task(cfg: DictConfig) -> dict:
     atomic_write(output_dir / "config.yaml", lambda tmp: tmp.write_text(text, encoding="utf-8"))
     if "trainer" in cfg:
         cfg.trainer = job_trainer_config(cfg.trainer)
-    task = hydra.utils.instantiate(cfg.task.run)
-    if not callable(getattr(task, "run", None)):
-        raise TypeError(f"task.run._target_ must build a task object with a run(config) method, got {task!r}")
+    task = build_task(cfg)
     summary = task.run(config=resolved_config(cfg)) or {}
     from speechbias.report.run_writer import launching_process  # pandas: imported by the task already
 
     if launching_process():  # rank zero: the folder now holds this config's results (every output hashed)
         record_run_digest(cfg, output_dir)
     return summary
+
+
+def build_task(cfg: DictConfig):
+    """The task object of ``cfg.task.run``: its ``_target_`` called with the collaborators the node names (built
+    by Hydra's instantiate) and with the task's settings groups, each ``cls.from_config(cfg)`` of the
+    ``TASK_SETTINGS`` (constructor keyword -> settings class) of ``speechbias.tasks.<task.name>_checks``: the
+    run node repeats no settings key. Imports what the task's module imports (torch for most tasks)."""
+    module = task_checks_module(str(OmegaConf.select(cfg, "task.name", default="") or ""))
+    settings = settings_from_config(getattr(module, "TASK_SETTINGS", {}), cfg)
+    task = hydra.utils.instantiate(cfg.task.run, _partial_=True)(**settings)
+    if not callable(getattr(task, "run", None)):
+        raise TypeError(f"task.run._target_ must build a task object with a run(config) method, got {task!r}")
+    return task
 
 
 def task_class_of(cfg: DictConfig):

@@ -13,7 +13,7 @@ the run's writer (:mod:`speechbias.report.sweep_report`) -> the tracker.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -26,7 +26,8 @@ from speechbias.report.sweep_report import ReportOptions, SweepReport, SweepTabl
 from speechbias.report.tracker import Tracker
 from speechbias.ser.sweep_propagation import agreement_counts, propagation_table
 from speechbias.stats import sweep_analysis
-from speechbias.results.sweep_results import SWEEP_DIR_EXAMPLE, SweepResults, collect, no_job_folders_message
+from speechbias.results.sweep_results import SweepResults, collect, no_job_folders_message
+from speechbias.tasks.report_checks import ReportFolders, ReportSettings
 from speechbias.tasks.report_collisions import check_one_run_per_key
 from speechbias.errors import ConfigError
 
@@ -88,13 +89,14 @@ class ReportTask:
     SpEAT sweep for Figure 2).
 
     Args:
-        sweep_dir: the sweep folder to report on; ``extra_sweep_dirs``: more sweep folders to read.
+        folders: ``sweep_dir``, the sweep folder to report on, and ``paper_results``, the paper's published
+            table (CSV, layout of its all_mean_mean_results.csv) or None.
         writer: writes the report folder (``<sweep_dir>/report``, conf/task/report.yaml).
         tracker: the summary run's tracker (W&B group: ``logger.group``, else the sweep folder's name).
-        options: title, significance level, corrections, main aggregation, paper-equivalent aggregations.
-        paper_results: the paper's published table (CSV, layout of its all_mean_mean_results.csv), or
-            None; ``paper_models`` / ``paper_tests``: its model and test names -> hub ids and bias tests.
-        wandb_report: also build a W&B report from the summary run (online, with an account).
+        settings: ``task.*``: title, significance level, corrections, main aggregation, paper-equivalent
+            aggregations (the report's :class:`ReportOptions`), ``extra_sweep_dirs`` (more sweep folders to
+            read), ``paper_models`` / ``paper_tests`` (the paper's model and test names -> hub ids and bias
+            tests), ``wandb_report`` (also build a W&B report from the summary run: online, with an account).
         root_dir: the project folder: a relative ``sweep_dir`` or ``paper_results`` is taken from the
             working directory when it exists there, else from here.
     """
@@ -105,27 +107,26 @@ class ReportTask:
 
     def __init__(
         self,
-        sweep_dir: str | Path,
+        folders: ReportFolders,
         writer: RunWriter,
         tracker: Tracker,
-        options: ReportOptions = ReportOptions(),
-        extra_sweep_dirs: Sequence[str | Path] = (),
-        paper_results: str | Path | None = None,
-        paper_models: Mapping[str, str] | None = None,
-        paper_tests: Mapping[str, str] | None = None,
-        wandb_report: bool = True,
+        settings: ReportSettings = ReportSettings(),
         root_dir: str | Path | None = None,
     ):
-        if not sweep_dir:
-            raise ConfigError(f"sweep_dir: required: the folder of a sweep, {SWEEP_DIR_EXAMPLE}")
-        self.sweep_dirs = [user_path(d, root_dir) for d in [sweep_dir, *(extra_sweep_dirs or [])]]
-        self.paper_results = user_path(paper_results, root_dir) if paper_results else None
-        self.paper_models = dict(paper_models or {})
-        self.paper_tests = dict(paper_tests or {})
+        self.sweep_dirs = [user_path(d, root_dir) for d in [folders.sweep_dir, *settings.extra_sweep_dirs]]
+        self.paper_results = user_path(folders.paper_results, root_dir) if folders.paper_results else None
+        self.paper_models = dict(settings.paper_models)
+        self.paper_tests = dict(settings.paper_tests)
         self.writer = writer
         self.tracker = tracker
-        self.options = options
-        self.wandb_report = bool(wandb_report)
+        self.options = ReportOptions(
+            title=settings.title,
+            alpha=settings.alpha,
+            corrections=settings.corrections,
+            main_aggregation=settings.main_aggregation,
+            paper_equivalent_aggregations=settings.paper_equivalent_aggregations,
+        )
+        self.wandb_report = settings.wandb_report
 
     def run(self, config: dict | None = None) -> dict:
         """Collect, compute, write the report folder and publish it; returns the summary metrics

@@ -26,8 +26,7 @@ MAPPING = Accepts("mapping")
 
 @dataclass(frozen=True)
 class ReportSettings(Settings):
-    """``task.*`` of task=report (the report's options and what it compares with the paper); checked only:
-    the report task takes them through its run node (conf/task/report.yaml)."""
+    """``task.*`` of task=report (the report's options and what it compares with the paper)."""
 
     NODE = "task"
 
@@ -54,8 +53,10 @@ class ReportFolders(Settings):
     paper_results: str | None = setting(text(optional=True), None, "the paper's all_mean_mean_results.csv")
 
 
+# the settings groups the task object receives (constructor keyword -> class), built by launch.entry.build_task
+TASK_SETTINGS = {"settings": ReportSettings, "folders": ReportFolders}
 # the report's settings groups (their values: types and ranges), checked before any folder
-SETTINGS = (ReportSettings, ReportFolders)
+SETTINGS = tuple(TASK_SETTINGS.values())
 
 
 def check_config(cfg: DictConfig) -> None:

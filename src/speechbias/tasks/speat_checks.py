@@ -1,6 +1,6 @@
 """The SpEAT task's config checks (``task=speat``): a writable cache and a usable bias test (each of a job's
-listed tests: ``bias_test=[a,b]``); its settings, ``speat.*`` and ``extraction.*``, are in every evaluate.py
-config: launch.config_checks checks them."""
+listed tests: ``bias_test=[a,b]``); its settings groups, ``speat.*`` and ``extraction.*``, are in every
+evaluate.py config: launch.config_checks checks them (``shared_settings``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from speechbias.errors import ConfigError
+from speechbias.features.extraction_settings import ExtractionSettings
+from speechbias.speat.settings import SpeatSettings
 from speechbias.tasks.input_checks import check_bias_test, check_cache_folder
+
+# the settings groups the task object receives (constructor keyword -> class), built by launch.entry.build_task
+TASK_SETTINGS = {"speat": SpeatSettings, "extraction": ExtractionSettings}
 
 # what to type instead of a key of a listed group, which each listed option's own config would not see
 LISTED_GROUP_FIXES = {

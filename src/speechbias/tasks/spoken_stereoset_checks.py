@@ -8,7 +8,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from speechbias.errors import ConfigError
 from speechbias.tasks.input_checks import check_cache_folder
-from speechbias.tasks.spoken_stereoset_settings import SETTINGS
+from speechbias.tasks.spoken_stereoset_settings import SETTINGS, TASK_SETTINGS as TASK_SETTINGS  # the task's, for entry
 
 
 def check_config(cfg: DictConfig) -> None:

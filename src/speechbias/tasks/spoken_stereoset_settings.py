@@ -2,7 +2,7 @@
 ``task.statistics.*``; decoding and prompts are :class:`~speechbias.sllm.adapters.base.SamplingParams` and
 :class:`~speechbias.sllm.prompts.PromptTemplate`), checked on construction
 (:mod:`speechbias.checked_settings`); built by the config checks before any model or data read and by the
-task's run node (conf/task/spoken_stereoset.yaml)."""
+entry point for the task object (:data:`TASK_SETTINGS`)."""
 
 from __future__ import annotations
 
@@ -88,12 +88,13 @@ class SpeechLlmSettings(Settings):
     processor_class: str | None = setting(text(optional=True), None, "the transformers processor class")
 
 
-# the task's settings groups, checked by spoken_stereoset_checks
-SETTINGS = (
-    SpokenStereoSetSettings,
-    AnswerSettings,
-    StatisticsSettings,
-    SamplingParams,
-    PromptTemplate,
-    SpeechLlmSettings,
-)
+# the settings groups the task object receives (constructor keyword -> class), built by launch.entry.build_task
+TASK_SETTINGS = {
+    "settings": SpokenStereoSetSettings,
+    "answer": AnswerSettings,
+    "statistics": StatisticsSettings,
+    "sampling": SamplingParams,
+    "prompt": PromptTemplate,
+}
+# every settings group spoken_stereoset_checks builds: the task's, then those only checked
+SETTINGS = (*TASK_SETTINGS.values(), SpeechLlmSettings)

@@ -5,7 +5,8 @@ run (same initial weights and batches as three separate runs; about 3x less time
 the pooled propagation figure.
 
 ``conf/train.yaml``'s ``task.run`` builds :class:`TrainSerTask` with its collaborators (valence set,
-bias tests, upstream, cache, head and trainer factories, writer, tracker). :meth:`TrainSerTask.run`:
+bias tests, upstream, cache, head and trainer factories, writer, tracker); the entry point adds its settings
+groups (``TASK_SETTINGS`` of :mod:`speechbias.tasks.train_ser_checks`). :meth:`TrainSerTask.run`:
 extraction predict loop over the training clips and every bias-test clip (cached; a warm run does
 no forward) -> fit on cached per-layer temporal means (best/last checkpoints, resume) -> the
 propagation callback writes results.csv/json, predictions.csv, report.md and figures through the

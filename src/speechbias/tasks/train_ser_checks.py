@@ -11,6 +11,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from speechbias.config_composition import bias_test_config
 from speechbias.checked_settings import shown
 from speechbias.errors import ConfigError
+from speechbias.features.extraction_settings import ExtractionSettings
 from speechbias.run_context import primary_config_dir
 from speechbias.ser.training_settings import (
     SPEAT_RESULTS_COLUMNS,
@@ -23,9 +24,17 @@ from speechbias.ser.training_settings import (
 from speechbias.tasks.input_checks import CORPUS_LAYOUT, check_bias_test, check_cache_folder, csv_header
 
 
-# train.py's settings groups (their values: types and ranges), checked before any file; ser_data first: the
-# top-level max_steps and torch_threads default to its values, so a wrong one is named where it was typed
-SETTINGS = (ValenceDataSettings, ValenceSourceSettings, TrainingSettings, HeadSettings, PropagationSettings)
+# the settings groups the task object receives (constructor keyword -> class), built by launch.entry.build_task
+TASK_SETTINGS = {
+    "valence_data": ValenceDataSettings,
+    "training": TrainingSettings,
+    "propagation": PropagationSettings,
+    "extraction": ExtractionSettings,
+}
+# train.py's settings groups (their values: types and ranges), checked before any file: the task's, then those
+# only checked; ser_data first: the top-level max_steps and torch_threads default to its values, so a wrong
+# one is named where it was typed
+SETTINGS = (*TASK_SETTINGS.values(), ValenceSourceSettings, HeadSettings)
 
 
 def check_config(cfg: DictConfig) -> None:

@@ -10,7 +10,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from speechbias.errors import ConfigError
 from speechbias.tasks.input_checks import check_cache_folder, csv_header
-from speechbias.tasks.wer_disparity_settings import SETTINGS
+from speechbias.tasks.wer_disparity_settings import SETTINGS, TASK_SETTINGS as TASK_SETTINGS  # the task's, for entry
 
 
 def check_config(cfg: DictConfig) -> None:

@@ -1,6 +1,6 @@
 """The ASR disparity task's settings (``task=wer_disparity``: ``task.*``, ``task.glmm.*``, ``corpus.*``), checked
 on construction (:mod:`speechbias.checked_settings`); built by the config checks before any model or corpus
-read and by the task's run node (conf/task/wer_disparity.yaml) for :class:`~speechbias.tasks.wer_disparity.WerDisparityTask`."""
+read and by the entry point for :class:`~speechbias.tasks.wer_disparity.WerDisparityTask` (:data:`TASK_SETTINGS`)."""
 
 from __future__ import annotations
 
@@ -124,5 +124,12 @@ class AsrSettings(Settings):
     cache_dir: str | None = setting(text(optional=True), None, "the Hugging Face cache")
 
 
-# the task's settings groups, checked by wer_disparity_checks
-SETTINGS = (WerDisparitySettings, GlmmSettings, CorpusSettings, MinGroupSettings, CorpusLoadSettings, AsrSettings)
+# the settings groups the task object receives (constructor keyword -> class), built by launch.entry.build_task
+TASK_SETTINGS = {
+    "settings": WerDisparitySettings,
+    "glmm": GlmmSettings,
+    "corpus_settings": CorpusSettings,
+    "min_group": MinGroupSettings,
+}
+# every settings group wer_disparity_checks builds: the task's, then those only checked
+SETTINGS = (*TASK_SETTINGS.values(), CorpusLoadSettings, AsrSettings)

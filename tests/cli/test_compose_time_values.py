@@ -408,7 +408,19 @@ COMMANDS = [
         "evaluate.py",
         "asr=whisper_small",
         "error: asr=whisper_small: task=speat does not read asr (it reads "
-        "aggregation, bias_test, logger, paths, selection, trainer, upstream)",
+        "aggregation, bias_test, extraction, logger, paths, selection, speat, trainer, upstream)",
+    ),
+    # a node or top-level key the task does not read (no settings group of its own and no value of its run node
+    # interpolates it) would change nothing
+    (
+        "evaluate.py",
+        "task=wer_disparity speat.n_permutations=5",
+        "error: speat.n_permutations=5: task=wer_disparity does not read speat (it reads asr, corpus, logger, paths)",
+    ),
+    (
+        "evaluate.py",
+        "task=spoken_stereoset check_audio=full",
+        "error: check_audio=full: task=spoken_stereoset does not read check_audio (it reads logger, paths, sllm)",
     ),
     # the scale's bounds in their own order, whichever one was typed (ser_data=demo: 0 to 100)
     ("train.py", "ser_data.source.low=200", "error: ser_data.source.low=200, ser_data.source.high=100: the rating"),

@@ -142,12 +142,19 @@ GLOBAL_GROUPS = ("task", "experiment", "sweep")
 
 
 def keys_read_by_task(cfg: DictConfig) -> set[str]:
-    """The top-level keys of ``cfg`` that its task reads: ``task`` and every key its values interpolate,
-    followed through the nodes they name (``${bias_test}`` -> ``${selection.name}``)."""
+    """The top-level keys of ``cfg`` that its task reads: ``task``, the nodes (or top-level keys) of its
+    settings groups (its checks module's ``TASK_SETTINGS`` and ``SETTINGS``: ``speat``, ``lr``), and every key
+    their values interpolate, followed through the nodes they name (``${bias_test}`` -> ``${selection.name}``)."""
+    from speechbias.checked_settings import setting_fields
     from speechbias.features.clip_memory import CLIP_LIMIT_KEYS
 
     plain = OmegaConf.to_container(cfg, resolve=False)
-    read, todo = set(), ["task"]
+    module = task_checks_module(str(OmegaConf.select(cfg, "task.name", default="") or ""))
+    groups = {*getattr(module, "TASK_SETTINGS", {}).values(), *getattr(module, "SETTINGS", ())}
+    todo = ["task"]
+    for group in groups:
+        todo += [group.NODE.split(".")[0]] if group.NODE else [f.name for f in setting_fields(group)]
+    read = set()
     while todo:
         key = todo.pop()
         if key in read or key not in plain or key == "hydra":
@@ -171,9 +178,10 @@ def _strings(node):
 
 
 def check_typed_groups_read(cfg: DictConfig) -> None:
-    """A config group typed on the command line (``bias_test=...``, ``bias_test.manifest=...``) is read by the
-    run's task (:func:`keys_read_by_task`); else :class:`ConfigError`: task=wer_disparity would ignore it.
-    The overrides are ``hydra.overrides.task`` (a job config without its hydra node: Hydra's, inside a job)."""
+    """A config group or top-level key typed on the command line (``bias_test=...``, ``bias_test.manifest=...``,
+    ``speat.n_permutations=...``, ``check_audio=...``) is read by the run's task (:func:`keys_read_by_task`);
+    else :class:`ConfigError`: task=wer_disparity would ignore it. The overrides are ``hydra.overrides.task``
+    (a job config without its hydra node: Hydra's, inside a job)."""
     from hydra.core.hydra_config import HydraConfig
 
     hydra_node = cfg.hydra if "hydra" in cfg else HydraConfig.get() if HydraConfig.initialized() else None
@@ -182,15 +190,19 @@ def check_typed_groups_read(cfg: DictConfig) -> None:
     typed, choices = hydra_node.overrides.task, hydra_node.runtime.choices
     groups = {str(g).split("@")[0] for g in choices if not str(g).startswith("hydra")} - set(GLOBAL_GROUPS)
     typed_groups = {str(o).lstrip("+~").split("=")[0].split(".")[0].split("@")[0]: str(o) for o in typed}
-    unread = [(g, o) for g, o in typed_groups.items() if g in groups]
+    top = {str(k) for k in cfg.keys()} - {"hydra", *GLOBAL_GROUPS}
+    unread = [(g, o) for g, o in typed_groups.items() if g in groups or g in top]
     if not unread:
         return
     read = keys_read_by_task(cfg)
-    for group, override in unread:
-        if group not in read:
+    for key, override in unread:
+        if key not in read:
             task = OmegaConf.select(cfg, "task.name", default="?")
-            reads = ", ".join(sorted(g for g in groups if g in read))
-            raise ConfigError(f"{override}: task={task} does not read {group} (it reads {reads}); leave it out")
+            nodes = {
+                k for k in top if isinstance(OmegaConf.select(cfg, k, throw_on_resolution_failure=False), DictConfig)
+            }
+            reads = ", ".join(sorted(k for k in groups | nodes if k in read))  # its groups and nodes
+            raise ConfigError(f"{override}: task={task} does not read {key} (it reads {reads}); leave it out")
 
 
 # the job config (without its hydra node, as YAML) that ConfigCheckCallback checked in this process and

@@ -99,18 +99,26 @@ def test_a_deferred_weight_free_upstream_imports_no_torch():
     assert proc.stdout.splitlines()[-1] == "[]"
 
 
-def test_the_config_functions_take_the_constructors_arguments():
-    """A config gives a weight-free upstream's fields through a function of the constructor's own signature
-    (names, defaults, kinds): a default changed in one place only would give another key."""
+def test_the_weight_free_parameters_are_declared_once_in_the_config_classes():
+    """The constructors take the config dataclasses' fields (names, defaults) and nothing else, and the config
+    path reads the same dataclasses: a default changed in the one place changes both, so no key can differ."""
+    import dataclasses
     import inspect
 
     from speechbias.upstream.classical import FbankUpstream, MfccUpstream
-    from speechbias.upstream.classical_fingerprint import fbank_config_fingerprint, mfcc_config_fingerprint
+    from speechbias.upstream.classical_fingerprint import FbankConfig, MfccConfig
 
-    def parameters(function):
-        return [
-            (p.name, p.default, p.kind) for p in inspect.signature(function).parameters.values() if p.name != "self"
-        ]
-
-    assert parameters(fbank_config_fingerprint) == parameters(FbankUpstream.__init__)
-    assert parameters(mfcc_config_fingerprint) == parameters(MfccUpstream.__init__)
+    for upstream, config_class in ((FbankUpstream, FbankConfig), (MfccUpstream, MfccConfig)):
+        shown = [(p.name, p.default) for p in inspect.signature(upstream).parameters.values()]
+        assert shown == [(f.name, f.default) for f in dataclasses.fields(config_class)]
+        assert upstream.config_class is config_class and type(upstream().config) is config_class
+        refusals = []  # a key the dataclass lacks: both paths are refused by the dataclass itself
+        for path in (upstream, CONFIG_IDENTITIES[f"speechbias.upstream.classical.{upstream.__name__}"]):
+            with pytest.raises(TypeError, match=f"{config_class.__name__}.__init__.* 'no_such_option'") as refused:
+                path(no_such_option=1)
+            refusals.append(str(refused.value))
+        assert refusals[0] == refusals[1]
+    assert [f.name for f in dataclasses.fields(MfccConfig)] == [f.name for f in dataclasses.fields(FbankConfig)] + [
+        "n_mfcc"
+    ]
+    assert MfccUpstream(n_mels=40, n_mfcc=13).config == MfccConfig(n_mels=40, n_mfcc=13)

@@ -14,50 +14,25 @@ import scipy.fft
 import torch
 from transformers.audio_utils import mel_filter_bank
 
-from speechbias.fileio.audio import SAMPLE_RATE
 from speechbias.upstream.base import Upstream
 from speechbias.upstream.batching import check_batch, mask_frames
-from speechbias.upstream.classical_fingerprint import FAMILY, fbank_config_fingerprint, mfcc_config_fingerprint
+from speechbias.upstream.classical_fingerprint import FAMILY, FbankConfig, MfccConfig, constructor_signature
 
 
 class FbankUpstream(Upstream):
     """Log-mel filterbank energies: states [(B, T, n_mels)] at 1000/hop_ms frames per second."""
 
     family = FAMILY
+    config_class = FbankConfig  # the constructor's parameters, defaults and checks
 
-    def __init__(
-        self,
-        n_mels: int = 80,
-        win_ms: float = 25.0,
-        hop_ms: float = 10.0,
-        n_fft: int = 512,
-        f_min: float = 20.0,
-        f_max: float | None = None,
-        sample_rate: int = SAMPLE_RATE,
-        randomize: bool = False,
-        display_name: str | None = None,
-        seed: int | None = None,
-    ):
-        """``randomize`` must stay false (nothing to randomise); ``seed`` is accepted so every upstream
-        config has the same keys, and is unused. The sizes and the checks are those of
-        :func:`~speechbias.upstream.classical_fingerprint.fbank_config_fingerprint` (its fingerprint)."""
+    def __init__(self, **arguments):
+        """The fields of :attr:`config_class`, checked first (its ValueErrors)."""
+        config = self.config_class(**arguments)
         super().__init__()
-        fields = fbank_config_fingerprint(
-            n_mels, win_ms, hop_ms, n_fft, f_min, f_max, sample_rate, randomize, display_name, seed
-        )
-        self._fingerprint_fields = fields
-        self.sample_rate, self.win_length, self.hop_length = (
-            fields["sample_rate"],
-            fields["win_length"],
-            fields["hop_length"],
-        )
-        self.n_fft, self.n_mels, self.f_min, self.f_max = (
-            fields["n_fft"],
-            fields["n_mels"],
-            fields["f_min"],
-            fields["f_max"],
-        )
-        self.display_name = display_name
+        self.config, fields = config, config.fingerprint_fields()  # sizes in samples, f_max resolved
+        self.sample_rate, self.n_fft, self.n_mels = fields["sample_rate"], fields["n_fft"], fields["n_mels"]
+        self.win_length, self.hop_length = fields["win_length"], fields["hop_length"]
+        self.f_min, self.f_max, self.display_name = fields["f_min"], fields["f_max"], config.display_name
         filters = mel_filter_bank(
             num_frequency_bins=self.n_fft // 2 + 1,
             num_mel_filters=self.n_mels,
@@ -74,6 +49,9 @@ class FbankUpstream(Upstream):
         self.frame_rate = self.sample_rate / self.hop_length
         self.min_samples = self.win_length
         self.pad_invariant = True
+
+    # what inspect.signature shows (Hydra's target checks, users): each field of the config with its default
+    __init__.__signature__ = constructor_signature(FbankConfig)
 
     def frame_count(self, lengths: torch.Tensor) -> torch.Tensor:
         """Frames wholly inside each clip: 1 + (n - win) // hop."""
@@ -100,23 +78,24 @@ class FbankUpstream(Upstream):
         return self.display_name or type(self).__name__
 
     def fingerprint_fields(self) -> dict:
-        """The ``classical_fingerprint`` function of the constructor's arguments (a config gives the same
-        fields without building it)."""
-        return dict(self._fingerprint_fields)
+        """The config's (``classical_fingerprint``: a config gives them without building the upstream)."""
+        return self.config.fingerprint_fields()
 
 
 class MfccUpstream(FbankUpstream):
     """MFCCs: orthonormal DCT-II over the log-mel axis, first ``n_mfcc`` coefficients (c0 kept)."""
 
-    def __init__(self, n_mfcc: int = 40, n_mels: int = 80, **kwargs):
-        fields = mfcc_config_fingerprint(n_mfcc, n_mels, **kwargs)  # its checks first (n_mfcc, randomize)
-        super().__init__(n_mels=n_mels, **kwargs)
-        self._fingerprint_fields = fields
-        self.n_mfcc = int(n_mfcc)
+    config_class = MfccConfig
+
+    def __init__(self, **arguments):
+        super().__init__(**arguments)
+        self.n_mfcc = int(self.config.n_mfcc)
         # row k of dct(I) along axis 0 is the k-th DCT-II basis vector over the mel axis
-        basis = scipy.fft.dct(np.eye(n_mels), type=2, norm="ortho", axis=0)[:n_mfcc]
+        basis = scipy.fft.dct(np.eye(self.n_mels), type=2, norm="ortho", axis=0)[: self.n_mfcc]
         self.register_buffer("dct_basis", torch.from_numpy(basis).float(), persistent=False)  # (mfcc, mels)
         self.hidden_size = self.n_mfcc
+
+    __init__.__signature__ = constructor_signature(MfccConfig)
 
     def features(self, wavs: torch.Tensor) -> torch.Tensor:
         return self.log_mel(wavs) @ self.dct_basis.T

@@ -1,14 +1,14 @@
 """An upstream built from its config only when a run needs it: a run whose clips are all cached builds none.
 
 ``conf/task/speat.yaml`` hands its task a :class:`DeferredUpstream` of the run's ``upstream`` config
-(``_recursive_: false``, so Hydra passes the config, not a built model). The
-task asks it for the fingerprint (the feature-cache namespace) and the run's identity columns; it builds
-the upstream (``hydra.utils.instantiate``) only for extraction. A weight-free baseline's fingerprint
-follows from its config, a Hugging Face upstream's from its config and its files
-(:mod:`speechbias.upstream.hf_identity`; a hub id must be in the local cache), both by the functions the
-classes themselves use (:data:`CONFIG_IDENTITIES`), so a warm fbank, mfcc or HF run imports no torch. Any
-other upstream (s3prl, or an HF one whose files are not at hand) is built at the first such question (an
-``HFUpstream`` reads its config then, and its weights only at the first forward). The built upstream's
+(``_recursive_: false``, so Hydra passes the config, not a built model). The task asks it for the fingerprint
+(the feature-cache namespace) and the run's identity columns; it builds the upstream
+(``hydra.utils.instantiate``) only for extraction. A weight-free baseline's fingerprint follows from its config
+(the parameters its class is built from, :mod:`speechbias.upstream.classical_fingerprint`), a Hugging Face
+upstream's from its config and its files (:mod:`speechbias.upstream.hf_identity`, as the class computes it; a
+hub id must be in the local cache) (:data:`CONFIG_IDENTITIES`), so a warm fbank, mfcc or HF run imports no
+torch. Any other upstream (s3prl, or an HF one whose files are not at hand) is built at the first such question
+(an ``HFUpstream`` reads its config then, and its weights only at the first forward). The built upstream's
 fingerprint must equal the one given before (checked).
 """
 
@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from speechbias.model_loading import FingerprintedModel
 from speechbias.upstream.classical_fingerprint import FAMILY as CLASSICAL
-from speechbias.upstream.classical_fingerprint import fbank_config_fingerprint, mfcc_config_fingerprint
+from speechbias.upstream.classical_fingerprint import FbankConfig, MfccConfig
 from speechbias.upstream.hf_identity import hf_fingerprint_fields, hf_upstream_name
 
 if TYPE_CHECKING:
@@ -40,10 +40,10 @@ class UpstreamIdentity:
     family: str
 
 
-def _classical(fields_of: Callable[..., dict], class_name: str) -> Callable[..., UpstreamIdentity]:
+def _classical(config_class: type[FbankConfig]) -> Callable[..., UpstreamIdentity]:
     def identity(**arguments) -> UpstreamIdentity:
-        display_name = arguments.get("display_name")
-        return UpstreamIdentity(fields_of(**arguments), display_name or class_name, display_name, CLASSICAL)
+        c = config_class(**arguments)  # the constructor's own parameters and checks
+        return UpstreamIdentity(c.fingerprint_fields(), c.display_name or c.class_name, c.display_name, CLASSICAL)
 
     return identity
 
@@ -64,8 +64,8 @@ def _hf_from_config_dict(model_type=None, config=None, seed=0, randomize=True, *
 
 # the weight-free baselines' identities (fbank, mfcc): from the config alone
 _WEIGHT_FREE_IDENTITIES: dict[str, Callable[..., UpstreamIdentity]] = {
-    "speechbias.upstream.classical.FbankUpstream": _classical(fbank_config_fingerprint, "FbankUpstream"),
-    "speechbias.upstream.classical.MfccUpstream": _classical(mfcc_config_fingerprint, "MfccUpstream"),
+    "speechbias.upstream.classical.FbankUpstream": _classical(FbankConfig),
+    "speechbias.upstream.classical.MfccUpstream": _classical(MfccConfig),
 }
 #: the targets without weights (fbank, mfcc)
 WEIGHT_FREE_TARGETS = frozenset(_WEIGHT_FREE_IDENTITIES)

@@ -422,6 +422,13 @@ COMMANDS = [
         "task=spoken_stereoset check_audio=full",
         "error: check_audio=full: task=spoken_stereoset does not read check_audio (it reads logger, paths, sllm)",
     ),
+    # a weight-free upstream's own checks (its config class, no torch), not Hydra's instantiation error mid-run
+    ("evaluate.py", "upstream=mfcc upstream.n_mfcc=90", "error: upstream=mfcc: n_mfcc=90 must be in 1..n_mels=80"),
+    (
+        "evaluate.py",
+        "upstream=fbank upstream.win_ms=100",
+        "error: upstream=fbank: win_ms=100 gives 1600 samples; need 0 < window <= n_fft=512",
+    ),
     # the scale's bounds in their own order, whichever one was typed (ser_data=demo: 0 to 100)
     ("train.py", "ser_data.source.low=200", "error: ser_data.source.low=200, ser_data.source.high=100: the rating"),
     ("train.py", "ser_data.source.high=-5", "error: ser_data.source.low=0, ser_data.source.high=-5: the rating"),

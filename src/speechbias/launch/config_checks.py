@@ -93,6 +93,33 @@ def check_settings_values(cfg: DictConfig, groups=None) -> None:
     for group in shared_settings() if groups is None else groups:
         if not group.NODE or _has_node(cfg, group.NODE):
             group.from_config(cfg)
+    check_weight_free_upstream(cfg)
+
+
+def check_weight_free_upstream(cfg: DictConfig) -> None:
+    """A weight-free upstream's parameters (fbank, mfcc: ``upstream.n_mfcc`` within 1..n_mels, the window
+    within n_fft, ...) pass its constructor's own checks, which its config class holds without torch
+    (:mod:`speechbias.upstream.classical_fingerprint`); else one line (it used to be Hydra's multi-line
+    instantiation error when the run built the upstream)."""
+    from speechbias.upstream.deferred import CONFIG_IDENTITIES, WEIGHT_FREE_TARGETS
+
+    node = OmegaConf.select(cfg, "upstream", default=None)
+    target = node.get("_target_") if isinstance(node, DictConfig) else None
+    if target not in WEIGHT_FREE_TARGETS:
+        return
+    arguments = {str(k): v for k, v in OmegaConf.to_container(node, resolve=True).items() if not str(k).startswith("_")}
+    try:
+        CONFIG_IDENTITIES[target](**arguments)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"upstream={_choice(cfg, 'upstream')}: {exc}") from None
+
+
+def _choice(cfg: DictConfig, group: str) -> str:
+    """The option of ``group`` the config was composed with (``hydra.runtime.choices``), else ``...``."""
+    from hydra.core.hydra_config import HydraConfig
+
+    hydra_node = cfg.hydra if "hydra" in cfg else HydraConfig.get() if HydraConfig.initialized() else None
+    return str(OmegaConf.select(hydra_node, f"runtime.choices.{group}", default=None) or "...") if hydra_node else "..."
 
 
 def _has_node(cfg: DictConfig, key: str) -> bool:

@@ -429,6 +429,8 @@ COMMANDS = [
         "upstream=fbank upstream.win_ms=100",
         "error: upstream=fbank: win_ms=100 gives 1600 samples; need 0 < window <= n_fft=512",
     ),
+    # an argument of the task object that the entry point builds from a settings group would be overridden silently
+    ("evaluate.py", "+task.run.speat={n_permutations:5}", "error: task.run.speat: the task's speat settings are built"),
     # the scale's bounds in their own order, whichever one was typed (ser_data=demo: 0 to 100)
     ("train.py", "ser_data.source.low=200", "error: ser_data.source.low=200, ser_data.source.high=100: the rating"),
     ("train.py", "ser_data.source.high=-5", "error: ser_data.source.low=0, ser_data.source.high=-5: the rating"),

@@ -151,3 +151,25 @@ def test_runs_without_digests_are_told_apart_by_their_result_columns(tmp_path):
     )
     assert f"move one of them out of {sweep}" in lines[0]
     assert _snapshot(sweep) == before
+
+
+def test_runs_of_two_seeds_in_sweep_dir_and_an_extra_sweep_dir_name_the_seed_once_and_the_extra_folder(runs):
+    """Two folders given together (``sweep_dir`` and ``task.extra_sweep_dirs``): the fix is to leave the extra
+    one out, not to report the ``sweep_dir`` already typed; the seed both digests name is said once."""
+    root, cache = runs["root"], runs["cache"]
+    first = _demo_run(root / "seed0" / "run", cache, "speat.n_permutations=100", "seed=0")
+    second = _demo_run(root / "seed1" / "run", cache, "speat.n_permutations=100", "seed=1")
+    done = run_entry(
+        "evaluate.py",
+        "task=report",
+        f"sweep_dir={root / 'seed0'}",
+        f"task.extra_sweep_dirs=[{root / 'seed1'}]",
+        "logger=none",
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert f"{first} and {second} are two runs of fbank on demo_voice (mean_sum)" in lines[0]
+    assert lines[0].count("seed") == 1 + lines[0].count("seed0") + lines[0].count("seed1"), lines[0]
+    assert f"leave {root / 'seed1'} out of task.extra_sweep_dirs (" in lines[0], lines[0]

@@ -142,6 +142,7 @@ def check_config(cfg: DictConfig, models: bool = True) -> None:
     check_required_values(cfg)
     check_settings_values(cfg)
     check_typed_groups_read(cfg)
+    check_run_node_leaves_settings(cfg)
     from speechbias.launch.model_files_check import missing_model_files
 
     missing = missing_model_files(cfg) if models else []
@@ -230,6 +231,17 @@ def check_typed_groups_read(cfg: DictConfig) -> None:
             }
             reads = ", ".join(sorted(k for k in groups | nodes if k in read))  # its groups and nodes
             raise ConfigError(f"{override}: task={task} does not read {key} (it reads {reads}); leave it out")
+
+
+def check_run_node_leaves_settings(cfg: DictConfig) -> None:
+    """``task.run`` holds no argument that the entry point passes from the task's settings groups
+    (``TASK_SETTINGS``: ``+task.run.speat={...}`` would be overridden by the ``speat`` node without a word)."""
+    module = task_checks_module(str(OmegaConf.select(cfg, "task.name", default="") or ""))
+    run = OmegaConf.select(cfg, "task.run", default=None)
+    for keyword, group in getattr(module, "TASK_SETTINGS", {}).items():
+        if isinstance(run, DictConfig) and keyword in run:
+            where = f"the keys of {group.NODE}" if group.NODE else "its top-level keys"
+            raise ConfigError(f"task.run.{keyword}: the task's {keyword} settings are built from {where}; set those")
 
 
 # the job config (without its hydra node, as YAML) that ConfigCheckCallback checked in this process and

@@ -49,7 +49,7 @@ class ReportSettings(Settings):
 class ReportFolders(Settings):
     """``sweep_dir`` (the sweep to report on) and ``paper_results`` (the paper's table, optional)."""
 
-    sweep_dir: str = setting(text(), ".", "task=report: the sweep folder to report on")
+    sweep_dir: str = setting(text(), ".", "task=report: the sweep folder to report on, e.g. multirun/paper_speat")
     paper_results: str | None = setting(text(optional=True), None, "the paper's all_mean_mean_results.csv")
 
 

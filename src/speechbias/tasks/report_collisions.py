@@ -68,24 +68,28 @@ def _run_path(results: SweepResults, run_dir: str) -> Path:
     return results.sweep_dirs[0] / run_dir if len(results.sweep_dirs) == 1 else Path(run_dir)
 
 
-def _differing_columns(rows: pd.DataFrame, columns: Sequence[str], named: str) -> str:
+def _differing_columns(rows: pd.DataFrame, columns: Sequence[str], named: Sequence[str]) -> str:
     """``n_permutations 100 vs 200, fingerprint 1c7048fb vs 6f6fb60e`` for the setting ``columns`` two
-    result rows differ in, but those whose config key the ``named`` config change already shows."""
+    result rows differ in, but those whose config key is among the ``named`` keys of the config change
+    (``speat.n_permutations``, ``seed``; any ``upstream.*`` key for a fingerprint)."""
     parts = []
     for column in columns:
-        if f".{column}:" in f".{named}" or (column == "fingerprint" and "upstream." in named):
+        if any(
+            k.rsplit(".", 1)[-1] == column or (column == "fingerprint" and k.startswith("upstream.")) for k in named
+        ):
             continue
         a, b = (str(v)[:8] if column == "fingerprint" else str(v) for v in rows[column])
         parts.append(f"{column} {a} vs {b}")
     return ", ".join(parts)
 
 
-def _config_change(first: Path, second: Path, columns: Sequence[str]) -> str:
-    """What their run digests say changed (``speat.n_permutations: 100 -> 200 (+3 more)``): the config
-    keys of the differing ``columns`` (upstream settings for a fingerprint) first; '' without digests."""
+def _config_change(first: Path, second: Path, columns: Sequence[str]) -> tuple[str, list[str]]:
+    """What their run digests say changed (``speat.n_permutations: 100 -> 200 (+3 more)``), and the config
+    keys it names: those of the differing ``columns`` (upstream settings for a fingerprint) first; ('', [])
+    without digests."""
     old, new = read_digest(first / RUN_DIGEST_FILE), read_digest(second / RUN_DIGEST_FILE)
     if old is None or new is None:
-        return ""
+        return "", []
     merged = {**old.get("values", {}), **old.get("extra", {}), **new.get("values", {}), **new.get("extra", {})}
     keys = [k for k in changed_keys(old, new) if k in merged]  # config keys, not clip paths
 
@@ -100,7 +104,7 @@ def _config_change(first: Path, second: Path, columns: Sequence[str]) -> str:
         for d in (old, new)
     ]
     text = describe_change(*only)
-    return text + (f" (+{len(keys) - len(named)} more)" if len(keys) > len(named) else "")
+    return text + (f" (+{len(keys) - len(named)} more)" if len(keys) > len(named) else ""), named
 
 
 def _fix(first: Path, second: Path, sweep_dirs: Sequence[Path]) -> str:
@@ -108,6 +112,12 @@ def _fix(first: Path, second: Path, sweep_dirs: Sequence[Path]) -> str:
     when one sweep made both (its ``multirun.yaml``), a sweep folder per setting."""
     common = Path(os.path.commonpath([first.resolve(), second.resolve()]))
     where = " or ".join(str(d) for d in sweep_dirs)
+    holding = [
+        next((d for d in sweep_dirs if run.resolve().is_relative_to(d.resolve())), None) for run in (first, second)
+    ]
+    if None not in holding and holding[0] != holding[1]:  # sweep_dir and one of task.extra_sweep_dirs
+        extra = holding[1] if holding[1] != sweep_dirs[0] else holding[0]
+        return f"report those folders apart: leave {extra} out of task.extra_sweep_dirs"
     if (common / "multirun.yaml").is_file():
         return (
             f"one sweep ({common}) varied a setting the report does not tell apart: sweep each setting into a folder "
@@ -130,8 +140,8 @@ def collision_message(results: SweepResults) -> str | None:
     columns = [c for c in SETTING_COLUMNS if c in rows.columns and rows[c].astype(str).nunique() > 1]
     # the result columns that differ, then what the digests say changed in the config (its keys for those
     # columns first: for a fingerprint, the upstream's settings)
-    config = _config_change(first, second, columns)
-    what = "; ".join(p for p in (_differing_columns(rows, columns, config), config) if p) or "settings no digest names"
+    config, named = _config_change(first, second, columns)
+    what = "; ".join(p for p in (_differing_columns(rows, columns, named), config) if p) or "settings no digest names"
     upstream, test, aggregation = found.key
     others = f" ({found.n_keys - 1} more model, test and aggregation have several runs)" if found.n_keys > 1 else ""
     where = ", ".join(str(d) for d in results.sweep_dirs)

@@ -29,3 +29,17 @@ def run_entry(
         text=True,
         timeout=timeout,
     )
+
+
+def import_probe(heavy: tuple[str, ...]) -> str:
+    """Python code (``python -c <code> <script> <out> <args>``) that runs an entry script as typed and writes to
+    ``<out>`` which of the ``heavy`` modules it imported, comma-separated."""
+    return (
+        "import runpy, sys\n"
+        "script, out = sys.argv[1], sys.argv[2]\n"
+        "sys.argv = [script] + sys.argv[3:]\n"
+        "try:\n"
+        "    runpy.run_path(script, run_name='__main__')\n"
+        "finally:\n"
+        f"    open(out, 'w').write(','.join(m for m in {tuple(heavy)!r} if m in sys.modules))\n"
+    )

@@ -13,19 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.entry_commands import import_probe
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "pytorch_lightning", "transformers", "pandas")
 FAST_SPEAT = ("logger=none", "speat.n_permutations=300", "speat.per_layer=false", "upstream=fbank")
 # runs an entry script like `python <script> <args>` and records which heavy modules it had imported
-IMPORT_PROBE = (
-    "import runpy, sys\n"
-    "script, out = sys.argv[1], sys.argv[2]\n"
-    "sys.argv = [script] + sys.argv[3:]\n"
-    "try:\n"
-    "    runpy.run_path(script, run_name='__main__')\n"
-    "finally:\n"
-    f"    open(out, 'w').write(','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
-)
+IMPORT_PROBE = import_probe(HEAVY)
 
 
 def _env(tmp: Path) -> dict:

@@ -19,6 +19,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from speechbias.checked_settings import ACCEPTS
+from tests.entry_commands import import_probe
 from speechbias.launch.config_checks import shared_settings
 from speechbias.tasks import report_checks, train_ser_checks
 from speechbias.tasks.spoken_stereoset_settings import SETTINGS as SPOKEN_STEREOSET_SETTINGS
@@ -147,16 +148,7 @@ def test_each_main_key_is_described_by_its_settings_field(entry):
 
 
 # runs an entry script as typed and writes which heavy modules it imported
-IMPORT_PROBE = (
-    "import runpy, sys\n"
-    "script, out = sys.argv[1], sys.argv[2]\n"
-    "sys.argv = [script] + sys.argv[3:]\n"
-    "try:\n"
-    "    runpy.run_path(script, run_name='__main__')\n"
-    "finally:\n"
-    "    heavy = ('torch', 'pandas', 'pytorch_lightning', 'lightning', 'transformers')\n"
-    "    open(out, 'w').write(','.join(m for m in heavy if m in sys.modules))\n"
-)
+IMPORT_PROBE = import_probe(("torch", "pandas", "pytorch_lightning", "lightning", "transformers"))
 
 
 @pytest.mark.parametrize("entry", ["train", "evaluate"])

@@ -34,7 +34,7 @@ the paper's published lists
 
 Appended to every run: ``logger=none``, ``paths.output_root``, ``paths.cache_dir`` under tmp,
 ``paths.multirun_root=<cwd>/multirun`` (so the README's relative ``sweep_dir=multirun/...`` finds the
-sweep); evaluate.py: ``speat.n_permutations=2000 speat.n_resamples=100``; train.py: ``max_steps=20``.
+sweep); evaluate.py's SpEAT task: ``speat.n_permutations=2000 speat.n_resamples=100``; train.py: ``max_steps=20``.
 Sweeps run without ``hydra.sweep.dir``. A report command first runs the sweep it reads if this module
 has not run it yet. Every run must exit 0 and leave its results files.
 """
@@ -262,7 +262,11 @@ def substituted(command: str, workspace: dict) -> list[str]:
         f"paths.cache_dir={workspace['cache']}",
         f"paths.multirun_root={workspace['cwd'] / 'multirun'}",
     ]
-    out += ["speat.n_permutations=2000", "speat.n_resamples=100"] if script == "evaluate.py" else ["max_steps=20"]
+    task = next((t.split("=", 1)[1] for t in reversed(args) if t.startswith("task=")), "speat")
+    if script == "train.py":
+        out.append("max_steps=20")
+    elif task == "speat":  # another task reads no speat.* (it would refuse the keys in one line)
+        out += ["speat.n_permutations=2000", "speat.n_resamples=100"]
     return [sys.executable, str(REPO / script), *out]
 
 

@@ -60,6 +60,19 @@ def task_checks_module(task: str):
     return importlib.import_module(name)
 
 
+def task_module_of(cfg: DictConfig):
+    """:func:`task_checks_module` of the config's ``task.name`` (its checks, ``TASK_SETTINGS``, ``SETTINGS``)."""
+    return task_checks_module(str(OmegaConf.select(cfg, "task.name", default="") or ""))
+
+
+def job_hydra_node(cfg: DictConfig):
+    """The job's ``hydra`` node: ``cfg``'s own (Hydra's callbacks, a sweep's pre-flight), else Hydra's inside a
+    job (a job config has none); None without either."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return cfg.hydra if "hydra" in cfg else HydraConfig.get() if HydraConfig.initialized() else None
+
+
 def task_checks(task: str) -> Callable[[DictConfig], None] | None:
     """The ``check_config`` of ``speechbias.tasks.<task>_checks``; None when the task has no such module."""
     module = task_checks_module(task)
@@ -69,7 +82,7 @@ def task_checks(task: str) -> Callable[[DictConfig], None] | None:
 def check_values(cfg: DictConfig) -> None:
     """The values of every settings group of ``cfg`` (the shared ones and the task's ``SETTINGS``, each once):
     types and ranges only, no file read (a sweep's pre-flight runs it for each value a sweep gives a setting)."""
-    module = task_checks_module(str(OmegaConf.select(cfg, "task.name", default="") or ""))
+    module = task_module_of(cfg)
     check_settings_values(cfg, tuple(dict.fromkeys((*shared_settings(), *getattr(module, "SETTINGS", ())))))
 
 
@@ -111,15 +124,9 @@ def check_weight_free_upstream(cfg: DictConfig) -> None:
     try:
         CONFIG_IDENTITIES[target](**arguments)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"upstream={_choice(cfg, 'upstream')}: {exc}") from None
-
-
-def _choice(cfg: DictConfig, group: str) -> str:
-    """The option of ``group`` the config was composed with (``hydra.runtime.choices``), else ``...``."""
-    from hydra.core.hydra_config import HydraConfig
-
-    hydra_node = cfg.hydra if "hydra" in cfg else HydraConfig.get() if HydraConfig.initialized() else None
-    return str(OmegaConf.select(hydra_node, f"runtime.choices.{group}", default=None) or "...") if hydra_node else "..."
+        hydra_node = job_hydra_node(cfg)  # the option as composed for this job (a sweep's pre-flight: each job's)
+        chosen = OmegaConf.select(hydra_node, "runtime.choices.upstream", default=None) if hydra_node else None
+        raise ConfigError(f"upstream={chosen or '...'}: {exc}") from None
 
 
 def _has_node(cfg: DictConfig, key: str) -> bool:
@@ -177,7 +184,7 @@ def keys_read_by_task(cfg: DictConfig) -> set[str]:
     from speechbias.features.clip_memory import CLIP_LIMIT_KEYS
 
     plain = OmegaConf.to_container(cfg, resolve=False)
-    module = task_checks_module(str(OmegaConf.select(cfg, "task.name", default="") or ""))
+    module = task_module_of(cfg)
     groups = {*getattr(module, "TASK_SETTINGS", {}).values(), *getattr(module, "SETTINGS", ())}
     todo = ["task"]
     for group in groups:
@@ -210,9 +217,7 @@ def check_typed_groups_read(cfg: DictConfig) -> None:
     ``speat.n_permutations=...``, ``check_audio=...``) is read by the run's task (:func:`keys_read_by_task`);
     else :class:`ConfigError`: task=wer_disparity would ignore it. The overrides are ``hydra.overrides.task``
     (a job config without its hydra node: Hydra's, inside a job)."""
-    from hydra.core.hydra_config import HydraConfig
-
-    hydra_node = cfg.hydra if "hydra" in cfg else HydraConfig.get() if HydraConfig.initialized() else None
+    hydra_node = job_hydra_node(cfg)
     if hydra_node is None:
         return
     typed, choices = hydra_node.overrides.task, hydra_node.runtime.choices
@@ -236,7 +241,7 @@ def check_typed_groups_read(cfg: DictConfig) -> None:
 def check_run_node_leaves_settings(cfg: DictConfig) -> None:
     """``task.run`` holds no argument that the entry point passes from the task's settings groups
     (``TASK_SETTINGS``: ``+task.run.speat={...}`` would be overridden by the ``speat`` node without a word)."""
-    module = task_checks_module(str(OmegaConf.select(cfg, "task.name", default="") or ""))
+    module = task_module_of(cfg)
     run = OmegaConf.select(cfg, "task.run", default=None)
     for keyword, group in getattr(module, "TASK_SETTINGS", {}).items():
         if isinstance(run, DictConfig) and keyword in run:

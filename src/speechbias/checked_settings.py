@@ -6,7 +6,7 @@ reads (``speat``, ``task.glmm``; "" for top-level keys such as ``lr``) and each 
 ``__post_init__`` converts each value as the command line gives it (``"5"`` or ``1e6`` -> 5, ``[1e-3]`` -> a
 tuple) and raises :class:`~speechbias.errors.ConfigError` in one line naming the key, the value and what is
 accepted. The config checks build each group with ``from_config`` before any model, extraction or corpus
-read; the entry point builds a task's groups the same way (:func:`settings_from_config`, the task's
+read; the entry point builds a task's groups the same way (``from_config`` of each of the task's
 ``TASK_SETTINGS``), so the task gets the checked objects. Standard library and OmegaConf only: ground floor,
 no torch.
 """
@@ -14,10 +14,10 @@ no torch.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from difflib import get_close_matches
 from typing import Any, ClassVar
 
 from speechbias.errors import ConfigError
@@ -108,7 +108,7 @@ class Accepts:
                 raise ValueError
             return text
         if self.kind == "floats":
-            items = [value] if _is_scalar(value) else _sequence(value)
+            items = [value] if isinstance(value, (str, int, float, bool)) else _sequence(value)
             numbers = tuple(self._in_range(_number(v)) for v in items)
             if not numbers or (self.distinct and len(set(numbers)) != len(numbers)):
                 raise ValueError
@@ -139,10 +139,6 @@ class Accepts:
 def _bound(value: float) -> str:
     """A bound as written: 1, 0.5, 1e-05, 4294967295."""
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
-
-
-def _is_scalar(value) -> bool:
-    return isinstance(value, (str, int, float, bool))
 
 
 def _sequence(value) -> list:
@@ -229,12 +225,28 @@ def setting(accepts: Accepts, default: Any = dataclasses.MISSING, doc: str = "")
 
 class Settings:
     """Base of a settings group: a dataclass whose :func:`setting` fields are the keys of the config node
-    ``NODE`` (dotted; "" for top-level keys). ``__post_init__`` converts and checks every field."""
+    ``NODE`` (dotted; "" for top-level keys)."""
 
     NODE: ClassVar[str] = ""
 
     def __post_init__(self):
-        check_settings(self)
+        """Convert and check every :func:`setting` field in place (frozen ones too); the first value not
+        accepted raises :class:`ConfigError`: ``<key>=<value>: must be <what is accepted> (<what it sets>)[; did
+        you mean <choice>?]`` (difflib's close matches of a string not among a setting's choices)."""
+        for f in setting_fields(self):
+            value = _plain(getattr(self, f.name))
+            accepts = f.metadata[ACCEPTS]
+            try:
+                converted = accepts.convert(value)
+            except (ValueError, TypeError, OverflowError):
+                doc = f" ({f.metadata['doc']})" if f.metadata["doc"] else ""
+                typed = [v for v in (value if isinstance(value, (list, tuple)) else [value]) if isinstance(v, str)]
+                close = [c for v in typed if v not in accepts.choices for c in get_close_matches(v, accepts.choices, 2)]
+                hint = f"; did you mean {' or '.join(close)}?" if close else ""
+                raise ConfigError(
+                    f"{self.key_of(f.name)}={shown(value)}: must be {accepts.describe()}{doc}{hint}"
+                ) from None
+            object.__setattr__(self, f.name, converted)
 
     @classmethod
     def key_of(cls, name: str) -> str:
@@ -243,15 +255,34 @@ class Settings:
 
     @classmethod
     def from_config(cls, cfg):
-        """Built from the whole run config (a DictConfig): the node at ``NODE`` (absent: every default). A
-        reference that does not resolve is one line naming its key."""
-        return cls(**_node_values(cls, cfg))
+        """Built from the whole run config (a DictConfig): the values of its fields found under ``NODE``,
+        resolved (absent: the default). A reference that does not resolve is one line naming its key."""
+        from omegaconf import DictConfig, OmegaConf
+        from omegaconf.errors import OmegaConfBaseException
+
+        node_key = cls.NODE
+        try:
+            node = OmegaConf.select(cfg, node_key, default=None) if node_key else cfg
+        except OmegaConfBaseException:
+            node = None  # named below, by the first key that does not resolve
+        if node is not None and not isinstance(node, DictConfig):  # propagation.aggregation=nope
+            raise ConfigError(
+                f"{node_key}={shown(_plain(node))}: must be a config node, not a value; set its keys one by one, "
+                f"e.g. {node_key}.{setting_fields(cls)[0].name}=..."
+            )
+        values = {}
+        for f in setting_fields(cls):
+            try:
+                value = OmegaConf.select(cfg, cls.key_of(f.name), default=_ABSENT, throw_on_missing=True)
+            except OmegaConfBaseException as exc:
+                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise ConfigError(f"{cls.key_of(f.name)}: cannot be resolved ({reason})") from None
+            if value is not _ABSENT:
+                values[f.name] = _plain(value)
+        return cls(**values)
 
 
-def settings_from_config(groups: Mapping[str, type[Settings]], cfg) -> dict[str, Settings]:
-    """``{keyword: group.from_config(cfg)}``: a task's settings groups (its checks module's ``TASK_SETTINGS``,
-    constructor keyword -> settings class), built from the run config, in the order given."""
-    return {keyword: group.from_config(cfg) for keyword, group in groups.items()}
+_ABSENT = object()
 
 
 def setting_fields(cls_or_obj) -> list[dataclasses.Field]:
@@ -277,29 +308,6 @@ def shown(value) -> str:
     return " ".join(str(value).split())
 
 
-def setting_error(key: str, value, accepts: Accepts, doc: str = "") -> ConfigError:
-    """``<key>=<value>: must be <what is accepted> (<what it sets>)[; did you mean <choice>?]`` (difflib's
-    close matches of a string not among a setting's choices)."""
-    what = f" ({doc})" if doc else ""
-    typed = [v for v in (value if isinstance(value, (list, tuple)) else [value]) if isinstance(v, str)]
-    close = [c for v in typed if v not in accepts.choices for c in difflib.get_close_matches(v, accepts.choices, 2)]
-    hint = f"; did you mean {' or '.join(close)}?" if accepts.choices and close else ""
-    return ConfigError(f"{key}={shown(value)}: must be {accepts.describe()}{what}{hint}")
-
-
-def check_settings(obj) -> None:
-    """Convert and check every :func:`setting` field of the settings object ``obj`` in place (frozen ones
-    too); the first value not accepted raises :class:`ConfigError` naming its key."""
-    for f in setting_fields(obj):
-        value = _plain(getattr(obj, f.name))
-        accepts = f.metadata[ACCEPTS]
-        try:
-            converted = accepts.convert(value)
-        except (ValueError, TypeError, OverflowError):
-            raise setting_error(type(obj).key_of(f.name), value, accepts, f.metadata["doc"]) from None
-        object.__setattr__(obj, f.name, converted)
-
-
 def _plain(value):
     """OmegaConf containers as plain lists and dicts (a settings object holds no config node)."""
     from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -307,35 +315,3 @@ def _plain(value):
     if isinstance(value, (DictConfig, ListConfig)):
         return OmegaConf.to_container(value, resolve=True)
     return value
-
-
-_ABSENT = object()
-
-
-def _node_values(cls, cfg) -> dict:
-    """The values of ``cls``'s fields found in the run config ``cfg`` (under ``cls.NODE``), resolved; a
-    reference that does not resolve raises :class:`ConfigError` naming the key."""
-    from omegaconf import DictConfig, OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    node_key = cls.NODE
-    try:
-        node = OmegaConf.select(cfg, node_key, default=None) if node_key else cfg
-    except OmegaConfBaseException:
-        node = None  # named below, by the first key that does not resolve
-    if node is not None and not isinstance(node, DictConfig):  # propagation.aggregation=nope
-        raise ConfigError(
-            f"{node_key}={shown(_plain(node))}: must be a config node, not a value; set its keys one by one, "
-            f"e.g. {node_key}.{setting_fields(cls)[0].name}=..."
-        )
-    values = {}
-    for f in setting_fields(cls):
-        relative = f"{node_key}.{f.name}" if node_key else f.name
-        try:
-            value = OmegaConf.select(cfg, relative, default=_ABSENT, throw_on_missing=True)
-        except OmegaConfBaseException as exc:
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ConfigError(f"{cls.key_of(f.name)}: cannot be resolved ({reason})") from None
-        if value is not _ABSENT:
-            values[f.name] = _plain(value)
-    return values

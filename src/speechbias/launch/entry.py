@@ -21,7 +21,6 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from speechbias.launch.aggregation_configs import register_aggregation_configs
-from speechbias.checked_settings import settings_from_config
 from speechbias.launch.config_checks import check_config_unless_checked, task_module_of
 from speechbias.launch.parent_watch import job_done, watch_sweep_parent
 from speechbias.launch.signals import RunStopped, exit_now, print_stop_line, record_stop, running_job, stops_handled
@@ -366,7 +365,7 @@ def build_task(cfg: DictConfig):
     by Hydra's instantiate) and with the task's settings groups, each ``cls.from_config(cfg)`` of the
     ``TASK_SETTINGS`` (constructor keyword -> settings class) of ``speechbias.tasks.<task.name>_checks``: the
     run node repeats no settings key. Imports what the task's module imports (torch for most tasks)."""
-    settings = settings_from_config(getattr(task_module_of(cfg), "TASK_SETTINGS", {}), cfg)
+    settings = {key: group.from_config(cfg) for key, group in getattr(task_module_of(cfg), "TASK_SETTINGS", {}).items()}
     task = hydra.utils.instantiate(cfg.task.run, _partial_=True)(**settings)
     if not callable(getattr(task, "run", None)):
         raise TypeError(f"task.run._target_ must build a task object with a run(config) method, got {task!r}")

@@ -193,11 +193,14 @@ def architecture_of(upstream: DictConfig | None) -> Architecture:
         return LARGEST
     target = str(OmegaConf.select(upstream, "_target_", default="") or "")
     if target.endswith(("FbankUpstream", "MfccUpstream")):
-        hop = round(float(OmegaConf.select(upstream, "hop_ms", default=10.0)) * SAMPLE_RATE / 1000)
-        n_fft = int(OmegaConf.select(upstream, "n_fft", default=512))
-        width = OmegaConf.select(upstream, "n_mels", default=80)
+        from speechbias.upstream.classical_fingerprint import MfccConfig
+
+        default = MfccConfig()  # fbank's and mfcc's defaults (mfcc's are fbank's and n_mfcc)
+        hop = default.samples(float(OmegaConf.select(upstream, "hop_ms", default=default.hop_ms)))
+        n_fft = int(OmegaConf.select(upstream, "n_fft", default=default.n_fft))
+        width = OmegaConf.select(upstream, "n_mels", default=default.n_mels)
         if target.endswith("MfccUpstream"):
-            width = OmegaConf.select(upstream, "n_mfcc", default=40) or 40
+            width = OmegaConf.select(upstream, "n_mfcc", default=default.n_mfcc) or default.n_mfcc
         return Architecture(
             kind="fbank",
             frame_rate=SAMPLE_RATE / max(hop, 1),

@@ -12,9 +12,7 @@ from speechbias.fileio.audio_index import CHECK_AUDIO_MODES
 
 @dataclass(frozen=True)
 class RunSettings(Settings):
-    """Top-level keys of a run: ``seed`` (every random draw), ``force`` (rerun a finished run),
-    ``check_audio`` / ``allow_duplicate_audio`` (the manifests' clips before a run), ``model_id``
-    (``upstream=hf``'s checkpoint)."""
+    """The top-level keys of a run."""
 
     seed: int = setting(SEED, 0, "the seed of every random draw")
     force: bool = setting(boolean(), False, "rerun even when the run's results exist")
@@ -25,8 +23,7 @@ class RunSettings(Settings):
 
 @dataclass(frozen=True)
 class PathSettings(Settings):
-    """``paths.*``: the project folder and the folders a run reads and writes (``paths.output_dir`` is
-    Hydra's run folder, ``hydra.run.dir``, checked as a writable folder before the run)."""
+    """``paths.*`` (``paths.output_dir``, no field: Hydra's run folder, checked as writable before the run)."""
 
     NODE = "paths"
 

@@ -12,11 +12,9 @@ from speechbias.errors import ConfigError
 
 @dataclass(frozen=True)
 class ExtractionSettings(Settings):
-    """The extraction predict loop of a task (``extraction.*``): clips per batch, DataLoader workers,
-    whether clips shorter than the upstream's receptive field are zero-padded (else an error), and the
-    longest clip a run takes (checked before any model loads: one forward holds a whole clip; ``auto``: the
-    longest whose predicted peak fits the memory, :mod:`speechbias.features.clip_memory`, from
-    ``memory_gib`` or, when null, the host's or GPU's memory)."""
+    """``extraction.*``: a task's extraction loop. ``max_clip_seconds`` is checked before any model loads (one
+    forward holds a whole clip); ``auto``: the longest clip whose predicted peak fits ``memory_gib`` or, when
+    null, the host's or GPU's memory (:mod:`speechbias.features.clip_memory`)."""
 
     NODE = "extraction"
 

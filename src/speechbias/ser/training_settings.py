@@ -1,10 +1,5 @@
 """What a train.py run trains, as checked settings (no torch: the config checks build them before any
-model or extraction; :mod:`speechbias.checked_settings`).
-
-:func:`learning_rates` is THE reading of ``lr`` (a number or a list: one head per rate);
-:class:`TrainingSettings` holds train.py's top-level keys, :class:`ValenceDataSettings` the ``ser_data``
-node's (batches, dev split, validation), :class:`HeadSettings` the ``downstream`` node's.
-"""
+model or extraction; :mod:`speechbias.checked_settings`). :func:`learning_rates` is THE reading of ``lr``."""
 
 from __future__ import annotations
 
@@ -16,10 +11,6 @@ from speechbias.checked_settings import SEED, Accepts, Settings, boolean, choice
 # the valence heads' training step (ser.heads_adam builds it; named here so that the check imports no torch)
 STEP_KERNELS = ("auto", "compiled", "torch")
 
-# lr: one learning rate > 0, or a list of distinct ones (one head per rate)
-LEARNING_RATES = Accepts("floats", low=0, low_open=True, distinct=True)
-LR_DOC = "Adam's learning rate, or a list: one head per rate, e.g. 'lr=[1e-3,1e-4,1e-5]'"
-
 
 def learning_rates(value) -> tuple[float, ...]:
     """``1e-4``, ``"1e-4"`` or ``[1e-3, 1e-4, 1e-5]`` -> a tuple of distinct floats > 0; anything else
@@ -29,12 +20,13 @@ def learning_rates(value) -> tuple[float, ...]:
 
 @dataclass(frozen=True)
 class TrainingSettings(Settings):
-    """train.py's top-level training keys: ``lr`` (one head per rate), ``max_steps`` (optimiser steps),
-    ``steps_per_call`` (steps per Lightning training call), ``checkpoint_every_n_epochs`` (last.ckpt),
-    ``torch_threads`` / ``fit_threads`` (torch's CPU threads for the job / while the heads train;
-    null: keep torch's)."""
+    """train.py's top-level training keys (``torch_threads`` / ``fit_threads`` null: torch's own count)."""
 
-    lr: tuple[float, ...] = setting(LEARNING_RATES, [1e-4], LR_DOC)
+    lr: tuple[float, ...] = setting(
+        Accepts("floats", low=0, low_open=True, distinct=True),
+        [1e-4],
+        "Adam's learning rate, or a list: one head per rate, e.g. 'lr=[1e-3,1e-4,1e-5]'",
+    )
     max_steps: int = setting(integer(1), 20_000, "optimiser steps (a valence set may give its own: ser_data.max_steps)")
     steps_per_call: int = setting(integer(1), 64, "optimiser steps per Lightning training call")
     checkpoint_every_n_epochs: int = setting(integer(1), 10, "epochs between last.ckpt writes")
@@ -44,10 +36,8 @@ class TrainingSettings(Settings):
 
 @dataclass(frozen=True)
 class ValenceDataSettings(Settings):
-    """``ser_data.*`` besides its ``source`` (the rated clips, built by their own loader): the dev split
-    (``dev_fraction`` of the clips, drawn with ``split_seed``, by speaker when ``speaker_disjoint``),
-    ``batch_size``, DataLoader ``num_workers``, ``val_every_n_epochs``, and the set's own defaults of
-    ``max_steps`` and ``torch_threads`` (null: train.py's)."""
+    """``ser_data.*`` besides its ``source`` (the rated clips, built by their own loader); ``max_steps`` and
+    ``torch_threads`` null: train.py's."""
 
     NODE = "ser_data"
 

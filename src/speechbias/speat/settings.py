@@ -1,8 +1,5 @@
-"""What a SpEAT run computes (``speat.*``; light: no pandas, no torch).
-
-:class:`SpeatSettings` is the ``speat`` node of a run (conf/task/speat.yaml), its values checked on
-construction (one line naming the key: :mod:`speechbias.checked_settings`).
-"""
+"""What a SpEAT run computes: :class:`SpeatSettings`, the ``speat`` node of conf/evaluate.yaml, checked on
+construction (:mod:`speechbias.checked_settings`; light: no pandas, no torch)."""
 
 from __future__ import annotations
 
@@ -17,13 +14,9 @@ PER_LAYER_PERMUTATIONS = 10_000
 
 @dataclass
 class SpeatSettings(Settings):
-    """What a SpEAT run computes (``speat.*`` of conf/evaluate.yaml).
-
-    n_permutations: permutations of the run's one-sided p (exact when the test has at most this
-        many partitions). per_layer: also d and p at every single layer (``layers.csv``, at most
-        ``PER_LAYER_PERMUTATIONS`` permutations each). se_curve: bootstrap SE of d vs. number of
-        target stimuli (``se_curve.csv``) with ``n_resamples`` resamples per size.
-    """
+    """``speat.*``. n_permutations: exact when the test has at most this many partitions. per_layer: d and p
+    at every single layer (``layers.csv``, at most ``PER_LAYER_PERMUTATIONS`` permutations each). se_curve:
+    the SE of d vs. number of target stimuli (``se_curve.csv``), ``n_resamples`` per size."""
 
     NODE = "speat"
 

@@ -23,10 +23,7 @@ LLM_DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 @dataclass(frozen=True)
 class SpokenStereoSetSettings(Settings):
-    """``task.*`` of task=spoken_stereoset: the set (``data_dir`` in its released layout, ``version``,
-    ``domains``, ``on_missing_audio``: error | skip, ``max_items``: the first N item ids per domain, null =
-    all), ``demo_caveat`` (auto | true | false), option ``orders`` (shuffled | all), the ``text_only``
-    ablation, and ``batch_size`` (requests per generate call)."""
+    """``task.*`` of task=spoken_stereoset (``max_items`` null: every item)."""
 
     NODE = "task"
 
@@ -58,8 +55,7 @@ class AnswerSettings(Settings):
 
 @dataclass(frozen=True)
 class StatisticsSettings(Settings):
-    """``task.statistics.*``: the dataset statistics (Table 2, Fig. 1): computed when ``enabled``, with
-    ``rouge_method`` (rapidfuzz | rouge_score) and ``histogram_bins``."""
+    """``task.statistics.*``: the dataset statistics (Table 2, Fig. 1)."""
 
     NODE = "task.statistics"
 

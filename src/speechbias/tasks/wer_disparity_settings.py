@@ -17,11 +17,7 @@ ASR_DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 @dataclass(frozen=True)
 class WerDisparitySettings(Settings):
-    """``task.*`` of task=wer_disparity: the text ``normalizer`` before scoring; the demographic
-    ``categories`` compared (null: the corpus's); ``include_undisclosed``: compare the level "undisclosed"
-    like a group; ``shard_index`` / ``shard_count``: transcribe only this shard (no analysis when
-    shard_count > 1); ``progress``: the transcription progress bar; ``wer_ci_resamples``: bootstrap
-    resamples of Table 2's per-group WER CIs."""
+    """``task.*`` of task=wer_disparity (``shard_count`` > 1: a job transcribes its shard only, no analysis)."""
 
     NODE = "task"
 
@@ -44,9 +40,8 @@ class WerDisparitySettings(Settings):
 
 @dataclass(frozen=True)
 class GlmmSettings(Settings):
-    """Table 3's mixed-effects Poisson fit (``task.glmm.*``): ``n_agq`` 1 = Laplace, k > 1 = adaptive
-    Gauss-Hermite with k nodes; extra fixed-effect ``covariates`` (utterance-table columns);
-    speaker-bootstrap ``n_resamples`` for the CIs at level ``confidence``; ``n_jobs`` parallel fits."""
+    """``task.glmm.*``: Table 3's mixed-effects Poisson fit (``n_agq`` k > 1: adaptive Gauss-Hermite with k
+    nodes; ``covariates``: fixed effects, columns of the utterance table)."""
 
     NODE = "task.glmm"
 

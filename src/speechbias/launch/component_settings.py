@@ -52,8 +52,8 @@ class TrainerSettings(Settings):
         # Lightning also takes devices=-1 (all), auto and a list of device indices ([0, 1]): kept as given
         devices = self.devices
         listed = isinstance(devices, (list, tuple, ListConfig)) and len(devices) > 0
-        indices = listed and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in devices)
-        kept = (devices == "auto" or devices == -1 or indices) and not isinstance(devices, bool)
+        indices = listed and all(type(d) is int and d >= 0 for d in devices)
+        kept = devices in ("auto", -1) or indices
         if kept:
             object.__setattr__(self, "devices", 1)
         super().__post_init__()

@@ -1,4 +1,4 @@
-"""Checks of the config groups whose objects their own ``_target_`` builds (``trainer``, ``logger``,
+"""Checks of the config groups whose objects their own ``_target_`` builds (``upstream``, ``trainer``, ``logger``,
 ``selection``, ``aggregation``, ``propagation.aggregation``, ``bias_test``): one settings class per group
 (:mod:`speechbias.checked_settings`), built by the config checks only, so that a wrong value is one line
 before the run's folder is made instead of an error from the component's constructor mid-run."""

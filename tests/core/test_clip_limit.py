@@ -107,6 +107,24 @@ def test_the_shipped_hub_models_sizes_are_their_configs(conf_dir):
     assert architecture_of(upstream(conf_dir, "whisper_large")).width == 1280
 
 
+def test_fbank_and_mfcc_sizes_come_from_their_keys_and_a_key_left_out_is_the_constructors_default(conf_dir):
+    fbank, mfcc = "speechbias.upstream.classical.FbankUpstream", "speechbias.upstream.classical.MfccUpstream"
+    # (node, frames/s, width, FFT bins, hop in samples) at 16 kHz: 10 ms = 160 samples, 20 ms = 320, 12.5 ms = 200
+    cases = [
+        ({"_target_": fbank}, 100.0, 80, 512, 160),  # FbankUpstream(): n_mels 80, n_fft 512, hop 10 ms
+        ({"_target_": mfcc}, 100.0, 40, 512, 160),  # MfccUpstream(): n_mfcc 40
+        ({"_target_": fbank, "n_mels": 40, "hop_ms": 20}, 50.0, 40, 512, 320),
+        ({"_target_": mfcc, "n_mfcc": 13, "n_fft": 1024, "hop_ms": 12.5}, 80.0, 13, 1024, 200),
+    ]
+    for node, frame_rate, width, bins, hop in cases:
+        arch = architecture_of(OmegaConf.create(node))
+        assert (arch.kind, arch.states, arch.frame_rate, arch.width) == ("fbank", 1, frame_rate, width), node
+        assert (arch.front_channels, arch.front_stride) == (bins, hop), node
+    # the shipped options write the defaults out: the same sizes
+    for name, node in (("fbank", cases[0][0]), ("mfcc", cases[1][0])):
+        assert architecture_of(upstream(conf_dir, name)) == architecture_of(OmegaConf.create(node))
+
+
 def test_an_upstream_not_known_before_it_is_built_is_taken_as_the_largest(conf_dir):
     s3prl = OmegaConf.load(conf_dir / "upstream" / "s3prl.yaml")
     s3prl.name = "wavlm_large"

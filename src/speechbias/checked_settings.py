@@ -177,8 +177,8 @@ def _text(value) -> str:
     return str(value)
 
 
-def integer(low=None, high=None, optional=False) -> Accepts:
-    return Accepts("int", low=low, high=high, optional=optional)
+def integer(low=None, optional=False) -> Accepts:
+    return Accepts("int", low=low, optional=optional)
 
 
 def number(low=None, high=None, low_open=False, high_open=False, optional=False, words=()) -> Accepts:

@@ -127,9 +127,9 @@ def _has_node(cfg: DictConfig, key: str) -> bool:
 
 def check_config(cfg: DictConfig, models: bool = True) -> None:
     """Every check that applies to ``cfg`` (a job config, with or without its ``hydra`` node): required
-    values, the values of every settings group (types and ranges), then the task's own checks (its
-    settings first, then its files) and, unless ``models`` is false (a sweep's pre-flight names them all
-    in one line), the files of its pretrained models (:mod:`speechbias.launch.model_files_check`, no torch).
+    values, the shared settings groups' values, then the task's own (its ``SETTINGS`` built, then its
+    ``check_config``: its files) and, unless ``models`` is false (a sweep's pre-flight names them all in one
+    line), the files of its pretrained models (:mod:`speechbias.launch.model_files_check`, no torch).
     A bad input file and missing model files are named together, in one line."""
     check_required_values(cfg)
     check_values(cfg, shared_settings())
@@ -138,10 +138,12 @@ def check_config(cfg: DictConfig, models: bool = True) -> None:
     from speechbias.launch.model_files_check import missing_model_files
 
     missing = missing_model_files(cfg) if models else []
-    check = getattr(task_module_of(cfg), "check_config", None)
+    module = task_module_of(cfg)
     try:
-        if check is not None:
-            check(cfg)
+        for group in getattr(module, "SETTINGS", ()):
+            group.from_config(cfg)
+        if module is not None:
+            module.check_config(cfg)
     except Exception as exc:
         user = find_user_error(exc)
         if user is None or not missing:

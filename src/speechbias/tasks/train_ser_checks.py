@@ -31,17 +31,15 @@ TASK_SETTINGS = {
     "propagation": PropagationSettings,
     "extraction": ExtractionSettings,
 }
-# train.py's settings groups (their values: types and ranges), checked before any file: the task's, then those
-# only checked; ser_data first: the top-level max_steps and torch_threads default to its values, so a wrong
+# train.py's settings groups (types and ranges), built by the config checks before check_config: the task's, then
+# those only checked; ser_data first: the top-level max_steps and torch_threads default to its values, so a wrong
 # one is named where it was typed
 SETTINGS = (*TASK_SETTINGS.values(), ValenceSourceSettings, HeadSettings)
 
 
 def check_config(cfg: DictConfig) -> None:
-    """Every check of a train.py run: its settings' values and bias test names (before any folder is
-    made), then the cache folder, the valence data and the bias tests' manifests."""
-    for group in SETTINGS:
-        group.from_config(cfg)
+    """After its settings (``SETTINGS``), built by the config checks: the bias test names (before any folder
+    is made), then the cache folder, the valence data and the bias tests' manifests."""
     tests = propagation_test_nodes(cfg)
     check_speat_results(cfg)
     check_cache_folder(cfg)

@@ -46,7 +46,7 @@ def check_config(cfg: DictConfig) -> None:
     check_cache_folder(cfg)
     check_valence_source(cfg)
     for entry, node in tests:
-        check_bias_test(node, f"bias_tests[{entry}]", OmegaConf.select(cfg, "paths.cache_dir", default=None), cfg)
+        check_bias_test(node, f"bias_tests[{entry}]", cfg)
 
 
 def check_valence_source(cfg: DictConfig) -> None:

@@ -76,7 +76,7 @@ def value_overrides(config: DictConfig, loader) -> list[str]:
     """Each distinct override of the sweep whose key names no input (what :func:`jobs_per_point` leaves out),
     config group choices excepted (``aggregation=max_q3``: an option's own values)."""
     found = dict.fromkeys(o for job in sweep_jobs(config) for o in job if not _names_input(o))
-    groups = set(loader.list_groups("")) if loader is not None else set()
+    groups = set(loader.list_groups(""))
     return [o for o in found if _key(o) not in groups]
 
 

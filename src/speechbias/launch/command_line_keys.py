@@ -210,7 +210,7 @@ def check_keys(overrides: Sequence[str], config_dir: str | Path, config_name: st
     matches), or that :data:`WRONG_ENTRY_KEYS` names for this entry point. Returns the overrides whose key
     only some configs hold (an option of its group not chosen on the command line, a ``_global_`` option):
     :func:`check_composed_keys` tells those."""
-    entry = ENTRY_SCRIPTS.get(config_name, f"{config_name}")
+    entry = ENTRY_SCRIPTS.get(config_name, config_name)
     folder = str(Path(config_dir).resolve())
     top, _, groups = top_keys(folder, config_name)
     chosen = dict(o.split("=", 1) for o in overrides if "=" in o and o.split("=", 1)[0] in groups)

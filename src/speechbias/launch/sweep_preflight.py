@@ -33,7 +33,7 @@ GO_ON = "hydra.callbacks.preflight.enabled=false"
 
 
 def _key(override: str) -> str:
-    return override.lstrip("+~").split("=", 1)[0].lstrip("+")
+    return override.lstrip("+~").split("=", 1)[0]
 
 
 def _names_input(override: str) -> bool:

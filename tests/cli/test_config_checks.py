@@ -284,13 +284,13 @@ def test_a_config_the_hydra_callback_checked_is_not_checked_again_by_its_job_onl
 
 def test_every_task_brings_its_own_checks(conf_dir):
     """Each task of conf/task/ (and train.py's train_ser) has ``speechbias.tasks.<task>_checks.check_config``."""
-    from speechbias.launch.config_checks import task_checks
+    from speechbias.launch.config_checks import task_checks_module
 
     tasks = [p.stem for p in sorted((conf_dir / "task").glob("*.yaml"))] + ["train_ser"]
     assert len(tasks) >= 5
     for task in tasks:
-        assert callable(task_checks(task)), task
-    assert task_checks("no_such_task") is None and task_checks("../x") is None
+        assert callable(task_checks_module(task).check_config), task
+    assert task_checks_module("no_such_task") is None and task_checks_module("../x") is None
 
 
 def test_a_csv_header_is_read_past_a_byte_order_mark_and_an_unreadable_file_is_one_line(tmp_path):

@@ -352,7 +352,7 @@ def _options(conf_dir, group: str) -> list[str]:
 
 @pytest.mark.parametrize("group", list(OPTION_GROUPS))
 def test_every_leaf_of_every_option_of_a_group_is_checked_and_its_defaults_pass(conf_dir, tmp_path, group):
-    from speechbias.launch.config_checks import check_settings_values
+    from speechbias.launch.config_checks import check_values
 
     name, overrides, groups = OPTION_GROUPS[group]
     accepted = accepted_settings(groups)
@@ -367,7 +367,7 @@ def test_every_leaf_of_every_option_of_a_group_is_checked_and_its_defaults_pass(
             if leaf.startswith(group + ".") and setting_of(leaf, accepted) is None and not not_a_setting(leaf)
         ]
         assert not unchecked, f"{chosen}: leaves neither checked nor listed in NOT_SETTINGS: {unchecked}"
-        check_settings_values(cfg, (*shared_settings(), *groups))
+        check_values(cfg, (*shared_settings(), *groups))
 
 
 def test_a_bad_value_among_a_sweeps_values_stops_the_sweep_before_any_job(repo_root, tmp_path):

@@ -12,7 +12,7 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from omegaconf import open_dict
 
-from speechbias.launch.sweep_preflight import GO_ON, sweep_points
+from speechbias.launch.sweep_preflight import GO_ON, jobs_per_point
 
 
 def _sweep(repo: Path, tmp: Path, *args: str) -> tuple[subprocess.CompletedProcess, float]:
@@ -129,8 +129,9 @@ def test_the_points_are_composed_once_per_distinct_input(conf_dir):
                 "seed=0,1",
                 "bias_test=demo_voice",
             ]
-        points = sweep_points(cfg)
-    assert points == [["upstream=fbank", "bias_test=demo_voice"], ["upstream=mfcc", "bias_test=demo_voice"]]
+        points = jobs_per_point(cfg)
+    assert points == {("upstream=fbank", "bias_test=demo_voice"): 6, ("upstream=mfcc", "bias_test=demo_voice"): 6}
+    assert list(points) == [("upstream=fbank", "bias_test=demo_voice"), ("upstream=mfcc", "bias_test=demo_voice")]
 
 
 def test_a_random_control_is_asked_for_its_config_only(conf_dir):

@@ -65,16 +65,17 @@ def _is_global(path: Path) -> bool:
     return any(line.strip().replace(" ", "") == "#@package_global_" for line in head)
 
 
-def _defaults_groups(config: dict) -> list[str]:
-    """The config groups a defaults list chooses (``upstream: fbank``, ``override /x: y``), no ``hydra/``."""
-    groups = []
+def _defaults_groups(config: dict) -> dict:
+    """The config groups a defaults list chooses (``upstream: fbank``, ``override /x: y``), no ``hydra/``
+    -> the option chosen (None for ``asr: null``)."""
+    groups = {}
     for entry in config.get("defaults") or []:
         if isinstance(entry, dict):
-            for key in entry:
+            for key, option in entry.items():
                 key = str(key).removeprefix("override ").strip().lstrip("/")
                 group = key.split("@", 1)[0]
                 if group and not group.startswith("hydra"):
-                    groups.append(group)
+                    groups[group] = option
     return groups
 
 
@@ -105,17 +106,17 @@ def _merge_keys(into: dict, node: dict) -> None:
 
 
 @lru_cache(maxsize=8)
-def top_keys(config_dir: str, config_name: str) -> tuple[dict, dict, frozenset]:
+def top_keys(config_dir: str, config_name: str) -> tuple[dict, dict, dict]:
     """(key tree of the top level of ``<config_dir>/<config_name>.yaml``, what its ``_global_`` group options
-    set anywhere: ``task=report``'s ``sweep_dir`` and ``task.run_dir``, the groups of its defaults list); the
-    groups are top-level keys too (their own files are read by :func:`group_keys`, when a key below one is
-    typed)."""
+    set anywhere: ``task=report``'s ``sweep_dir`` and ``task.run_dir``, the groups of its defaults list ->
+    the option each chooses); the groups are top-level keys too (their own files are read by
+    :func:`group_keys`, when a key below one is typed)."""
     folder = Path(config_dir)
     primary = _load(folder / f"{config_name}.yaml")
     top: dict = {"hydra": None}
     _merge_keys(top, primary)
     global_keys: dict = {}
-    groups = frozenset(_defaults_groups(primary))
+    groups = _defaults_groups(primary)
     for group in groups:
         top.setdefault(group, None)
         for path in sorted((folder / group).glob("*.yaml")):
@@ -144,16 +145,16 @@ def option_trees(config_dir: str, group: str) -> dict[str, tuple[bool, dict]]:
 
 
 @lru_cache(maxsize=32)
-def group_keys(config_dir: str, group: str, global_keys_of_group: str) -> dict:
+def group_keys(config_dir: str, config_name: str, group: str) -> dict:
     """Key tree of every (non-``_global_``) option of config group ``group``, with the shared files they take
-    ``@_here_`` and what ``_global_`` options set in it (``global_keys_of_group``, YAML text); {} when the
-    group has no YAML files (the ConfigStore's)."""
+    ``@_here_`` and what the entry config's ``_global_`` options set in it; {} when the group has no YAML
+    files (the ConfigStore's)."""
     tree: dict = {}
     for is_global, option in option_trees(config_dir, group).values():
         if not is_global:
             _merge_keys(tree, option)
     if tree:
-        _merge_keys(tree, yaml.safe_load(global_keys_of_group) or {})
+        _merge_keys(tree, top_keys(config_dir, config_name)[1].get(group) or {})
     return tree
 
 
@@ -163,15 +164,6 @@ def primary_keys(config_dir: str, config_name: str) -> dict:
     tree: dict = {}
     _merge_keys(tree, _load(Path(config_dir) / f"{config_name}.yaml"))
     return tree
-
-
-@lru_cache(maxsize=32)
-def _defaults_choice(folder: str, config_name: str, group: str):
-    """The option the entry config's defaults list chooses for ``group`` (None for ``group: null``)."""
-    for entry in _load(Path(folder) / f"{config_name}.yaml").get("defaults") or []:
-        if isinstance(entry, dict) and group in entry:
-            return entry[group]
-    return None
 
 
 def _holds(tree, path: Sequence[str], strict: bool = False) -> bool:
@@ -218,9 +210,9 @@ def check_keys(overrides: Sequence[str], config_dir: str | Path, config_name: st
     matches), or that :data:`WRONG_ENTRY_KEYS` names for this entry point. Returns the overrides whose key
     only some configs hold (an option of its group not chosen on the command line, a ``_global_`` option):
     :func:`check_composed_keys` tells those."""
-    entry = ENTRY_SCRIPTS.get(config_name, f"{config_name}")
+    entry = ENTRY_SCRIPTS.get(config_name, config_name)
     folder = str(Path(config_dir).resolve())
-    top, global_keys, groups = top_keys(folder, config_name)
+    top, _, groups = top_keys(folder, config_name)
     chosen = dict(o.split("=", 1) for o in overrides if "=" in o and o.split("=", 1)[0] in groups)
     unsure = []
     for override in overrides:
@@ -242,7 +234,7 @@ def check_keys(overrides: Sequence[str], config_dir: str | Path, config_name: st
             raise _unknown(key, value, entry, "", path[0], this_entry)
         node = top[path[0]]
         if path[0] in groups:
-            node = group_keys(folder, path[0], yaml.safe_dump(global_keys.get(path[0]) or {})) or None
+            node = group_keys(folder, config_name, path[0]) or None
         for depth, word in enumerate(path[1:], start=1):
             if not isinstance(node, dict) or not node:
                 break  # not a mapping in the files (interpolation, null, ConfigStore group): Hydra decides
@@ -262,7 +254,7 @@ def _surely_held(folder: str, config_name: str, path: list[str], groups, chosen:
     trees = option_trees(folder, path[0])
     if len(path) == 1 or not trees:
         return True  # an option chosen (the option check's), a ConfigStore group (Hydra's)
-    if chosen.get(path[0]) not in trees and _defaults_choice(folder, config_name, path[0]) is None:
+    if chosen.get(path[0]) not in trees and groups[path[0]] is None:
         return False  # no option by default (asr: null): one chosen by another option (task=wer_disparity), or none
     picked = [trees[chosen[path[0]]]] if chosen.get(path[0]) in trees else trees.values()
     return all(_holds(tree, path if is_global else path[1:]) for is_global, tree in picked)

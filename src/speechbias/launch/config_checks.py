@@ -18,7 +18,7 @@ import importlib
 import importlib.util
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -46,16 +46,11 @@ REQUIRED_EXAMPLES = {
 OTHER_CONFIG_FLAGS = ("--config-dir", "-cd", "--config-path", "-cp", "--config-name", "-cn")
 
 
-# the package of the tasks' own checks: speechbias.tasks.<task>_checks.check_config
-TASK_CHECKS = "speechbias.tasks.{task}_checks"
-
-
 def task_checks_module(task: str):
-    """``speechbias.tasks.<task>_checks``, imported; None when the task has no such module."""
-    if not task.isidentifier():
-        return None
-    name = TASK_CHECKS.format(task=task)
-    if importlib.util.find_spec(name) is None:
+    """``speechbias.tasks.<task>_checks`` (the task's ``check_config``, ``TASK_SETTINGS``, ``SETTINGS``),
+    imported; None when the task has no such module."""
+    name = f"speechbias.tasks.{task}_checks"
+    if not task.isidentifier() or importlib.util.find_spec(name) is None:
         return None
     return importlib.import_module(name)
 
@@ -73,17 +68,17 @@ def job_hydra_node(cfg: DictConfig):
     return cfg.hydra if "hydra" in cfg else HydraConfig.get() if HydraConfig.initialized() else None
 
 
-def task_checks(task: str) -> Callable[[DictConfig], None] | None:
-    """The ``check_config`` of ``speechbias.tasks.<task>_checks``; None when the task has no such module."""
-    module = task_checks_module(task)
-    return None if module is None else module.check_config
-
-
-def check_values(cfg: DictConfig) -> None:
-    """The values of every settings group of ``cfg`` (the shared ones and the task's ``SETTINGS``, each once):
-    types and ranges only, no file read (a sweep's pre-flight runs it for each value a sweep gives a setting)."""
-    module = task_module_of(cfg)
-    check_settings_values(cfg, tuple(dict.fromkeys((*shared_settings(), *getattr(module, "SETTINGS", ())))))
+def check_values(cfg: DictConfig, groups=None) -> None:
+    """Every value of the settings ``groups`` present in ``cfg`` (default: the shared ones,
+    :func:`shared_settings`, and the task's ``SETTINGS``, each once) has its type and range (one settings
+    class per group: :mod:`speechbias.checked_settings`); else :class:`ConfigError` naming the key, the value
+    and what is accepted. Reads no file (a sweep's pre-flight runs it for each value a sweep gives a setting)."""
+    if groups is None:
+        groups = dict.fromkeys((*shared_settings(), *getattr(task_module_of(cfg), "SETTINGS", ())))
+    for group in groups:
+        if not group.NODE or _has_node(cfg, group.NODE):
+            group.from_config(cfg)
+    check_weight_free_upstream(cfg)
 
 
 def shared_settings() -> tuple:
@@ -97,16 +92,6 @@ def shared_settings() -> tuple:
     from speechbias.speat.settings import SpeatSettings
 
     return (RunSettings, PathSettings, *COMPONENT_SETTINGS, BatchSizePerAccelerator, ExtractionSettings, SpeatSettings)
-
-
-def check_settings_values(cfg: DictConfig, groups=None) -> None:
-    """Every value of ``groups`` (default: :func:`shared_settings`) present in ``cfg`` has its type and
-    range (one settings class per group: :mod:`speechbias.checked_settings`); else :class:`ConfigError`
-    naming the key, the value and what is accepted. Reads no file."""
-    for group in shared_settings() if groups is None else groups:
-        if not group.NODE or _has_node(cfg, group.NODE):
-            group.from_config(cfg)
-    check_weight_free_upstream(cfg)
 
 
 def check_weight_free_upstream(cfg: DictConfig) -> None:
@@ -142,21 +127,23 @@ def _has_node(cfg: DictConfig, key: str) -> bool:
 
 def check_config(cfg: DictConfig, models: bool = True) -> None:
     """Every check that applies to ``cfg`` (a job config, with or without its ``hydra`` node): required
-    values, the values of every settings group (types and ranges), then the task's own checks (its
-    settings first, then its files) and, unless ``models`` is false (a sweep's pre-flight names them all
-    in one line), the files of its pretrained models (:mod:`speechbias.launch.model_files_check`, no torch).
+    values, the shared settings groups' values, then the task's own (its ``SETTINGS`` built, then its
+    ``check_config``: its files) and, unless ``models`` is false (a sweep's pre-flight names them all in one
+    line), the files of its pretrained models (:mod:`speechbias.launch.model_files_check`, no torch).
     A bad input file and missing model files are named together, in one line."""
     check_required_values(cfg)
-    check_settings_values(cfg)
+    check_values(cfg, shared_settings())
     check_typed_groups_read(cfg)
     check_run_node_leaves_settings(cfg)
     from speechbias.launch.model_files_check import missing_model_files
 
     missing = missing_model_files(cfg) if models else []
-    check = task_checks(str(OmegaConf.select(cfg, "task.name", default="") or ""))
+    module = task_module_of(cfg)
     try:
-        if check is not None:
-            check(cfg)
+        for group in getattr(module, "SETTINGS", ()):
+            group.from_config(cfg)
+        if module is not None:
+            module.check_config(cfg)
     except Exception as exc:
         user = find_user_error(exc)
         if user is None or not missing:

@@ -33,7 +33,7 @@ GO_ON = "hydra.callbacks.preflight.enabled=false"
 
 
 def _key(override: str) -> str:
-    return override.lstrip("+~").split("=", 1)[0].lstrip("+")
+    return override.lstrip("+~").split("=", 1)[0]
 
 
 def _names_input(override: str) -> bool:
@@ -41,13 +41,9 @@ def _names_input(override: str) -> bool:
     return not any(key == k or key.startswith(k + ".") for k in NO_INPUT_KEYS)
 
 
-def sweep_points(config: DictConfig) -> list[list[str]]:
-    """The distinct points of the sweep (override lists), keys of :data:`NO_INPUT_KEYS` left out."""
-    return [list(p) for p in jobs_per_point(config)]
-
-
 def jobs_per_point(config: DictConfig) -> Counter[tuple[str, ...]]:
-    """Each distinct point of the sweep (:func:`sweep_points`, in order) -> how many of its jobs it stands for."""
+    """Each distinct point of the sweep (its overrides, keys of :data:`NO_INPUT_KEYS` left out; in order) ->
+    how many of its jobs it stands for."""
     return Counter(tuple(o for o in job if _names_input(o)) for job in sweep_jobs(config))
 
 
@@ -77,10 +73,10 @@ def sweep_jobs(config: DictConfig) -> list[list[str]]:
 
 
 def value_overrides(config: DictConfig, loader) -> list[str]:
-    """Each distinct override of the sweep whose key names no input (what :func:`sweep_points` leaves out),
+    """Each distinct override of the sweep whose key names no input (what :func:`jobs_per_point` leaves out),
     config group choices excepted (``aggregation=max_q3``: an option's own values)."""
     found = dict.fromkeys(o for job in sweep_jobs(config) for o in job if not _names_input(o))
-    groups = set(loader.list_groups("")) if loader is not None else set()
+    groups = set(loader.list_groups(""))
     return [o for o in found if _key(o) not in groups]
 
 
@@ -115,14 +111,9 @@ def preflight_problems(config: DictConfig) -> list[str]:
     jobs_alike = jobs_per_point(config)
     points = [list(p) for p in jobs_alike]
     progress = Console(stderr=True)
-    bar = {
-        "description": "sweep pre-flight",
-        "console": progress,
-        "transient": True,
-        "disable": not progress.is_terminal,
-    }
     composed: list[tuple[DictConfig, int]] = []
-    for point in track(points, **bar):  # a bar on a terminal only: a log gets no blank line
+    # a bar on a terminal only: a log gets no blank line
+    for point in track(points, "sweep pre-flight", console=progress, transient=True, disable=not progress.is_terminal):
         job = loader.load_sweep_config(config, point)
         problem = _problem(check_config, job, False)  # the models below: all of the sweep's in one line
         if problem:

@@ -69,11 +69,12 @@ def csv_header(path: Path, typed: str, fix: str, sep: str = ",") -> list[str]:
         raise ConfigError(f"{typed}: cannot be read ({reason}); {fix}") from None
 
 
-def check_bias_test(node: DictConfig, key: str, cache_dir=None, cfg: DictConfig | None = None) -> None:
+def check_bias_test(node: DictConfig, key: str, cfg: DictConfig) -> None:
     """The bias test's manifest exists and every clip it lists exists and decodes, with at least
-    :data:`MIN_CLIPS_PER_ROLE` clips per role and no audio repeated (``cfg``'s ``check_audio`` and
-    ``allow_duplicate_audio`` apply); or a builder will write it from corpus folders that exist (the clips
-    of what it builds are checked then, with the same settings: BiasTest.load's ClipCheck)."""
+    :data:`MIN_CLIPS_PER_ROLE` clips per role and no audio repeated (the run config ``cfg``'s ``check_audio``,
+    ``allow_duplicate_audio``, clip length limit and ``paths.cache_dir``'s audio index apply); or a builder
+    will write it from corpus folders that exist (the clips of what it builds are checked then, with the same
+    settings: BiasTest.load's ClipCheck)."""
     manifest = OmegaConf.select(node, "manifest", default=None)
     has_builder = OmegaConf.select(node, "builder", default=None) is not None
     if manifest is None:
@@ -100,19 +101,18 @@ def check_bias_test(node: DictConfig, key: str, cache_dir=None, cfg: DictConfig 
     try:
         table = read_manifest_rows(path, root=root, required_roles=())
         check_role_sizes(table, path, f"{key}.manifest")
-        if cfg is not None and OmegaConf.select(cfg, "speat.se_curve", default=False):
+        if OmegaConf.select(cfg, "speat.se_curve", default=False):
             design = OmegaConf.select(node, "resampling", default=None)
             check_resampling_ids(manifest_columns(table), design, str(path))
-        settings = cfg if cfg is not None else OmegaConf.create()
-        full = OmegaConf.select(settings, "check_audio", default="changed") == "full"
-        repeats = bool(OmegaConf.select(settings, "allow_duplicate_audio", default=False))
+        full = OmegaConf.select(cfg, "check_audio", default="changed") == "full"
+        repeats = bool(OmegaConf.select(cfg, "allow_duplicate_audio", default=False))
         from speechbias.features.clip_memory import clip_length_limit
 
-        max_seconds, limit_text = clip_length_limit(settings)
+        max_seconds, limit_text = clip_length_limit(cfg)
         check_manifest_audio(
             table,
             str(path),
-            cache_dir,
+            OmegaConf.select(cfg, "paths.cache_dir", default=None),
             full=full,
             allow_repeats=repeats,
             max_seconds=max_seconds,

@@ -29,9 +29,8 @@ def check_config(cfg: DictConfig) -> None:
     given a list of tests checks each as ``bias_test=<name>`` composes it (its node is their merge)."""
     check_cache_folder(cfg)
     check_no_keys_of_listed_groups(cfg)
-    cache_dir = OmegaConf.select(cfg, "paths.cache_dir", default=None)
     for key, node in listed_bias_tests(cfg):
-        check_bias_test(node, key, cache_dir, cfg)
+        check_bias_test(node, key, cfg)
 
 
 def check_no_keys_of_listed_groups(cfg: DictConfig) -> None:

@@ -8,14 +8,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from speechbias.errors import ConfigError
 from speechbias.tasks.input_checks import check_cache_folder
-from speechbias.tasks.spoken_stereoset_settings import SETTINGS, TASK_SETTINGS as TASK_SETTINGS  # the task's, for entry
+from speechbias.tasks.spoken_stereoset_settings import SETTINGS as SETTINGS, TASK_SETTINGS as TASK_SETTINGS  # launch/'s
 
 
 def check_config(cfg: DictConfig) -> None:
-    """The task's settings (spoken_stereoset_settings); the cache folder takes files; ``task.data_dir`` (when
-    given) has the metadata of each domain."""
-    for group in SETTINGS:
-        group.from_config(cfg)
+    """After its settings (``SETTINGS``), built by the config checks: the cache folder takes files;
+    ``task.data_dir`` (when given) has the metadata of each domain."""
     check_cache_folder(cfg)
     check_spoken_stereoset_data(cfg)
 

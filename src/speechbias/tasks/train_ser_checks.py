@@ -31,22 +31,22 @@ TASK_SETTINGS = {
     "propagation": PropagationSettings,
     "extraction": ExtractionSettings,
 }
-# train.py's settings groups (their values: types and ranges), checked before any file: the task's, then those
-# only checked; ser_data first: the top-level max_steps and torch_threads default to its values, so a wrong
+# train.py's settings groups (types and ranges), built by the config checks before check_config: the task's, then
+# those only checked; ser_data first: the top-level max_steps and torch_threads default to its values, so a wrong
 # one is named where it was typed
 SETTINGS = (*TASK_SETTINGS.values(), ValenceSourceSettings, HeadSettings)
 
 
 def check_config(cfg: DictConfig) -> None:
-    """Every check of a train.py run: its settings' values and bias test names (before any folder is
-    made), then the cache folder, the valence data and the bias tests' manifests."""
-    for group in SETTINGS:
-        group.from_config(cfg)
+    """After its settings (``SETTINGS``), built by the config checks: the bias test names (before any folder
+    is made), then the cache folder, the valence data and the manifests of the bias tests (``bias_tests``:
+    existing ``conf/bias_test/*.yaml`` files)."""
     tests = propagation_test_nodes(cfg)
     check_speat_results(cfg)
     check_cache_folder(cfg)
     check_valence_source(cfg)
-    check_propagation_tests(cfg, tests)
+    for entry, node in tests:
+        check_bias_test(node, f"bias_tests[{entry}]", cfg)
 
 
 def check_valence_source(cfg: DictConfig) -> None:
@@ -80,13 +80,6 @@ def check_speat_results(cfg: DictConfig) -> None:
     missing = [c for c in SPEAT_RESULTS_COLUMNS if c not in header]
     if missing:
         raise ConfigError(f"propagation.speat_results={path}: no column {', '.join(missing)}; not a SpEAT results.csv")
-
-
-def check_propagation_tests(cfg: DictConfig, tests: list[tuple[str, DictConfig]] | None = None) -> None:
-    """``bias_tests`` of train.py (``tests``: their :func:`propagation_test_nodes`, if already composed) name
-    existing ``conf/bias_test/*.yaml`` files whose manifests check out."""
-    for entry, node in propagation_test_nodes(cfg) if tests is None else tests:
-        check_bias_test(node, f"bias_tests[{entry}]", OmegaConf.select(cfg, "paths.cache_dir", default=None), cfg)
 
 
 def propagation_test_nodes(cfg: DictConfig) -> list[tuple[str, DictConfig]]:

@@ -10,14 +10,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from speechbias.errors import ConfigError
 from speechbias.tasks.input_checks import check_cache_folder, csv_header
-from speechbias.tasks.wer_disparity_settings import SETTINGS, TASK_SETTINGS as TASK_SETTINGS  # the task's, for entry
+from speechbias.tasks.wer_disparity_settings import SETTINGS as SETTINGS, TASK_SETTINGS as TASK_SETTINGS  # launch/'s
 
 
 def check_config(cfg: DictConfig) -> None:
-    """The task's settings (``task.*``, ``task.glmm.*``, ``corpus.*``: wer_disparity_settings); the cache
-    folder takes files; ``asr`` and ``corpus`` are given."""
-    for group in SETTINGS:
-        group.from_config(cfg)
+    """After its settings (``SETTINGS``: ``task.*``, ``task.glmm.*``, ``corpus.*``), built by the config checks:
+    the cache folder takes files; ``asr`` and ``corpus`` are given."""
     check_cache_folder(cfg)
     for group in ("asr", "corpus"):
         if OmegaConf.select(cfg, group, default=None) is None:

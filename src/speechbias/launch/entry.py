@@ -1,6 +1,7 @@
 """Shared body of the entry points: check the config, seed, instantiate and run a task, record how it went.
 
-:func:`run_entry` is what ``evaluate.py`` and ``train.py`` run under ``@hydra.main``: it checks the
+:func:`run_script` is the ``__main__`` body of ``evaluate.py`` and ``train.py``, and :func:`run_entry` what
+they run under ``@hydra.main``: it checks the
 config before anything heavy is imported, records the job's status in its folder
 (:mod:`speechbias.launch.sweep_status`), prints a user input error as one line and exits 1 (inside a multirun
 it records the failure and returns, so the other jobs run), and ends a single run with one line
@@ -15,6 +16,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 import hydra
@@ -22,9 +24,18 @@ from omegaconf import DictConfig, OmegaConf
 
 from speechbias.launch.aggregation_configs import register_aggregation_configs
 from speechbias.checked_settings import settings_from_config
-from speechbias.launch.config_checks import check_config_unless_checked, task_module_of
+from speechbias.launch.config_checks import check_command_line, check_config_unless_checked, task_module_of
+from speechbias.launch.help_text import register_help_resolver
 from speechbias.launch.parent_watch import job_done, watch_sweep_parent
-from speechbias.launch.signals import RunStopped, exit_now, print_stop_line, record_stop, running_job, stops_handled
+from speechbias.launch.signals import (
+    RunStopped,
+    ends_on_signals,
+    exit_now,
+    print_stop_line,
+    record_stop,
+    running_job,
+    stops_handled,
+)
 from speechbias.launch.run_folder_lock import hold_run_folder
 from speechbias.launch.storage_check import register_run_folders
 from speechbias.fileio.atomic_file import atomic_write
@@ -62,6 +73,18 @@ def register_project_root(root: str | Path | None = None) -> None:
     working directory."""
     value = str(Path(root).resolve()) if root is not None else None
     OmegaConf.register_new_resolver(PROJECT_ROOT_RESOLVER, lambda: value or os.getcwd(), replace=True)
+
+
+def run_script(main: Callable[[], object], script: str) -> None:
+    """The ``__main__`` body of the entry script at path ``script`` (config ``conf/<its stem>.yaml``, ``@hydra.main``
+    function ``main``): ``paths.root_dir`` defaults to its folder, ``--help`` reads its ``conf/``, an unknown option
+    is one line naming the close matches, a stop signal one line (a sweep's table first) and exit 128 + signal."""
+    root = Path(script).resolve().parent
+    register_project_root(root)
+    register_help_resolver(root / "conf")
+    with ends_on_signals():
+        check_command_line(root / "conf", config_name=Path(script).stem)
+        main()
 
 
 register_project_root()

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from speechbias.launch.aggregation_configs import register_aggregation_configs
@@ -192,23 +194,12 @@ def _slurm_devices(devices) -> int:
 
 def hydra_multirun() -> bool:
     """True inside a job of a Hydra multirun (``-m``)."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-        from hydra.types import RunMode
-
-        return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
-    except (ImportError, ValueError):
-        return False
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
 
 
 def job_overrides() -> list[str]:
     """This job's command-line overrides (empty outside Hydra)."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
-    except ValueError:
-        return []
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
 
 
 def offline_wandb_runs(output_dir: Path, since: float) -> list[Path]:

@@ -42,7 +42,6 @@ from speechbias.run_context import SWEEP_ID_ENV
 from speechbias.errors import find_user_error, message_line
 
 STATUS_CSV = "sweep_status.csv"
-STATUSES = ("ok", "skipped", "failed", "running")
 CSV_COLUMNS = ("job", "overrides", "status", "seconds", "error", "reused")
 
 

@@ -27,11 +27,6 @@ from speechbias.fileio.audio_index import AudioIndex, file_identity
 _taken: dict[tuple, dict[str, str]] = {}
 
 
-def forget_taken_clips() -> None:
-    """Forget the clips this process has taken, as a new process would (tests that rewrite clips)."""
-    _taken.clear()
-
-
 def _value(values: dict[str, str], key: str):
     raw = values.get(key)
     return json.loads(raw) if raw is not None else None

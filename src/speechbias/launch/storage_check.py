@@ -128,17 +128,6 @@ def _manifest_clips(cfg: DictConfig) -> set[Path]:
     return {Path(clip) for table in tables for clip in clip_paths(table)}
 
 
-def _known_fingerprint(upstream) -> str | None:
-    """The cache namespace of the upstream when known without building it: a weight-free upstream's from
-    its config, an HF upstream's from its config and files (no torch); None for others."""
-    try:
-        from speechbias.upstream.deferred import DeferredUpstream
-
-        return DeferredUpstream(upstream).fingerprint_without_build()
-    except Exception:  # noqa: BLE001 - arguments the upstream refuses: the run itself says why
-        return None
-
-
 def uncached_clips(cfg: DictConfig, clips: set[Path]) -> tuple[int, int]:
     """(clips without a cache entry, clips the audio index does not know). The entry is looked up under the
     upstream's own fingerprint where its config gives it (fbank, mfcc, an HF model whose files are at hand);
@@ -149,7 +138,12 @@ def uncached_clips(cfg: DictConfig, clips: set[Path]) -> tuple[int, int]:
     from speechbias.features.cache import FeatureCache
 
     cache = FeatureCache(str(cache_dir))
-    fingerprint = _known_fingerprint(OmegaConf.select(cfg, "upstream", default=None))
+    try:  # the upstream's cache namespace when its config and files give it without building it (no torch)
+        from speechbias.upstream.deferred import DeferredUpstream
+
+        fingerprint = DeferredUpstream(OmegaConf.select(cfg, "upstream", default=None)).fingerprint_without_build()
+    except Exception:  # noqa: BLE001 - arguments the upstream refuses: the run itself says why
+        fingerprint = None
     missing = unknown = 0
     for clip in clips:
         record = cache.lookup_audio(clip) if clip.is_file() else None

@@ -1,10 +1,9 @@
 """Shared body of the entry points: check the config, seed, instantiate and run a task, record how it went.
 
-:func:`run_script` is the ``__main__`` body of ``evaluate.py`` and ``train.py``, and :func:`run_entry` what
-they run under ``@hydra.main``: it checks the
-config before anything heavy is imported, records the job's status in its folder
-(:mod:`speechbias.launch.sweep_status`), prints a user input error as one line and exits 1 (inside a multirun
-it records the failure and returns, so the other jobs run), and ends a single run with one line
+:func:`run_script` is the ``__main__`` body of ``evaluate.py`` and ``train.py``; :func:`run_entry` is what they
+run under ``@hydra.main``: it checks the config before anything heavy is imported, records the job's status in
+its folder (:mod:`speechbias.launch.sweep_status`), prints a user input error as one line and exits 1 (inside a
+multirun it records the failure and returns, so the other jobs run), and ends a single run with one line
 saying where the results are (and the ``wandb sync`` command of an offline W&B run).
 :func:`run_task` runs the task only (tests call it in-process); :func:`build_task` builds its object.
 """
@@ -70,7 +69,7 @@ PROJECT_ROOT_RESOLVER = "speechbias.project_root"
 
 def register_project_root(root: str | Path | None = None) -> None:
     """Register ``${speechbias.project_root:}``, the default of ``paths.root_dir``: ``root`` (the
-    entry scripts' folder), or the current folder when none is given. Entry scripts call it before
+    entry scripts' folder), or the current folder when none is given. :func:`run_script` calls it before
     ``@hydra.main`` so that runs and sweeps find ``conf/``, the demo data and ``multirun/`` from any
     working directory."""
     value = str(Path(root).resolve()) if root is not None else None

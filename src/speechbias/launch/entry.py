@@ -1,9 +1,9 @@
 """Shared body of the entry points: check the config, seed, instantiate and run a task, record how it went.
 
-:func:`run_entry` is what ``evaluate.py`` and ``train.py`` run under ``@hydra.main``: it checks the
-config before anything heavy is imported, records the job's status in its folder
-(:mod:`speechbias.launch.sweep_status`), prints a user input error as one line and exits 1 (inside a multirun
-it records the failure and returns, so the other jobs run), and ends a single run with one line
+:func:`run_script` is the ``__main__`` body of ``evaluate.py`` and ``train.py``; :func:`run_entry` is what they
+run under ``@hydra.main``: it checks the config before anything heavy is imported, records the job's status in
+its folder (:mod:`speechbias.launch.sweep_status`), prints a user input error as one line and exits 1 (inside a
+multirun it records the failure and returns, so the other jobs run), and ends a single run with one line
 saying where the results are (and the ``wandb sync`` command of an offline W&B run).
 :func:`run_task` runs the task only (tests call it in-process); :func:`build_task` builds its object.
 """
@@ -15,15 +15,27 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from speechbias.launch.aggregation_configs import register_aggregation_configs
-from speechbias.launch.config_checks import check_config_unless_checked, task_module_of
+from speechbias.launch.config_checks import check_command_line, check_config_unless_checked, task_module_of
+from speechbias.launch.help_text import register_help_resolver
 from speechbias.launch.parent_watch import job_done, watch_sweep_parent
-from speechbias.launch.signals import RunStopped, exit_now, print_stop_line, record_stop, running_job, stops_handled
+from speechbias.launch.signals import (
+    RunStopped,
+    ends_on_signals,
+    exit_now,
+    print_stop_line,
+    record_stop,
+    running_job,
+    stops_handled,
+)
 from speechbias.launch.run_folder_lock import hold_run_folder
 from speechbias.launch.storage_check import register_run_folders
 from speechbias.fileio.atomic_file import atomic_write
@@ -56,11 +68,23 @@ PROJECT_ROOT_RESOLVER = "speechbias.project_root"
 
 def register_project_root(root: str | Path | None = None) -> None:
     """Register ``${speechbias.project_root:}``, the default of ``paths.root_dir``: ``root`` (the
-    entry scripts' folder), or the current folder when none is given. Entry scripts call it before
+    entry scripts' folder), or the current folder when none is given. :func:`run_script` calls it before
     ``@hydra.main`` so that runs and sweeps find ``conf/``, the demo data and ``multirun/`` from any
     working directory."""
     value = str(Path(root).resolve()) if root is not None else None
     OmegaConf.register_new_resolver(PROJECT_ROOT_RESOLVER, lambda: value or os.getcwd(), replace=True)
+
+
+def run_script(main: Callable[[], object], script: str) -> None:
+    """The ``__main__`` body of the entry script at path ``script`` (config ``conf/<its stem>.yaml``, ``@hydra.main``
+    function ``main``): ``paths.root_dir`` defaults to its folder, ``--help`` reads its ``conf/``, an unknown option
+    is one line naming the close matches, a stop signal one line (a sweep's table first) and exit 128 + signal."""
+    root = Path(script).resolve().parent
+    register_project_root(root)
+    register_help_resolver(root / "conf")
+    with ends_on_signals():
+        check_command_line(root / "conf", config_name=Path(script).stem)
+        main()
 
 
 register_project_root()
@@ -168,23 +192,12 @@ def _slurm_devices(devices) -> int:
 
 def hydra_multirun() -> bool:
     """True inside a job of a Hydra multirun (``-m``)."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-        from hydra.types import RunMode
-
-        return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
-    except (ImportError, ValueError):
-        return False
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
 
 
 def job_overrides() -> list[str]:
     """This job's command-line overrides (empty outside Hydra)."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
-    except ValueError:
-        return []
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
 
 
 def offline_wandb_runs(output_dir: Path, since: float) -> list[Path]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 SWEEP_PID_ENV = "SPEECHBIAS_SWEEP_PID"
@@ -23,23 +24,16 @@ _job_dir: list[Path | None] = [None]
 _watcher: list[threading.Thread] = []
 
 
-def sweep_parent_pid() -> int | None:
-    """The id of the process that started this multirun (None outside one)."""
-    value = os.environ.get(SWEEP_PID_ENV, "")
-    return int(value) if value.isdigit() else None
-
-
-def watch_sweep_parent(job_dir: str | Path | None = None, poll_s: float = POLL_S) -> bool:
+def watch_sweep_parent(job_dir: str | Path | None = None) -> bool:
     """Watch the sweep's process from this worker (see the module docstring); ``job_dir``: the running job's
     folder, recorded as failed if the parent dies during it. Returns True when this process is watched."""
-    parent = sweep_parent_pid()
+    value = os.environ.get(SWEEP_PID_ENV, "")  # the process that started this multirun ("" outside one)
+    parent = int(value) if value.isdigit() else None
     if parent is None or parent == os.getpid() or os.getppid() != parent:
         return False
     _job_dir[0] = Path(job_dir) if job_dir is not None else None
     if not _watcher:
-        thread = threading.Thread(
-            target=_watch, args=(parent, poll_s), name="speechbias-sweep-parent-watch", daemon=True
-        )
+        thread = threading.Thread(target=_watch, args=(parent,), name="speechbias-sweep-parent-watch", daemon=True)
         thread.start()
         _watcher.append(thread)
     return True
@@ -50,11 +44,9 @@ def job_done() -> None:
     _job_dir[0] = None
 
 
-def _watch(parent: int, poll_s: float) -> None:
-    import time
-
+def _watch(parent: int) -> None:
     while os.getppid() == parent:
-        time.sleep(poll_s)
+        time.sleep(POLL_S)
     job_dir = _job_dir[0]
     if job_dir is not None:
         try:

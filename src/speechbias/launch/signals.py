@@ -105,7 +105,6 @@ class _State:
     requeue_under_way = False
     sweep_stop = None  # hook(stop) run before a stopped sweep's table (on_sweep_stop), and the seconds it may take
     sweep_stop_s = 0.0
-    installed = False
     guarded = False  # a RunStopped raised now is caught (ends_on_signals, run_entry)
     line_printed = False
 
@@ -129,12 +128,11 @@ def install_stop_handlers() -> bool:
     wrapped so that the SIGTERM of the requeue it starts is passed over."""
     if threading.current_thread() is not threading.main_thread():
         return False
-    if _State.installed and all(signal.getsignal(s) is _on_stop_signal for s in STOP_SIGNALS):
+    if all(signal.getsignal(s) is _on_stop_signal for s in STOP_SIGNALS):
         return True
     for signum in STOP_SIGNALS:
         signal.signal(signum, _on_stop_signal)
     _wrap_requeue_handler()
-    _State.installed = True
     return True
 
 
@@ -208,11 +206,6 @@ def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
     raise stop
 
 
-def stop_received() -> RunStopped | None:
-    """The stop signal this process received (None when none did)."""
-    return _State.stop
-
-
 def running_job(job_dir: str | Path | None) -> None:
     """The job folder this process runs now (the watchdog records it), or None when its job ended."""
     _State.job_dir = Path(job_dir) if job_dir is not None else None
@@ -278,11 +271,6 @@ def on_sweep_stop(hook, seconds: float = 0.0) -> None:
     SLURM launcher cancels the jobs it submitted and records each one's end); the watchdog gives it
     ``seconds`` beyond :data:`FORCE_EXIT_S`. ``None`` removes it."""
     _State.sweep_stop, _State.sweep_stop_s = hook, (float(seconds) if hook is not None else 0.0)
-
-
-def running_sweep() -> tuple[Path, str] | None:
-    """(sweep folder, sweep id) of the multirun this process runs, None outside one."""
-    return _State.sweep
 
 
 def _stop_sweep_workers(signum: int, sweep_dir: Path, sweep_id: str) -> None:

@@ -16,18 +16,16 @@ index and the model's sizes: :mod:`speechbias.upstream.architecture`).
 
 from __future__ import annotations
 
-import csv
 import logging
 import math
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from speechbias.errors import StorageError, error_line, full_error_requested
+from speechbias.errors import StorageError, user_error_ends_command
 from speechbias.fileio.atomic_file import register_storage_setting
 
 RUN_FOLDER_SETTING = "hydra.run.dir=... or paths.output_root=..."
@@ -102,7 +100,7 @@ TABLE_KEYS = ("manifest", "ratings")
 
 def _manifest_clips(cfg: DictConfig) -> set[Path]:
     """The audio files of the CSV tables the config names (any ``*manifest`` or ``*ratings`` value that is
-    an existing ``.csv`` with a ``path`` column; relative paths from the table's folder).
+    an existing ``.csv`` with a ``path`` column; relative paths from the table's folder: :func:`clip_paths`).
 
     Only those values are resolved: the config is walked by its keys, and an interpolated value under any
     other key is not followed (``task.run.bias_test: ${bias_test}`` repeats a node walked where it is);
@@ -125,28 +123,9 @@ def _manifest_clips(cfg: DictConfig) -> set[Path]:
                 tables.append(Path(value).expanduser())
 
     walk(cfg)
-    clips: set[Path] = set()
-    for table in tables:
-        try:
-            with open(table, newline="", encoding="utf-8") as f:
-                for row in csv.DictReader(f):
-                    path = Path(str(row.get("path") or "")).expanduser()
-                    if str(path) not in ("", "."):
-                        clips.add(path if path.is_absolute() else table.parent / path)
-        except (OSError, UnicodeDecodeError, csv.Error):
-            continue
-    return clips
+    from speechbias.tasks.clip_identity import clip_paths
 
-
-def _known_fingerprint(upstream) -> str | None:
-    """The cache namespace of the upstream when known without building it: a weight-free upstream's from
-    its config, an HF upstream's from its config and files (no torch); None for others."""
-    try:
-        from speechbias.upstream.deferred import DeferredUpstream
-
-        return DeferredUpstream(upstream).fingerprint_without_build()
-    except Exception:  # noqa: BLE001 - arguments the upstream refuses: the run itself says why
-        return None
+    return {Path(clip) for table in tables for clip in clip_paths(table)}
 
 
 def uncached_clips(cfg: DictConfig, clips: set[Path]) -> tuple[int, int]:
@@ -159,7 +138,12 @@ def uncached_clips(cfg: DictConfig, clips: set[Path]) -> tuple[int, int]:
     from speechbias.features.cache import FeatureCache
 
     cache = FeatureCache(str(cache_dir))
-    fingerprint = _known_fingerprint(OmegaConf.select(cfg, "upstream", default=None))
+    try:  # the upstream's cache namespace when its config and files give it without building it (no torch)
+        from speechbias.upstream.deferred import DeferredUpstream
+
+        fingerprint = DeferredUpstream(OmegaConf.select(cfg, "upstream", default=None)).fingerprint_without_build()
+    except Exception:  # noqa: BLE001 - arguments the upstream refuses: the run itself says why
+        fingerprint = None
     missing = unknown = 0
     for clip in clips:
         record = cache.lookup_audio(clip) if clip.is_file() else None
@@ -290,14 +274,9 @@ class StorageCheckCallback(Callback):
         self.enabled = bool(enabled)
 
     def on_run_start(self, config: DictConfig, **kwargs) -> None:
-        try:
+        with user_error_ends_command():
             run_dir = Path(str(OmegaConf.select(config, "hydra.run.dir")))
             needs = [hydra_save_need(config, run_dir)]
             if self.enabled:
                 needs += estimate_writes(config, run_dir)
             check_free_space(needs, skippable=self.enabled)
-        except StorageError as exc:
-            if full_error_requested():
-                raise
-            print(error_line(exc), file=sys.stderr)
-            sys.exit(1)

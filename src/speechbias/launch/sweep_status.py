@@ -42,7 +42,6 @@ from speechbias.run_context import SWEEP_ID_ENV
 from speechbias.errors import find_user_error, message_line
 
 STATUS_CSV = "sweep_status.csv"
-STATUSES = ("ok", "skipped", "failed", "running")
 CSV_COLUMNS = ("job", "overrides", "status", "seconds", "error", "reused")
 
 
@@ -116,20 +115,6 @@ class StatusRow:
     reused: bool = False
 
 
-def _row(sweep_dir: Path, job_dir: Path, status: JobStatus) -> StatusRow:
-    state, error = status.status, status.error
-    if state == "running":
-        state, error = "failed", NO_END
-    return StatusRow(
-        job=str(job_dir.relative_to(sweep_dir)),
-        overrides=" ".join(status.overrides),
-        status=state,
-        seconds=round(float(status.seconds), 1),
-        error=error,
-        reused=bool(status.reused),
-    )
-
-
 def collect_statuses(sweep_dir: str | Path, sweep_id: str | None = None) -> list[StatusRow]:
     """One row per job folder below ``sweep_dir`` with a status file (of multirun ``sweep_id`` only,
     when given), sorted by folder. Jobs still marked ``running`` read as failed (:data:`NO_END`)."""
@@ -139,7 +124,17 @@ def collect_statuses(sweep_dir: str | Path, sweep_id: str | None = None) -> list
         status = read_status(path.parent)
         if status is None or (sweep_id and status.sweep_id != sweep_id):
             continue
-        rows.append(_row(sweep_dir, path.parent, status))
+        ended = status.status != "running"
+        rows.append(
+            StatusRow(
+                job=str(path.parent.relative_to(sweep_dir)),
+                overrides=" ".join(status.overrides),
+                status=status.status if ended else "failed",
+                seconds=round(float(status.seconds), 1),
+                error=status.error if ended else NO_END,
+                reused=bool(status.reused),
+            )
+        )
     return rows
 
 

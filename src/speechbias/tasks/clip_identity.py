@@ -27,11 +27,6 @@ from speechbias.fileio.audio_index import AudioIndex, file_identity
 _taken: dict[tuple, dict[str, str]] = {}
 
 
-def forget_taken_clips() -> None:
-    """Forget the clips this process has taken, as a new process would (tests that rewrite clips)."""
-    _taken.clear()
-
-
 def _value(values: dict[str, str], key: str):
     raw = values.get(key)
     return json.loads(raw) if raw is not None else None
@@ -70,9 +65,10 @@ def manifest_sources(cfg: DictConfig | None, values: dict[str, str]) -> list[tup
     return sources
 
 
-def _clip_paths(manifest: Path, root: Path | None) -> list[str]:
-    """The absolute clip paths of a manifest (or ratings) CSV's ``path`` column, relative ones against
-    ``root`` or the CSV's folder; [] when it has none (the run's own checks name a bad file)."""
+def clip_paths(manifest: Path, root: Path | None = None) -> list[str]:
+    """The absolute clip paths of a manifest (or ratings) CSV's ``path`` column, stripped as the run reads
+    them, relative ones against ``root`` or the CSV's folder; [] when it has none (the run's own checks
+    name a bad file). Also the clips of the pre-run storage estimate (:mod:`speechbias.launch.storage_check`)."""
     try:
         with open(manifest, newline="", encoding="utf-8") as f:
             rows = [r.get("path") for r in csv.DictReader(f)]
@@ -93,7 +89,7 @@ def run_clips(cfg: DictConfig | None, values: dict[str, str], cache_dir: str | P
         except OSError:
             continue  # not built yet (a corpus-built test): its clips are taken once it is
         if key not in _taken:
-            facts = index.facts(_clip_paths(manifest, root))
+            facts = index.facts(clip_paths(manifest, root))
             _taken[key] = {p: f.sha256 if not isinstance(f, str) else f"unusable: {f}" for p, f in facts.items()}
         clips.update(_taken[key])
     return clips

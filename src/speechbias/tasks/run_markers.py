@@ -121,13 +121,6 @@ def without_keys(values: dict[str, str], keys: tuple[str, ...]) -> dict[str, str
     return {k: v for k, v in values.items() if not _under(k, keys)}
 
 
-def _file_sha256(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
-
-
 def model_identity(values: dict[str, str]) -> dict[str, object]:
     """Cheap identity of the models the config names (``<group>.model_id`` keys): ``<group>.weights``, the
     weight files (names, sizes, mtimes) of a local folder, else ``<group>.commit``, the commit its revision
@@ -184,9 +177,12 @@ def identity_beyond_values(cfg: DictConfig | None, values: dict[str, str], cache
         "speechbias.statistics_layout": STATISTICS_LAYOUT,
         **model_identity(values),
     }
-    for key in ("bias_test.manifest",):
-        if key in values and isinstance(json.loads(values[key]), str):
-            extra[f"{key}.sha256"] = _file_sha256(Path(json.loads(values[key])).expanduser())
+    manifest = json.loads(values.get("bias_test.manifest", "null"))
+    if isinstance(manifest, str):
+        try:
+            extra["bias_test.manifest.sha256"] = file_fingerprint(Path(manifest).expanduser())["sha256"]
+        except OSError:
+            extra["bias_test.manifest.sha256"] = None
     return {
         "extra": {k: json.dumps(v, sort_keys=True, default=str) for k, v in extra.items()},
         "clips": run_clips(cfg, values, cache_dir),

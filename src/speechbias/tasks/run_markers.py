@@ -148,16 +148,13 @@ def model_identity(values: dict[str, str]) -> dict[str, object]:
     return identity
 
 
-def run_identity(
-    cfg: DictConfig | None, values: dict[str, str] | None = None, cache_dir: str | Path | None = None
-) -> dict:
+def run_identity(cfg: DictConfig | None, values: dict[str, str] | None = None) -> dict:
     """What determines a run's results: its config values, the package version and statistics layout, the identity of its
     models and of its bias test's manifest, and the decoded-audio sha256 of every clip it reads
-    (``clips``, :func:`speechbias.tasks.clip_identity.run_clips`, through the audio index under
-    ``cache_dir``, else ``cfg``'s ``paths.cache_dir``). ``values``: ``cfg``'s :func:`config_values` when
-    the caller has them already."""
+    (``clips``, :func:`speechbias.tasks.clip_identity.run_clips`, through the audio index under ``cfg``'s
+    ``paths.cache_dir``). ``values``: ``cfg``'s :func:`config_values` when the caller has them already."""
     values = config_values(cfg) if values is None else values
-    return {"values": values, **identity_beyond_values(cfg, values, cache_dir)}
+    return {"values": values, **identity_beyond_values(cfg, values)}
 
 
 def identity_beyond_values(cfg: DictConfig | None, values: dict[str, str], cache_dir: str | Path | None = None) -> dict:
@@ -284,16 +281,15 @@ def record_run_digest(
     cfg: DictConfig | None,
     output_dir: str | Path,
     values: dict[str, str] | None = None,
-    cache_dir: str | Path | None = None,
     beyond_values: dict | None = None,
 ) -> Path:
     """Write ``run_digest.json`` (digest + what it was computed from + every output file's size and
     sha256) into a completed run's folder, last (atomically: a run killed before has none). ``values``:
-    ``cfg``'s :func:`config_values` when the caller has them already (``cfg`` is then not needed, but
-    ``cache_dir``, the audio index's cache folder, is). ``beyond_values``: the identity's
-    :func:`identity_beyond_values` when the caller has them for these values (a list job's pairs of one test)."""
+    ``cfg``'s :func:`config_values` when the caller has them already. ``beyond_values``: the identity's
+    :func:`identity_beyond_values` when the caller has them for these values (a list job's pairs of one test;
+    ``cfg`` is then not needed)."""
     if beyond_values is None:
-        identity = run_identity(cfg, values, cache_dir)
+        identity = run_identity(cfg, values)
     else:
         identity = {"values": config_values(cfg) if values is None else values, **beyond_values}
     return write_digest(Path(output_dir) / RUN_DIGEST_FILE, identity, output_files(output_dir))

@@ -278,7 +278,7 @@ class SpeatPairs:
             if test.name not in self._beyond_values:  # the same for every pair of the test
                 self._beyond_values[test.name] = identity_beyond_values(None, values, task.cache.root)
             # the pair's folder now holds its finished results
-            record_run_digest(None, folder, values, task.cache.root, self._beyond_values[test.name])
+            record_run_digest(None, folder, values, self._beyond_values[test.name])
         log_result(test.name, run_info["upstream"], aggregation.name, row)
         return row
 

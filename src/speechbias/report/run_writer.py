@@ -272,13 +272,13 @@ class RunWriter:
             self._record({"kind": "image", "key": tracker_key, "file": path.name})
         return path
 
-    def report(self, title: str, sections: Iterable[tuple[str, str]], name: str = "report.md") -> Path:
+    def report(self, title: str, sections: Iterable[tuple[str, str]]) -> Path:
         """Write ``report.md``: a title and ``(heading, markdown body)`` sections; a demo run's
         caveat comes first."""
         sections = list(sections)
         if self.caveat and not any(markdown_caveat(self.caveat) == body for _, body in sections):
             sections.insert(0, ("Demo run", markdown_caveat(self.caveat)))
-        return self.text(name, report_text(title, sections))
+        return self.text("report.md", report_text(title, sections))
 
     # -- what the tracker logs ----------------------------------------------------------------
     def metrics(self, values: dict, step: int | None = None, history: bool = False) -> None:

@@ -75,10 +75,8 @@ def analyse_sweep(
 
 
 def nothing_collected_message(sweep_dirs: Sequence[Path], results: SweepResults, report: Path) -> str:
-    """The one error line of a report over sweep folders where no job finished."""
+    """The one error line of a report over sweep folders whose jobs (one at least) all failed or did not finish."""
     where = ", ".join(map(str, sweep_dirs))
-    if not results.n_jobs:
-        return no_job_folders_message(sweep_dirs)
     first = results.incomplete_reasons.get(results.incomplete[0], "") if results.incomplete else ""
     return (
         f"sweep_dir {where}: {results.completion()}, nothing to report"

@@ -129,11 +129,12 @@ def _fix(first: Path, second: Path, sweep_dirs: Sequence[Path]) -> str:
     return f"report one setting's folder (e.g. sweep_dir={common / below[0]}), or move the other setting's runs out of {where}"
 
 
-def collision_message(results: SweepResults) -> str | None:
-    """The one error line of collected runs with two runs of one report key, or None when there are none."""
+def check_one_run_per_key(results: SweepResults) -> None:
+    """Raise ``ConfigError`` when the collected runs hold two runs of one report key: one line naming two of
+    their folders, what differs between them and the fix."""
     found = first_collision(results.speat)
     if found is None:
-        return None
+        return
     first, second = (_run_path(results, r) for r in found.run_dirs)
     rows = results.speat[results.speat["run_dir"].astype(str).isin(found.run_dirs)]
     rows = rows.set_index(rows["run_dir"].astype(str)).loc[list(found.run_dirs)]
@@ -145,16 +146,8 @@ def collision_message(results: SweepResults) -> str | None:
     upstream, test, aggregation = found.key
     others = f" ({found.n_keys - 1} more model, test and aggregation have several runs)" if found.n_keys > 1 else ""
     where = ", ".join(str(d) for d in results.sweep_dirs)
-    return (
+    raise ConfigError(
         f"sweep_dir {where}: {first} and {second} are two runs of {upstream} on {test} ({aggregation}) that differ "
         f"in {what}{others}; the report takes one run of each model, test and aggregation: "
         + _fix(first, second, results.sweep_dirs)
     )
-
-
-def check_one_run_per_key(results: SweepResults) -> None:
-    """Raise ``ConfigError`` (one line: :func:`collision_message`) when the collected runs hold two runs of
-    one report key."""
-    message = collision_message(results)
-    if message is not None:
-        raise ConfigError(message)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -92,28 +92,22 @@ class SweepTables:
 
 @dataclass
 class SweepReport:
-    """What was written: the tables, figure paths by name, report sections and summary metrics."""
+    """What was written: figure paths by name, report sections and summary metrics."""
 
-    output_dir: Path
-    tables: SweepTables
-    figures: dict[str, Path] = field(default_factory=dict)
-    sections: list[tuple[str, str]] = field(default_factory=list)
-    summary: dict = field(default_factory=dict)
-
-
-def _tests(tables: SweepTables) -> list[str]:
-    return [
-        str(v)
-        for t in (tables.results, tables.propagation)
-        if len(t) and "test" in t.columns
-        for v in dict.fromkeys(t["test"])
-    ]
+    figures: dict[str, Path]
+    sections: list[tuple[str, str]]
+    summary: dict
 
 
 def sweep_caveat(tables: SweepTables) -> str | None:
     """The caveat report.md and every figure carry (``RunWriter.caveat``): the demo caveat when every
     test is a synthetic demo test, one naming the demo tests when they are mixed with real ones, else None."""
-    tests = _tests(tables)
+    tests = [
+        str(v)
+        for t in (tables.results, tables.propagation)
+        if len(t) and "test" in t.columns
+        for v in dict.fromkeys(t["test"])
+    ]
     demo = [t for t in tests if is_demo_test(t)]
     if not demo:
         return None
@@ -392,4 +386,4 @@ def write_sweep_report(results: SweepResults, tables: SweepTables, writer: RunWr
         )
     )
     writer.report(f"{title}: {results.completion()}", sections)
-    return SweepReport(output_dir=writer.output_dir, tables=tables, figures=figs, sections=sections, summary=summary)
+    return SweepReport(figures=figs, sections=sections, summary=summary)

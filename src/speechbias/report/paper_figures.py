@@ -256,8 +256,7 @@ def se_curves_figure(se: pd.DataFrame, styles: dict | None = None) -> Figure | N
     dashes = test_dashes(se["test"]) if "test" in se.columns else {}
     fig, ax = plt.subplots(figsize=(7.6 if dashes else 6.0, 3.8))
     keys = [c for c in ("upstream", "test", "run_dir") if c in se.columns]
-    for key, g in se.groupby(keys, sort=False):
-        key = key if isinstance(key, tuple) else (key,)
+    for key, g in se.groupby(keys, sort=False):  # a list of keys: each group's key is a tuple
         row = dict(zip(keys, key))
         model = row.get("upstream")
         colour = styles[model].colour if model in styles else "#888888"

@@ -249,7 +249,7 @@ def _read_run(run_dir: Path, kind: str, rel: str) -> _Run | None:
         run = _Run()
         if not results.rows:
             raise MalformedFolder("results.csv has no rows")
-        if is_speat_table(results.columns):
+        if {"test", "aggregation", "d", "p"} <= set(results.columns):  # a SpEAT run's
             results, run.flagged = _flag_rows(results, rel, speat=True)
             if not results.rows:
                 return run
@@ -264,7 +264,7 @@ def _read_run(run_dir: Path, kind: str, rel: str) -> _Run | None:
                         extra, flags = _flag_rows(extra, f"{rel}/{name}", True)
                         run.flagged += flags
                     bucket.append(_with_columns(extra, run_dir=rel, aggregation=results.rows[0]["aggregation"]))
-        elif is_propagation_table(results.columns):
+        elif {"test", "cohens_d"} <= set(results.columns):  # a SER propagation run's
             results, run.flagged = _flag_rows(results, rel, speat=False)
             run.propagation = _with_columns(results, **tags) if results.rows else None
             if (run_dir / "predictions.csv").is_file():
@@ -284,16 +284,6 @@ def _pairs_table(job_dir: Path) -> set[str] | None:
     except (OSError, ConfigError):
         return None
     return {str(row["pair_dir"]) for row in table.rows} if "pair_dir" in table.columns else None
-
-
-def is_speat_table(columns) -> bool:
-    """Whether a table of these columns (a DataFrame's too) is a SpEAT results table."""
-    return {"test", "aggregation", "d", "p"} <= set(columns)
-
-
-def is_propagation_table(columns) -> bool:
-    """Whether a table of these columns (a DataFrame's too) is a SER propagation results table."""
-    return {"test", "cohens_d"} <= set(columns)
 
 
 def model_order(table: pd.DataFrame) -> list[str]:

@@ -36,10 +36,8 @@ log = logging.getLogger(__name__)
 LAYER_KEY = ("upstream", "test", "temporal", "layer")
 
 
-def analyse_sweep(
-    results: SweepResults, settings: ReportSettings = ReportSettings(), paper: pd.DataFrame | None = None
-) -> SweepTables:
-    """Every table of the report from the collected runs (and the paper's table, when given); no I/O."""
+def analyse_sweep(results: SweepResults, settings: ReportSettings, paper: pd.DataFrame | None) -> SweepTables:
+    """Every table of the report from the collected runs (and the paper's table, when not None); no I/O."""
     speat = sweep_analysis.add_significance(results.speat, settings.alpha, settings.corrections)
     main = sweep_analysis.main_table(speat, settings.main_aggregation)
     anova, anova_note = sweep_analysis.family_anova(main)

@@ -236,13 +236,9 @@ def _se_columns(se: pd.DataFrame) -> tuple[str, str]:
     return size, value
 
 
-# Figure 3's line pattern per bias test (the colour is the model's family), in order of appearance
+# Figure 3's line pattern per bias test (the colour is the model's family), in order of appearance, repeated
+# past eight tests
 TEST_DASHES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (8, 2)), (0, (1, 3)), (0, (3, 1, 1, 1)))
-
-
-def test_dashes(tests) -> dict:
-    """Each bias test's line pattern in Figure 3 (:data:`TEST_DASHES`, repeated past eight tests)."""
-    return {t: TEST_DASHES[k % len(TEST_DASHES)] for k, t in enumerate(dict.fromkeys(tests))}
 
 
 def se_curves_figure(se: pd.DataFrame, styles: dict | None = None) -> Figure | None:
@@ -253,7 +249,8 @@ def se_curves_figure(se: pd.DataFrame, styles: dict | None = None) -> Figure | N
         return None
     size, value = _se_columns(se)
     styles = styles or (model_styles(se) if "upstream" in se.columns else {})
-    dashes = test_dashes(se["test"]) if "test" in se.columns else {}
+    tests = dict.fromkeys(se["test"]) if "test" in se.columns else {}
+    dashes = {t: TEST_DASHES[k % len(TEST_DASHES)] for k, t in enumerate(tests)}
     fig, ax = plt.subplots(figsize=(7.6 if dashes else 6.0, 3.8))
     keys = [c for c in ("upstream", "test", "run_dir") if c in se.columns]
     for key, g in se.groupby(keys, sort=False):  # a list of keys: each group's key is a tuple

@@ -63,11 +63,6 @@ def first_collision(speat: pd.DataFrame) -> Collision | None:
     return Collision(key=tuple(first), run_dirs=(runs[0], runs[1]), n_keys=n_keys)
 
 
-def _run_path(results: SweepResults, run_dir: str) -> Path:
-    """A collected ``run_dir`` as a folder (relative to the one sweep folder, else absolute)."""
-    return results.sweep_dirs[0] / run_dir if len(results.sweep_dirs) == 1 else Path(run_dir)
-
-
 def _differing_columns(rows: pd.DataFrame, columns: Sequence[str], named: Sequence[str]) -> str:
     """``n_permutations 100 vs 200, fingerprint 1c7048fb vs 6f6fb60e`` for the setting ``columns`` two
     result rows differ in, but those whose config key is among the ``named`` keys of the config change
@@ -135,7 +130,8 @@ def check_one_run_per_key(results: SweepResults) -> None:
     found = first_collision(results.speat)
     if found is None:
         return
-    first, second = (_run_path(results, r) for r in found.run_dirs)
+    # the collected run_dir: relative to the one sweep folder, else absolute
+    first, second = (results.sweep_dirs[0] / r if len(results.sweep_dirs) == 1 else Path(r) for r in found.run_dirs)
     rows = results.speat[results.speat["run_dir"].astype(str).isin(found.run_dirs)]
     rows = rows.set_index(rows["run_dir"].astype(str)).loc[list(found.run_dirs)]
     columns = [c for c in SETTING_COLUMNS if c in rows.columns and rows[c].astype(str).nunique() > 1]

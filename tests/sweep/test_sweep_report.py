@@ -14,7 +14,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from PIL import Image
 
-from speechbias.report import sweep_report, sweep_tables, wandb_report, wandb_run
+from speechbias.report import sweep_tables, wandb_report, wandb_run
 from speechbias.report.caveat import DEMO_CAVEAT, markdown_caveat
 from speechbias.report.run_writer import RunWriter
 from speechbias.report.tracker import Tracker
@@ -257,7 +257,7 @@ def test_wandb_report_is_built_from_the_summary_run_and_skipped_offline():
 
 
 def test_the_report_config_builds_the_task_with_its_collaborators(conf_dir, tmp_path, monkeypatch):
-    """conf/task/report.yaml: writer, tracker and options are built (nested _target_ nodes, lists as
+    """conf/task/report.yaml: writer, tracker and settings are built (nested _target_ nodes, lists as
     tuples, mappings as dicts); a relative sweep_dir is found in the working directory."""
     write_speat_sweep(tmp_path / "sweep", models=PAPER_MODELS[:2], tests={"female_male": 0.31})
     monkeypatch.chdir(tmp_path)
@@ -278,8 +278,13 @@ def test_the_report_config_builds_the_task_with_its_collaborators(conf_dir, tmp_
     assert isinstance(task, ReportTask) and task.sweep_dirs == [tmp_path / "sweep"] and task.paper_results is None
     assert isinstance(task.writer, RunWriter) and task.writer.output_dir == tmp_path / "out"
     assert isinstance(task.tracker, Tracker) and task.tracker.kind == "none"
-    assert task.options == sweep_report.ReportOptions(alpha=0.01, corrections=("holm",))
-    assert task.paper_tests["TORGO Recordings"] == "abled_disabled" and type(task.paper_models) is dict
+    settings = task.settings
+    assert (settings.alpha, settings.corrections, settings.title) == (0.01, ("holm",), "SpEAT sweep report")
+    assert (settings.main_aggregation, settings.paper_equivalent_aggregations) == (
+        "mean_sum",
+        ("mean_mean", "mean_sum"),
+    )
+    assert settings.paper_tests["TORGO Recordings"] == "abled_disabled" and type(settings.paper_models) is dict
     summary = task.run(config={})
     assert summary["report/n_speat_runs"] == 2 and summary["report/human_total"] == 2
     assert "p_holm" in pd.read_csv(tmp_path / "out" / "results.csv").columns

@@ -47,11 +47,6 @@ def markdown_caveat(caveat: str = DEMO_CAVEAT) -> str:
     return f"**{caveat}**"
 
 
-# A task sets ``RunWriter.caveat`` (speechbias.report.run_writer) for a demo run: the writer then puts
-# it first in report.md and on every figure it saves (``figures.save(fig, path, caveat=...)`` leaves a
-# strip free at the bottom of the layout and writes it there).
-
-
 def warn_once_per_sweep(log: logging.Logger, caveat: str, run_dir: str | Path) -> None:
     """Log ``caveat`` as a warning on the console of a single run, and once for a whole multirun: the first
     job of the sweep to get here creates the empty marker ``<sweep dir>/.caveat_shown-<sweep id>`` (an

@@ -140,7 +140,7 @@ def layer_axis(ax, layer_numbers, layer_convention: str | None = None) -> bool:
     single-layer upstream (``layer_convention == "single-layer"`` or only layer 0), whose one tick
     reads "the features (one layer)" and whose label says there are no network layers."""
     numbers = sorted({int(v) for v in layer_numbers})
-    if layer_convention == SINGLE_LAYER_CONVENTION or numbers == [0]:
+    if is_single_layer(numbers, layer_convention):
         ax.set_xlim(-1, 1)
         ax.set_xticks([0], ["the features (one layer)"])
         ax.set_xlabel("single-layer upstream: layer 0 is the feature vector itself")

@@ -130,19 +130,15 @@ def save(fig, path: str | Path, caveat: str | None = None) -> Path:
     return path
 
 
-def _model_handles(styles: dict[str, ModelStyle], models, line: bool = False) -> list:
-    return [
-        Line2D(
-            [0],
-            [0],
-            color=styles[m].colour,
-            marker=styles[m].marker,
-            linestyle=styles[m].linestyle if line else "none",
-            markersize=6,
-            label=m,
-        )
-        for m in models
-    ]
+def _model_handle(style: ModelStyle, label: str, line: bool = False) -> Line2D:
+    """A model's legend entry: its colour and marker, and its line style when ``line``."""
+    linestyle = style.linestyle if line else "none"
+    return Line2D([0], [0], color=style.colour, marker=style.marker, linestyle=linestyle, markersize=6, label=label)
+
+
+def _points(ax, x, y, colour: str, marker: str, size: float, edge: float = 0.4, zorder: int = 3, **kwargs) -> None:
+    """Markers of area ``size`` (points^2) with a white edge ``edge`` points wide, as every figure draws them."""
+    ax.scatter(x, y, color=colour, marker=marker, s=size, edgecolors="white", linewidths=edge, zorder=zorder, **kwargs)
 
 
 def effect_sizes_figure(table: pd.DataFrame, title: str = "", styles: dict | None = None) -> Figure | None:
@@ -160,40 +156,13 @@ def effect_sizes_figure(table: pd.DataFrame, title: str = "", styles: dict | Non
     ypos = {t: len(tests) - 1 - i for i, t in enumerate(tests)}
     for m in models:
         rows = table[table["upstream"] == m]
-        s = styles[m]
-        ax.scatter(
-            rows["d"],
-            [ypos[t] + offset[m] for t in rows["test"]],
-            color=s.colour,
-            marker=s.marker,
-            s=28,
-            edgecolors="white",
-            linewidths=0.4,
-            zorder=3,
-        )
+        _points(ax, rows["d"], [ypos[t] + offset[m] for t in rows["test"]], styles[m].colour, styles[m].marker, 28)
     means = table.groupby("test", sort=False)["d"].mean()
-    ax.scatter(
-        [means[t] for t in tests],
-        [ypos[t] for t in tests],
-        marker="D",
-        s=90,
-        color=MEAN_COLOUR,
-        zorder=4,
-        edgecolors="white",
-        linewidths=0.8,
-    )
+    _points(ax, [means[t] for t in tests], [ypos[t] for t in tests], MEAN_COLOUR, "D", 90, edge=0.8, zorder=4)
     human = table.dropna(subset=["human_iat_d"]).drop_duplicates("test") if "human_iat_d" in table else table.iloc[:0]
     if len(human):
-        ax.scatter(
-            human["human_iat_d"].astype(float),
-            [ypos[t] for t in human["test"]],
-            marker="v",
-            s=110,
-            color=HUMAN_COLOUR,
-            zorder=5,
-            edgecolors="white",
-            linewidths=0.8,
-        )
+        human_d = human["human_iat_d"].astype(float)
+        _points(ax, human_d, [ypos[t] for t in human["test"]], HUMAN_COLOUR, "v", 110, edge=0.8, zorder=5)
     for t in tests[1:]:
         ax.axhline(ypos[t] + 0.5, color="#cccccc", lw=0.6, zorder=0)
     ax.axvline(0, color="black", lw=0.8, zorder=1)
@@ -203,7 +172,7 @@ def effect_sizes_figure(table: pd.DataFrame, title: str = "", styles: dict | Non
     ax.set_yticks([ypos[t] for t in tests], [test_label(t) for t in tests])
     ax.set_xlabel("effect size (SpEAT d; human IAT D)  —  > 0: X group associated with pleasant")
     ax.set_title(title or "SpEAT effect size d per bias test")
-    handles = _model_handles(styles, models) + [
+    handles = [_model_handle(styles[m], m) for m in models] + [
         Line2D([0], [0], marker="D", color=MEAN_COLOUR, linestyle="none", markersize=7, label="mean SpEAT d")
     ]
     if len(human):
@@ -237,16 +206,7 @@ def propagation_figure(prop: pd.DataFrame, agreement: pd.DataFrame, styles: dict
     for ax, lr in zip(axes[0], lrs):
         rows = prop[prop["lr"] == lr]
         for r in rows.itertuples():
-            ax.scatter(
-                r.speat_d,
-                r.cohens_d,
-                color=styles[r.upstream].colour,
-                marker=test_marker[r.test],
-                s=30,
-                edgecolors="white",
-                linewidths=0.4,
-                zorder=3,
-            )
+            _points(ax, r.speat_d, r.cohens_d, styles[r.upstream].colour, test_marker[r.test], 30)
         ax.axhline(0, color="black", lw=0.8)
         ax.axvline(0, color="black", lw=0.8)
         ax.fill_between([0, lim_x], 0, lim_y, color="#e8f5e9", zorder=0)
@@ -276,13 +236,9 @@ def _se_columns(se: pd.DataFrame) -> tuple[str, str]:
     return size, value
 
 
-# Figure 3's line pattern per bias test (the colour is the model's family), in order of appearance
+# Figure 3's line pattern per bias test (the colour is the model's family), in order of appearance, repeated
+# past eight tests
 TEST_DASHES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (8, 2)), (0, (1, 3)), (0, (3, 1, 1, 1)))
-
-
-def test_dashes(tests) -> dict:
-    """Each bias test's line pattern in Figure 3 (:data:`TEST_DASHES`, repeated past eight tests)."""
-    return {t: TEST_DASHES[k % len(TEST_DASHES)] for k, t in enumerate(dict.fromkeys(tests))}
 
 
 def se_curves_figure(se: pd.DataFrame, styles: dict | None = None) -> Figure | None:
@@ -293,11 +249,11 @@ def se_curves_figure(se: pd.DataFrame, styles: dict | None = None) -> Figure | N
         return None
     size, value = _se_columns(se)
     styles = styles or (model_styles(se) if "upstream" in se.columns else {})
-    dashes = test_dashes(se["test"]) if "test" in se.columns else {}
+    tests = dict.fromkeys(se["test"]) if "test" in se.columns else {}
+    dashes = {t: TEST_DASHES[k % len(TEST_DASHES)] for k, t in enumerate(tests)}
     fig, ax = plt.subplots(figsize=(7.6 if dashes else 6.0, 3.8))
     keys = [c for c in ("upstream", "test", "run_dir") if c in se.columns]
-    for key, g in se.groupby(keys, sort=False):
-        key = key if isinstance(key, tuple) else (key,)
+    for key, g in se.groupby(keys, sort=False):  # a list of keys: each group's key is a tuple
         row = dict(zip(keys, key))
         model = row.get("upstream")
         colour = styles[model].colour if model in styles else "#888888"
@@ -322,26 +278,24 @@ def se_curves_figure(se: pd.DataFrame, styles: dict | None = None) -> Figure | N
     return fig
 
 
+def _cell_values(ax, values: np.ndarray, fontsize: float, on_dark) -> None:
+    """Each finite cell of ``values`` (rows x columns, as ``imshow`` draws them) written as ``0.00`` at its
+    centre: white where ``on_dark(i, j)``, else black."""
+    for (i, j), v in np.ndenumerate(values):
+        if np.isfinite(v):
+            colour = "white" if on_dark(i, j) else "black"
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=fontsize, color=colour)
+
+
 def positive_heatmap(pivot: pd.DataFrame, n_results: int | None = None) -> Figure | None:
     """Appendix D: proportion of positive d, rows = layer strategy, columns = temporal strategy; None
     for fewer than two strategies (one cell compares nothing: report.md gives the number instead)."""
     if pivot.size < 2 or int(np.isfinite(pivot.to_numpy(dtype=float)).sum()) < 2:
         return None
     fig, ax = plt.subplots(figsize=(max(4.6, 1.8 + 1.1 * pivot.shape[1]), max(2.6, 1.0 + 0.38 * pivot.shape[0])))
-    im = ax.imshow(pivot.to_numpy(dtype=float), cmap="RdBu", vmin=0, vmax=1, aspect="auto")
-    for i in range(pivot.shape[0]):
-        for j in range(pivot.shape[1]):
-            v = pivot.iat[i, j]
-            if np.isfinite(v):
-                ax.text(
-                    j,
-                    i,
-                    f"{v:.2f}",
-                    ha="center",
-                    va="center",
-                    fontsize=8,
-                    color="white" if abs(v - 0.5) > 0.3 else "black",
-                )
+    values = pivot.to_numpy(dtype=float)
+    im = ax.imshow(values, cmap="RdBu", vmin=0, vmax=1, aspect="auto")
+    _cell_values(ax, values, 8, on_dark=lambda i, j: abs(values[i, j] - 0.5) > 0.3)
     ax.set_xticks(range(pivot.shape[1]), list(pivot.columns))
     ax.set_yticks(range(pivot.shape[0]), list(pivot.index))
     ax.set_xlabel("temporal aggregation (over frames)")
@@ -443,18 +397,7 @@ def layer_lines_figure(layers: pd.DataFrame, temporal: str = "mean", styles: dic
     for ax in list(axes.flat)[len(tests) :]:
         ax.axis("off")
     models = [m for m in styles if m in set(data["upstream"])]
-    handles = [
-        Line2D(
-            [0],
-            [0],
-            color=styles[m].colour,
-            marker=styles[m].marker,
-            linestyle="none" if m in offsets else styles[m].linestyle,
-            markersize=6,
-            label=f"{m} (one layer)" if m in offsets else m,
-        )
-        for m in models
-    ]
+    handles = [_model_handle(styles[m], f"{m} (one layer)" if m in offsets else m, m not in offsets) for m in models]
     fig.legend(
         handles=handles,
         loc="lower center",
@@ -491,18 +434,7 @@ def significance_heatmap(
         vmax=len(levels) - 0.5,
         aspect="auto",
     )
-    for i in range(len(tests)):
-        for j in range(len(models)):
-            if np.isfinite(d[i, j]):
-                ax.text(
-                    j,
-                    i,
-                    f"{d[i, j]:.2f}",
-                    ha="center",
-                    va="center",
-                    fontsize=7,
-                    color="white" if grid[i, j] == 0 else "black",
-                )
+    _cell_values(ax, d, 7, on_dark=lambda i, j: grid[i, j] == 0)
     ax.set_xticks(np.arange(len(models) + 1) - 0.5, minor=True)
     ax.set_yticks(np.arange(len(tests) + 1) - 0.5, minor=True)
     ax.grid(which="minor", color="black", lw=0.5)
@@ -540,18 +472,8 @@ def paper_comparison_figure(comparison: pd.DataFrame, styles: dict | None = None
     lim = max(1.0, float(np.nanmax(np.abs(comparison[["d", "paper_d"]].to_numpy(float))))) * 1.1
     ax.plot([-lim, lim], [-lim, lim], color="#888888", lw=0.8, linestyle="--", label="d = paper d")
     for m in [m for m in styles if m in set(table["upstream"])]:
-        g, s = table[table["upstream"] == m], styles[m]
-        ax.scatter(
-            g["paper_d"],
-            g["d"],
-            color=s.colour,
-            marker=s.marker,
-            s=30,
-            edgecolors="white",
-            linewidths=0.4,
-            label=m,
-            zorder=3,
-        )
+        g = table[table["upstream"] == m]
+        _points(ax, g["paper_d"], g["d"], styles[m].colour, styles[m].marker, 30, label=m)
     ax.axhline(0, color="black", lw=0.6)
     ax.axvline(0, color="black", lw=0.6)
     ax.set_xlim(-lim, lim)

@@ -53,6 +53,11 @@ def not_converged(curve: pd.DataFrame) -> dict[str, str]:
     return out
 
 
+def _warning_above(ax, text: str, y: float) -> None:
+    """``text`` in small red type centred above the axes, its bottom at ``y`` (axes units)."""
+    ax.text(0.5, y, text, transform=ax.transAxes, ha="center", va="bottom", fontsize=7, color=WARNING_COLOUR)
+
+
 def dev_curve_figure(curve: pd.DataFrame):
     """Dev R^2 against the training step, one line per head; None for an empty curve. A head that
     had not converged (:func:`not_converged`) is named in red under the title."""
@@ -70,16 +75,7 @@ def dev_curve_figure(curve: pd.DataFrame):
     ax.set_title(title + ("\n" if unconverged else ""))
     if unconverged:
         heads = ", ".join(k for k in unconverged if k) or "the head"
-        ax.text(
-            0.5,
-            1.01,
-            f"NOT CONVERGED ({heads}): still improving at the last step; raise max_steps",
-            transform=ax.transAxes,
-            ha="center",
-            va="bottom",
-            fontsize=7,
-            color=WARNING_COLOUR,
-        )
+        _warning_above(ax, f"NOT CONVERGED ({heads}): still improving at the last step; raise max_steps", 1.01)
     if len(groups) > 1:
         ax.legend(fontsize=7)
     return fig
@@ -173,19 +169,9 @@ def predictions_figure(preds: pd.DataFrame, row: pd.Series, d: float):
     n_heads = preds["lr"].nunique() if "lr" in preds else 1
     pooled = f", {n_heads} heads pooled" if n_heads > 1 else ""
     n_out = outside_scale(preds)
-    ax.set_title(f"{row['test']}: Cohen's d = {d:.2f}{pooled}", fontsize=10)
+    ax.set_title(f"{row['test']}: Cohen's d = {d:.2f}{pooled}" + ("\n" if n_out else ""), fontsize=10)
     if n_out:
-        ax.text(
-            0.5,
-            1.0,
-            f"{n_out} of {len(preds)} predictions outside the rating scale",
-            transform=ax.transAxes,
-            ha="center",
-            va="bottom",
-            fontsize=7,
-            color=WARNING_COLOUR,
-        )
-        ax.set_title(f"{row['test']}: Cohen's d = {d:.2f}{pooled}\n", fontsize=10)
+        _warning_above(ax, f"{n_out} of {len(preds)} predictions outside the rating scale", 1.0)
     if scale is not None:
         handles, labels = ax.get_legend_handles_labels()
         unique = dict(zip(labels, handles))

@@ -176,14 +176,6 @@ def markdown_table(table: Table, floatfmt: str = ".3g", disable_numparse: bool =
     )
 
 
-def report_text(title: str, sections: Iterable[tuple[str, str]]) -> str:
-    """Markdown of a report: ``# title`` then ``## heading`` + body per section."""
-    parts = [f"# {title}", ""]
-    for heading, body in sections:
-        parts += [f"## {heading}", "", body.rstrip(), ""]
-    return "\n".join(parts)
-
-
 # where distributed launchers put a process's rank, in Lightning's order (the first one set is the rank:
 # SLURM_PROCID can be set where SLURM does not manage the processes, so RANK and LOCAL_RANK come first)
 RANK_VARIABLES = ("RANK", "LOCAL_RANK", "SLURM_PROCID", "JSM_NAMESPACE_RANK")
@@ -272,13 +264,16 @@ class RunWriter:
             self._record({"kind": "image", "key": tracker_key, "file": path.name})
         return path
 
-    def report(self, title: str, sections: Iterable[tuple[str, str]], name: str = "report.md") -> Path:
-        """Write ``report.md``: a title and ``(heading, markdown body)`` sections; a demo run's
-        caveat comes first."""
+    def report(self, title: str, sections: Iterable[tuple[str, str]]) -> Path:
+        """Write ``report.md``: ``# title``, then ``## heading`` and its markdown body per section; a demo
+        run's caveat comes first."""
         sections = list(sections)
         if self.caveat and not any(markdown_caveat(self.caveat) == body for _, body in sections):
             sections.insert(0, ("Demo run", markdown_caveat(self.caveat)))
-        return self.text(name, report_text(title, sections))
+        parts = [f"# {title}", ""]
+        for heading, body in sections:
+            parts += [f"## {heading}", "", body.rstrip(), ""]
+        return self.text("report.md", "\n".join(parts))
 
     # -- what the tracker logs ----------------------------------------------------------------
     def metrics(self, values: dict, step: int | None = None, history: bool = False) -> None:

@@ -55,7 +55,7 @@ def report_sections(
         shown["human_iat_d"] = "unknown"
     sections = [("Result", markdown_table([shown]))]
     interp = (
-        f"d > 0: {bias_test.x_label} ({'X'}) is more associated with {bias_test.a_label} than "
+        f"d > 0: {bias_test.x_label} (X) is more associated with {bias_test.a_label} than "
         f"{bias_test.y_label} (Y) is; p is one-sided (H1: d > 0), "
         f"{'exact' if row['exact'] else 'sampled'} over {row['n_permutations']:,} partitions."
     )

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -40,28 +40,6 @@ from speechbias.results.sweep_results import REPORT_MARKER, SweepResults
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class ReportOptions:
-    """``main_aggregation``: the strategy of Figure 1, the heat map, ANOVA and congruence (the
-    paper's temporal mean / layer sum); ``corrections``: multiple-comparison methods, the first
-    decides the heat map's "corrected" level; ``alpha``: the significance level;
-    ``paper_equivalent_aggregations``: the runs that count for the comparison with the paper's
-    table (first listed wins)."""
-
-    title: str = "SpEAT sweep report"
-    alpha: float = 0.05
-    corrections: tuple[str, ...] = ("bonferroni", "holm")
-    main_aggregation: str = "mean_sum"
-    paper_equivalent_aggregations: tuple[str, ...] = ("mean_mean", "mean_sum")
-
-    def __post_init__(self):  # values from a config: lists and ints are accepted
-        object.__setattr__(self, "title", str(self.title))
-        object.__setattr__(self, "alpha", float(self.alpha))
-        object.__setattr__(self, "corrections", tuple(self.corrections))
-        object.__setattr__(self, "main_aggregation", str(self.main_aggregation))
-        object.__setattr__(self, "paper_equivalent_aggregations", tuple(self.paper_equivalent_aggregations))
-
-
 @dataclass
 class SweepTables:
     """Every table of the report, computed from the collected runs.
@@ -72,11 +50,17 @@ class SweepTables:
     ``congruence_totals`` (``n_congruent``, ``n_total``); ``congruence_by_aggregation``;
     ``propagation`` (SpEAT d vs. Cohen's d per learning rate and pooled) and
     ``propagation_agreement``; ``layers`` (one row per upstream, test, temporal, layer);
-    ``se_curves``; ``paper_comparison`` (None without the paper's table).
+    ``se_curves``; ``paper_comparison`` (None without the paper's table). What they were computed with:
+    ``aggregation``, the main table's (``task.main_aggregation``, or the sweep's most frequent when it has
+    none of it); ``alpha``, the significance level; ``correction``, the first multiple-comparison method
+    (it decides ``significance``'s "corrected").
     """
 
     results: pd.DataFrame
     main: pd.DataFrame
+    aggregation: str
+    alpha: float
+    correction: str
     appendix_d: pd.DataFrame
     anova: pd.DataFrame
     anova_note: str
@@ -108,28 +92,22 @@ class SweepTables:
 
 @dataclass
 class SweepReport:
-    """What was written: the tables, figure paths by name, report sections and summary metrics."""
+    """What was written: figure paths by name, report sections and summary metrics."""
 
-    output_dir: Path
-    tables: SweepTables
-    figures: dict[str, Path] = field(default_factory=dict)
-    sections: list[tuple[str, str]] = field(default_factory=list)
-    summary: dict = field(default_factory=dict)
-
-
-def _tests(tables: SweepTables) -> list[str]:
-    return [
-        str(v)
-        for t in (tables.results, tables.propagation)
-        if len(t) and "test" in t.columns
-        for v in dict.fromkeys(t["test"])
-    ]
+    figures: dict[str, Path]
+    sections: list[tuple[str, str]]
+    summary: dict
 
 
 def sweep_caveat(tables: SweepTables) -> str | None:
     """The caveat report.md and every figure carry (``RunWriter.caveat``): the demo caveat when every
     test is a synthetic demo test, one naming the demo tests when they are mixed with real ones, else None."""
-    tests = _tests(tables)
+    tests = [
+        str(v)
+        for t in (tables.results, tables.propagation)
+        if len(t) and "test" in t.columns
+        for v in dict.fromkeys(t["test"])
+    ]
     demo = [t for t in tests if is_demo_test(t)]
     if not demo:
         return None
@@ -153,14 +131,13 @@ def _shown(tables: SweepTables) -> SweepTables:
     )
 
 
-def _figures(tables: SweepTables, writer: RunWriter, options: ReportOptions) -> dict[str, Path]:
+def _figures(tables: SweepTables, writer: RunWriter) -> dict[str, Path]:
     """Draw and write the figures that have data (a figure without rows is not drawn), by name; each is
     recorded for the tracker as ``report/<name>``."""
     main = tables.main
     info = sweep_tables.model_info(tables.results, tables.propagation)
     styles = paper_figures.model_styles(info) if len(info) else None
     temporal = str(main["temporal"].iloc[0]) if len(main) and "temporal" in main else "mean"
-    agg = str(main["aggregation"].iloc[0]) if len(main) else options.main_aggregation
     n_per = int(tables.appendix_d["n"].max()) if len(tables.appendix_d) else None
     written: dict[str, Path] = {}
 
@@ -171,7 +148,7 @@ def _figures(tables: SweepTables, writer: RunWriter, options: ReportOptions) -> 
 
     write(
         "figure1_effect_sizes",
-        paper_figures.effect_sizes_figure(main, title=f"SpEAT d per bias test ({agg})", styles=styles),
+        paper_figures.effect_sizes_figure(main, title=f"SpEAT d per bias test ({tables.aggregation})", styles=styles),
     )
     write(
         "figure2_propagation",
@@ -180,9 +157,7 @@ def _figures(tables: SweepTables, writer: RunWriter, options: ReportOptions) -> 
     write("figure3_se_curves", paper_figures.se_curves_figure(tables.se_curves, styles))
     write("appendix_d_positive", paper_figures.positive_heatmap(sweep_tables.positive_pivot(tables.appendix_d), n_per))
     write("layer_profiles", paper_figures.layer_lines_figure(tables.layers, temporal, styles))
-    write(
-        "significance_heatmap", paper_figures.significance_heatmap(main, options.alpha, options.corrections[0], styles)
-    )
+    write("significance_heatmap", paper_figures.significance_heatmap(main, tables.alpha, tables.correction, styles))
     if tables.paper_comparison is not None:
         write("paper_comparison", paper_figures.paper_comparison_figure(tables.paper_comparison, styles))
     return written
@@ -256,12 +231,8 @@ def _no_heatmap_reason(appendix_d: pd.DataFrame) -> str:
     )
 
 
-def _sections(
-    results: SweepResults, tables: SweepTables, options: ReportOptions, figs: dict[str, Path]
-) -> list[tuple[str, str]]:
-    main, speat = tables.main, tables.results
-    agg = str(main["aggregation"].iloc[0]) if len(main) else options.main_aggregation
-    method = options.corrections[0] if options.corrections else "none"
+def _sections(results: SweepResults, tables: SweepTables, figs: dict[str, Path]) -> list[tuple[str, str]]:
+    main, speat, agg = tables.main, tables.results, tables.aggregation
     sections = []  # the writer puts the demo caveat (RunWriter.caveat: sweep_caveat) first, once
     n_prop = results.propagation["run_dir"].nunique() if "run_dir" in results.propagation else 0
     counts = [
@@ -289,8 +260,8 @@ def _sections(
             "SpEAT effect sizes (Figure 1)",
             _image(figs, "figure1_effect_sizes", "Figure 1", "no SpEAT results in this sweep")
             + f"\n\nd per model and test ({agg}); `**` significant "
-            f"after {method.capitalize()} correction over the {len(main)} model x test results of this "
-            f"aggregation, `*` significant at alpha = {options.alpha} uncorrected only. "
+            f"after {tables.correction.capitalize()} correction over the {len(main)} model x test results of this "
+            f"aggregation, `*` significant at alpha = {tables.alpha} uncorrected only. "
             "One-sided permutation p (H1: d > 0). All runs: `results.csv` / `results.parquet`.\n\n"
             + _md_table(sweep_tables.d_pivot(main)),
         )
@@ -382,10 +353,9 @@ def _sections(
     return sections
 
 
-def write_sweep_report(
-    results: SweepResults, tables: SweepTables, writer: RunWriter, options: ReportOptions = ReportOptions()
-) -> SweepReport:
-    """Write the report folder (see the module docstring) through ``writer``; the summary metrics, the
+def write_sweep_report(results: SweepResults, tables: SweepTables, writer: RunWriter, title: str) -> SweepReport:
+    """Write the report folder (see the module docstring) through ``writer``, report.md titled ``title``
+    and the sweep's completion; the summary metrics, the
     non-empty tables and the figures are recorded for the tracker under ``report/<name>``. A demo
     sweep's caveat (``writer.caveat``, set by the caller) heads report.md and is drawn on every figure."""
     writer.text(REPORT_MARKER, "speechbias sweep report: not a run folder\n")
@@ -405,8 +375,8 @@ def write_sweep_report(
     for name, table in files.items():
         writer.table(name, table, tracker_key=f"report/{name}" if len(table) else None)
     shown = _shown(tables)
-    figs = _figures(shown, writer, options)
-    sections = _sections(results, shown, options, figs)
+    figs = _figures(shown, writer)
+    sections = _sections(results, shown, figs)
     sections.append(
         (
             "Files",
@@ -415,5 +385,5 @@ def write_sweep_report(
             + "\n".join(f"- `{p.name}`" for p in figs.values()),
         )
     )
-    writer.report(f"{options.title}: {results.completion()}", sections)
-    return SweepReport(output_dir=writer.output_dir, tables=tables, figures=figs, sections=sections, summary=summary)
+    writer.report(f"{title}: {results.completion()}", sections)
+    return SweepReport(figures=figs, sections=sections, summary=summary)

@@ -142,8 +142,6 @@ def describe(run, name: str, tags: list[str], config: dict | None) -> None:
 
 
 def log_metrics(run, metrics: dict, step: int | None = None) -> None:
-    if run is None:
-        return
     try:
         run.log(metrics, step=step)
         for k, v in metrics.items():
@@ -153,8 +151,6 @@ def log_metrics(run, metrics: dict, step: int | None = None) -> None:
 
 
 def log_table(run, key: str, df: pd.DataFrame) -> None:
-    if run is None:
-        return
     try:
         import wandb
 
@@ -164,8 +160,6 @@ def log_table(run, key: str, df: pd.DataFrame) -> None:
 
 
 def log_images(run, images: dict[str, str | Path]) -> None:
-    if run is None:
-        return
     try:
         import wandb
 
@@ -175,8 +169,6 @@ def log_images(run, images: dict[str, str | Path]) -> None:
 
 
 def finish(run) -> None:
-    if run is None:
-        return
     try:
         run.finish()
     except Exception as exc:

@@ -55,11 +55,6 @@ class RunTable:
         return len(self.rows)
 
 
-def is_number_text(text: str) -> bool:
-    """Whether ``text`` is a number as pandas reads one (an integer or a decimal float, ``inf``)."""
-    return _FLOAT.fullmatch(text) is not None
-
-
 def typed_column(cells: list[str]) -> list:
     """The cells of one column typed as ``pandas.read_csv`` types a column (see the module docstring)."""
     present = [c for c in cells if c not in NA_WORDS]
@@ -120,7 +115,7 @@ def to_number(value):
     as a float, anything else NaN."""
     if isinstance(value, bool | int | float):
         return value
-    if isinstance(value, str) and is_number_text(value):
+    if isinstance(value, str) and _FLOAT.fullmatch(value):  # a number as pandas reads one
         return float(value)
     return math.nan
 

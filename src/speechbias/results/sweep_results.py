@@ -99,11 +99,6 @@ class SweepResults:
         text = f"{len(self.finished)} of {self.n_jobs} job{'s' if self.n_jobs != 1 else ''} finished"
         return text + (f" ({len(self.incomplete)} failed or unfinished)" if self.incomplete else "")
 
-    @property
-    def n_runs(self) -> int:
-        n_ser = self.propagation["run_dir"].nunique() if "run_dir" in self.propagation else 0
-        return len(self.speat) + int(n_ser)
-
 
 def _walk_runs(sweep_dir: Path, exclude: Sequence[Path]) -> Iterable[tuple[Path, str]]:
     """(folder, kind) for every run or Hydra job folder below ``sweep_dir``, in sorted order. Kinds:
@@ -226,13 +221,8 @@ def _flag_rows(table: RunTable, rel: str, speat: bool) -> tuple[RunTable, list[d
                 why = f"is beyond any SpEAT d of its group sizes (|d| <= {bound:.4g})"
             if why is not None:
                 bad.add(i)
-                flags.append({"run_dir": rel, "column": column, "value": _text(raw), "why": why})
+                flags.append({"run_dir": rel, "column": column, "value": str(raw), "why": why})
     return RunTable(table.columns, [row for i, row in enumerate(table.rows) if i not in bad]), flags
-
-
-def _text(value) -> str:
-    """A cell as ``str`` prints it after pandas read it (``nan`` for a missing cell)."""
-    return str(value)
 
 
 def _with_columns(table: RunTable, **values) -> RunTable:
@@ -259,7 +249,7 @@ def _read_run(run_dir: Path, kind: str, rel: str) -> _Run | None:
         run = _Run()
         if not results.rows:
             raise MalformedFolder("results.csv has no rows")
-        if is_speat_table(results.columns):
+        if {"test", "aggregation", "d", "p"} <= set(results.columns):  # a SpEAT run's
             results, run.flagged = _flag_rows(results, rel, speat=True)
             if not results.rows:
                 return run
@@ -274,7 +264,7 @@ def _read_run(run_dir: Path, kind: str, rel: str) -> _Run | None:
                         extra, flags = _flag_rows(extra, f"{rel}/{name}", True)
                         run.flagged += flags
                     bucket.append(_with_columns(extra, run_dir=rel, aggregation=results.rows[0]["aggregation"]))
-        elif is_propagation_table(results.columns):
+        elif {"test", "cohens_d"} <= set(results.columns):  # a SER propagation run's
             results, run.flagged = _flag_rows(results, rel, speat=False)
             run.propagation = _with_columns(results, **tags) if results.rows else None
             if (run_dir / "predictions.csv").is_file():
@@ -293,17 +283,7 @@ def _pairs_table(job_dir: Path) -> set[str] | None:
         table = read_run_table(job_dir / PAIRS_FILE)
     except (OSError, ConfigError):
         return None
-    return {_text(row["pair_dir"]) for row in table.rows} if "pair_dir" in table.columns else None
-
-
-def is_speat_table(columns) -> bool:
-    """Whether a table of these columns (a DataFrame's too) is a SpEAT results table."""
-    return {"test", "aggregation", "d", "p"} <= set(columns)
-
-
-def is_propagation_table(columns) -> bool:
-    """Whether a table of these columns (a DataFrame's too) is a SER propagation results table."""
-    return {"test", "cohens_d"} <= set(columns)
+    return {str(row["pair_dir"]) for row in table.rows} if "pair_dir" in table.columns else None
 
 
 def model_order(table: pd.DataFrame) -> list[str]:

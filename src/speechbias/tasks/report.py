@@ -22,7 +22,7 @@ from speechbias.results.paper_results import load_paper_results
 from speechbias.project_paths import user_path
 from speechbias.report import wandb_report
 from speechbias.report.run_writer import RunWriter
-from speechbias.report.sweep_report import ReportOptions, SweepReport, SweepTables, sweep_caveat, write_sweep_report
+from speechbias.report.sweep_report import SweepReport, SweepTables, sweep_caveat, write_sweep_report
 from speechbias.report.tracker import Tracker
 from speechbias.ser.sweep_propagation import agreement_counts, propagation_table
 from speechbias.stats import sweep_analysis
@@ -36,12 +36,10 @@ log = logging.getLogger(__name__)
 LAYER_KEY = ("upstream", "test", "temporal", "layer")
 
 
-def analyse_sweep(
-    results: SweepResults, options: ReportOptions = ReportOptions(), paper: pd.DataFrame | None = None
-) -> SweepTables:
-    """Every table of the report from the collected runs (and the paper's table, when given); no I/O."""
-    speat = sweep_analysis.add_significance(results.speat, options.alpha, options.corrections)
-    main = sweep_analysis.main_table(speat, options.main_aggregation)
+def analyse_sweep(results: SweepResults, settings: ReportSettings, paper: pd.DataFrame | None) -> SweepTables:
+    """Every table of the report from the collected runs (and the paper's table, when not None); no I/O."""
+    speat = sweep_analysis.add_significance(results.speat, settings.alpha, settings.corrections)
+    main = sweep_analysis.main_table(speat, settings.main_aggregation)
     anova, anova_note = sweep_analysis.family_anova(main)
     congruence, totals = sweep_analysis.human_congruence(main)
     prop = propagation_table(results.propagation, results.predictions)
@@ -50,13 +48,16 @@ def analyse_sweep(
         layers = layers.drop_duplicates(list(LAYER_KEY)).reset_index(drop=True)
     comparison = None
     if paper is not None:
-        comparison = sweep_analysis.compare_with_paper(speat, paper, options.paper_equivalent_aggregations)
+        comparison = sweep_analysis.compare_with_paper(speat, paper, settings.paper_equivalent_aggregations)
         if not comparison.empty and "family" in speat.columns:
             family = speat.drop_duplicates("upstream").set_index("upstream")["family"]
             comparison.insert(1, "family", comparison["upstream"].map(family))
     return SweepTables(
         results=speat,
         main=main,
+        aggregation=str(main["aggregation"].iloc[0]) if len(main) else settings.main_aggregation,
+        alpha=settings.alpha,
+        correction=settings.corrections[0],
         appendix_d=sweep_analysis.positive_by_aggregation(speat),
         anova=anova if anova is not None else pd.DataFrame(),
         anova_note=anova_note,
@@ -72,10 +73,8 @@ def analyse_sweep(
 
 
 def nothing_collected_message(sweep_dirs: Sequence[Path], results: SweepResults, report: Path) -> str:
-    """The one error line of a report over sweep folders where no job finished."""
+    """The one error line of a report over sweep folders whose jobs (one at least) all failed or did not finish."""
     where = ", ".join(map(str, sweep_dirs))
-    if not results.n_jobs:
-        return no_job_folders_message(sweep_dirs)
     first = results.incomplete_reasons.get(results.incomplete[0], "") if results.incomplete else ""
     return (
         f"sweep_dir {where}: {results.completion()}, nothing to report"
@@ -94,9 +93,9 @@ class ReportTask:
         writer: writes the report folder (``<sweep_dir>/report``, conf/task/report.yaml).
         tracker: the summary run's tracker (W&B group: ``logger.group``, else the sweep folder's name).
         settings: ``task.*``: title, significance level, corrections, main aggregation, paper-equivalent
-            aggregations (the report's :class:`ReportOptions`), ``extra_sweep_dirs`` (more sweep folders to
-            read), ``paper_models`` / ``paper_tests`` (the paper's model and test names -> hub ids and bias
-            tests), ``wandb_report`` (also build a W&B report from the summary run: online, with an account).
+            aggregations, ``extra_sweep_dirs`` (more sweep folders to read), ``paper_models`` /
+            ``paper_tests`` (the paper's model and test names -> hub ids and bias tests), ``wandb_report``
+            (also build a W&B report from the summary run: online, with an account).
         root_dir: the project folder: a relative ``sweep_dir`` or ``paper_results`` is taken from the
             working directory when it exists there, else from here.
     """
@@ -115,18 +114,9 @@ class ReportTask:
     ):
         self.sweep_dirs = [user_path(d, root_dir) for d in [folders.sweep_dir, *settings.extra_sweep_dirs]]
         self.paper_results = user_path(folders.paper_results, root_dir) if folders.paper_results else None
-        self.paper_models = dict(settings.paper_models)
-        self.paper_tests = dict(settings.paper_tests)
         self.writer = writer
         self.tracker = tracker
-        self.options = ReportOptions(
-            title=settings.title,
-            alpha=settings.alpha,
-            corrections=settings.corrections,
-            main_aggregation=settings.main_aggregation,
-            paper_equivalent_aggregations=settings.paper_equivalent_aggregations,
-        )
-        self.wandb_report = settings.wandb_report
+        self.settings = settings
 
     def run(self, config: dict | None = None) -> dict:
         """Collect, compute, write the report folder and publish it; returns the summary metrics
@@ -144,10 +134,10 @@ class ReportTask:
         check_one_run_per_key(results)  # the config check refused them before; runs may have finished since
         paper = None
         if self.paper_results is not None:
-            paper = load_paper_results(self.paper_results, models=self.paper_models, tests=self.paper_tests)
-        tables = analyse_sweep(results, self.options, paper)
+            paper = load_paper_results(self.paper_results, self.settings.paper_models, self.settings.paper_tests)
+        tables = analyse_sweep(results, self.settings, paper)
         writer.caveat = sweep_caveat(tables)
-        written = write_sweep_report(results, tables, writer, self.options)
+        written = write_sweep_report(results, tables, writer, self.settings.title)
         group = self.tracker.group or self.sweep_dirs[0].resolve().name
         self.tracker.publish(
             writer,
@@ -155,7 +145,7 @@ class ReportTask:
             name=f"report/{group}",
             tags=["report", *sorted(set(results.speat.get("test", [])))][:32],
             config=config,
-            on_run=self._wandb_report(group, written) if self.wandb_report else None,
+            on_run=self._wandb_report(group, written) if self.settings.wandb_report else None,
         )
         if not results.finished:  # written and published first: the report lists every job's reason
             raise ConfigError(nothing_collected_message(self.sweep_dirs, results, writer.path("report.md")))
@@ -167,7 +157,7 @@ class ReportTask:
         return lambda run: wandb_report.create_report(
             run,
             group=group,
-            title=f"{self.options.title}: {group}",
+            title=f"{self.settings.title}: {group}",
             description=f"SpEAT sweep {', '.join(map(str, self.sweep_dirs))}",
             image_keys=[f"report/{k}" for k in written.figures],
             table_keys=["report/results"],

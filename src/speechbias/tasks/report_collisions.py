@@ -63,11 +63,6 @@ def first_collision(speat: pd.DataFrame) -> Collision | None:
     return Collision(key=tuple(first), run_dirs=(runs[0], runs[1]), n_keys=n_keys)
 
 
-def _run_path(results: SweepResults, run_dir: str) -> Path:
-    """A collected ``run_dir`` as a folder (relative to the one sweep folder, else absolute)."""
-    return results.sweep_dirs[0] / run_dir if len(results.sweep_dirs) == 1 else Path(run_dir)
-
-
 def _differing_columns(rows: pd.DataFrame, columns: Sequence[str], named: Sequence[str]) -> str:
     """``n_permutations 100 vs 200, fingerprint 1c7048fb vs 6f6fb60e`` for the setting ``columns`` two
     result rows differ in, but those whose config key is among the ``named`` keys of the config change
@@ -129,12 +124,14 @@ def _fix(first: Path, second: Path, sweep_dirs: Sequence[Path]) -> str:
     return f"report one setting's folder (e.g. sweep_dir={common / below[0]}), or move the other setting's runs out of {where}"
 
 
-def collision_message(results: SweepResults) -> str | None:
-    """The one error line of collected runs with two runs of one report key, or None when there are none."""
+def check_one_run_per_key(results: SweepResults) -> None:
+    """Raise ``ConfigError`` when the collected runs hold two runs of one report key: one line naming two of
+    their folders, what differs between them and the fix."""
     found = first_collision(results.speat)
     if found is None:
-        return None
-    first, second = (_run_path(results, r) for r in found.run_dirs)
+        return
+    # the collected run_dir: relative to the one sweep folder, else absolute
+    first, second = (results.sweep_dirs[0] / r if len(results.sweep_dirs) == 1 else Path(r) for r in found.run_dirs)
     rows = results.speat[results.speat["run_dir"].astype(str).isin(found.run_dirs)]
     rows = rows.set_index(rows["run_dir"].astype(str)).loc[list(found.run_dirs)]
     columns = [c for c in SETTING_COLUMNS if c in rows.columns and rows[c].astype(str).nunique() > 1]
@@ -145,16 +142,8 @@ def collision_message(results: SweepResults) -> str | None:
     upstream, test, aggregation = found.key
     others = f" ({found.n_keys - 1} more model, test and aggregation have several runs)" if found.n_keys > 1 else ""
     where = ", ".join(str(d) for d in results.sweep_dirs)
-    return (
+    raise ConfigError(
         f"sweep_dir {where}: {first} and {second} are two runs of {upstream} on {test} ({aggregation}) that differ "
         f"in {what}{others}; the report takes one run of each model, test and aggregation: "
         + _fix(first, second, results.sweep_dirs)
     )
-
-
-def check_one_run_per_key(results: SweepResults) -> None:
-    """Raise ``ConfigError`` (one line: :func:`collision_message`) when the collected runs hold two runs of
-    one report key."""
-    message = collision_message(results)
-    if message is not None:
-        raise ConfigError(message)

@@ -60,10 +60,8 @@ SETTINGS = tuple(TASK_SETTINGS.values())
 
 
 def check_config(cfg: DictConfig) -> None:
-    """The report's settings, then :func:`check_report_arguments` (the report writes no cache: the cache
-    folder is not checked)."""
-    for group in SETTINGS:
-        group.from_config(cfg)
+    """:func:`check_report_arguments` (the report's ``SETTINGS`` are built before, by the config checks; the
+    report writes no cache: the cache folder is not checked)."""
     check_report_arguments(cfg)
 
 

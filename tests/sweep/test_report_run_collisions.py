@@ -173,3 +173,31 @@ def test_runs_of_two_seeds_in_sweep_dir_and_an_extra_sweep_dir_name_the_seed_onc
     assert f"{first} and {second} are two runs of fbank on demo_voice (mean_sum)" in lines[0]
     assert lines[0].count("seed") == 1 + lines[0].count("seed0") + lines[0].count("seed1"), lines[0]
     assert f"leave {root / 'seed1'} out of task.extra_sweep_dirs (" in lines[0], lines[0]
+
+
+@pytest.mark.slow
+def test_a_repeat_that_read_other_stimuli_is_refused_naming_the_clip(runs, tmp_path):
+    """The same command run twice into two folders, a clip of its manifest re-recorded in between: same
+    settings, so no result column tells them apart, but their run digests' clip hashes differ. The report
+    refuses them in one line naming the clip (it kept the newest as a repeat before, a run of other stimuli
+    left out with a warning about a repeat); nothing written."""
+    import soundfile as sf
+
+    demo = Path(__file__).resolve().parents[2] / "experiments" / "demo"
+    stimuli = tmp_path / "stimuli"
+    shutil.copytree(demo / "audio", stimuli / "audio")
+    shutil.copy(demo / "demo_voice.csv", stimuli / "demo_voice.csv")
+    sweep, manifest = tmp_path / "sweep", f"bias_test.manifest={stimuli / 'demo_voice.csv'}"
+    old = _demo_run(sweep / "old", runs["cache"], "speat.n_permutations=100", manifest)
+    clip = stimuli / "audio" / "demo_voice" / "female_00.flac"
+    audio, rate = sf.read(clip)
+    sf.write(clip, audio * 0.5, rate)  # re-recorded: quieter
+    new = _demo_run(sweep / "new", runs["cache"], "speat.n_permutations=100", manifest)
+    before = _snapshot(sweep)
+    done = _report(sweep)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert f"{old} and {new} are two runs of fbank on demo_voice (mean_sum) with the same settings" in lines[0]
+    assert "read other stimuli" in lines[0] and "female_00.flac changed (audio sha256" in lines[0]
+    assert _snapshot(sweep) == before

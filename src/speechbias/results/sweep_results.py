@@ -73,6 +73,7 @@ class SweepResults:
     ``flagged``: result rows left out (``run_dir``, ``column``, ``value``, ``why``): not finite, out of range.
     ``malformed``: folders whose tables could not be read (relative path -> why), skipped.
     ``stale``: pair folders of an earlier list of their job, not counted.
+    ``repeats``: (left out, kept) run folders of each SpEAT run left out as a repeat of a newer one.
     """
 
     sweep_dirs: list[Path]
@@ -83,11 +84,16 @@ class SweepResults:
     predictions: pd.DataFrame = field(default_factory=pd.DataFrame)
     incomplete: list[str] = field(default_factory=list)
     incomplete_reasons: dict[str, str] = field(default_factory=dict)
-    duplicates: int = 0
     finished: list[str] = field(default_factory=list)
     flagged: pd.DataFrame = field(default_factory=pd.DataFrame)
     malformed: dict[str, str] = field(default_factory=dict)
     stale: list[str] = field(default_factory=list)
+    repeats: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def duplicates(self) -> int:
+        """SpEAT runs left out as repeats."""
+        return len(self.repeats)
 
     @property
     def n_jobs(self) -> int:
@@ -413,7 +419,8 @@ def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str
         key = [k for k in SPEAT_KEY if k in table.columns]
         table = table.sort_values("_mtime", kind="stable")
         dup = table.duplicated(key, keep="last")
-        out.duplicates = int(dup.sum())
+        newest = table.groupby(key, sort=False, dropna=False)["run_dir"].transform("last")
+        out.repeats = list(zip(table.loc[dup, "run_dir"].astype(str), newest[dup].astype(str)))
         if out.duplicates:
             log.warning(
                 "%d SpEAT run(s) repeat an earlier run (same %s); keeping the newest of each",

@@ -14,7 +14,8 @@ but mix settings in one comparison (a model counted twice in a family of tests, 
 no longer one); a folder of one setting per report keeps every number what its table says it is.
 
 Runs of one key with the same :data:`~speechbias.results.sweep_results.SPEAT_KEY` are repeats of one run
-(the collection keeps the newest), not collisions.
+(the collection keeps the newest), not collisions, unless their run digests show that they read other
+stimuli (a clip's audio or the manifest changed between them): those are refused the same way.
 """
 
 from __future__ import annotations
@@ -124,14 +125,43 @@ def _fix(first: Path, second: Path, sweep_dirs: Sequence[Path]) -> str:
     return f"report one setting's folder (e.g. sweep_dir={common / below[0]}), or move the other setting's runs out of {where}"
 
 
+def _stimuli_change(first: Path, second: Path) -> str:
+    """What their run digests say changed in the stimuli read (``clip x.wav changed (audio sha256 ...)``,
+    ``bias_test.manifest.sha256: ...``); '' when nothing did or a digest (or its clips) is missing."""
+    old, new = read_digest(first / RUN_DIGEST_FILE), read_digest(second / RUN_DIGEST_FILE)
+    if old is None or new is None or "clips" not in old or "clips" not in new:
+        return ""
+    manifest = "bias_test.manifest.sha256"
+    only = [
+        {"extra": {k: v for k, v in d.get("extra", {}).items() if k == manifest}, "clips": d["clips"]}
+        for d in (old, new)
+    ]
+    return describe_change(*only) if changed_keys(*only) else ""
+
+
 def check_one_run_per_key(results: SweepResults) -> None:
-    """Raise ``ConfigError`` when the collected runs hold two runs of one report key: one line naming two of
-    their folders, what differs between them and the fix."""
+    """Raise ``ConfigError`` when the collected runs hold two runs of one report key, or a repeat that read
+    other stimuli than the run kept: one line naming two of their folders, what differs between them and
+    the fix."""
+    where = ", ".join(str(d) for d in results.sweep_dirs)
+
+    def folder(run_dir: str) -> Path:  # the collected run_dir: relative to the one sweep folder, else absolute
+        return results.sweep_dirs[0] / run_dir if len(results.sweep_dirs) == 1 else Path(run_dir)
+
+    for left_out, kept in results.repeats:
+        first, second = folder(left_out), folder(kept)
+        change = _stimuli_change(first, second)
+        if change:
+            row = results.speat[results.speat["run_dir"].astype(str) == kept].iloc[0]
+            raise ConfigError(
+                f"sweep_dir {where}: {first} and {second} are two runs of {row['upstream']} on {row['test']} "
+                f"({row['aggregation']}) with the same settings that read other stimuli ({change}); the report "
+                "takes one run of each model, test and aggregation: " + _fix(first, second, results.sweep_dirs)
+            )
     found = first_collision(results.speat)
     if found is None:
         return
-    # the collected run_dir: relative to the one sweep folder, else absolute
-    first, second = (results.sweep_dirs[0] / r if len(results.sweep_dirs) == 1 else Path(r) for r in found.run_dirs)
+    first, second = (folder(r) for r in found.run_dirs)
     rows = results.speat[results.speat["run_dir"].astype(str).isin(found.run_dirs)]
     rows = rows.set_index(rows["run_dir"].astype(str)).loc[list(found.run_dirs)]
     columns = [c for c in SETTING_COLUMNS if c in rows.columns and rows[c].astype(str).nunique() > 1]
@@ -141,7 +171,6 @@ def check_one_run_per_key(results: SweepResults) -> None:
     what = "; ".join(p for p in (_differing_columns(rows, columns, named), config) if p) or "settings no digest names"
     upstream, test, aggregation = found.key
     others = f" ({found.n_keys - 1} more model, test and aggregation have several runs)" if found.n_keys > 1 else ""
-    where = ", ".join(str(d) for d in results.sweep_dirs)
     raise ConfigError(
         f"sweep_dir {where}: {first} and {second} are two runs of {upstream} on {test} ({aggregation}) that differ "
         f"in {what}{others}; the report takes one run of each model, test and aggregation: "

@@ -257,6 +257,7 @@ def _count_sampled_at_least(
     says so (groups up to ``MAX_HIGH_16BIT`` targets): the same count, bit for bit.
     """
     n = centred.size
+    at_least = t_obs - _tie_tolerance(centred)  # as the numpy kernels compute it
     words_per_subset = rejection_words_per_subset(n, k)
     if words_per_subset <= n / 2:
         n_subsets, n_complements = complement_counts(n, k, n_permutations)
@@ -264,18 +265,15 @@ def _count_sampled_at_least(
         if use_compiled_kernels(_REJECTION_NUMPY_SECONDS * steps * n_subsets, _REJECTION_SPEED_UP):
             from speechbias.stats import compiled_kernels
 
-            at_least = t_obs - _tie_tolerance(centred)
             at_most = float(centred.sum()) - at_least
-            tables = byte_sum_tables(centred)
             return compiled_kernels.count_by_rejection(
-                centred, k, tables, at_least, at_most, n_subsets, n_complements, steps, rng
+                centred, k, byte_sum_tables(centred), at_least, at_most, n_subsets, n_complements, steps, rng
             )
         return _count_by_rejection(centred, k, t_obs, n_permutations, rng)
     chunk = _selection_chunk(n)
     if n <= MAX_HIGH_16BIT and use_compiled_kernels(_SELECTION_NUMPY_SECONDS * n * n_permutations, _SELECTION_SPEED_UP):
         from speechbias.stats import compiled_kernels
 
-        at_least = t_obs - _tie_tolerance(centred)
         return compiled_kernels.count_by_selection(centred, k, at_least, n_permutations, chunk, rng)
     return _count_by_selection_sampling(centred, k, t_obs, n_permutations, rng, chunk)
 
@@ -297,29 +295,22 @@ def permutation_test(s_x, s_y, n_permutations: int = 1_000_000, seed: int | None
     # and keeps the sums small relative to their spread.
     centred = pooled - pooled.mean()
     t_obs = float(centred[:n_x].sum())
-    statistic = float(s_x.sum())
     n_partitions = math.comb(n_x + n_y, n_x)
-    if n_partitions <= n_permutations:
+    exact = n_partitions <= n_permutations
+    if exact:
         sums = exact_null_sums(centred, n_x)
         count = int(np.count_nonzero(sums >= t_obs - _tie_tolerance(centred)))
-        return PermutationTestResult(
-            p=count / n_partitions,
-            statistic=statistic,
-            n_x=n_x,
-            n_y=n_y,
-            n_permutations=n_partitions,
-            exact=True,
-            seed=None,
-        )
-    rng = np.random.default_rng(seed)
-    count = _count_sampled_at_least(centred, n_x, t_obs, n_permutations, rng)
+        p = count / n_partitions
+    else:
+        count = _count_sampled_at_least(centred, n_x, t_obs, n_permutations, np.random.default_rng(seed))
+        p = (1 + count) / (1 + n_permutations)
     return PermutationTestResult(
-        p=(1 + count) / (1 + n_permutations),
-        statistic=statistic,
+        p=p,
+        statistic=float(s_x.sum()),
         n_x=n_x,
         n_y=n_y,
-        n_permutations=n_permutations,
-        exact=False,
-        seed=seed,
-        layout=STATISTICS_LAYOUT,
+        n_permutations=n_partitions if exact else n_permutations,
+        exact=exact,
+        seed=None if exact else seed,
+        layout=None if exact else STATISTICS_LAYOUT,
     )

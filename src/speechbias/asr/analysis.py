@@ -102,11 +102,9 @@ def analyse_wer_disparity(
         )
     excluded = [corpus.excluded]
     utts = corpus.utterances.merge(hypotheses[["utterance_id", "hypothesis"]], on="utterance_id", how="left")
-    if failed is not None and len(failed):
-        f = failed.assign(row=pd.NA)[EXCLUDED_COLUMNS]
-        excluded.append(f)
     no_hyp = utts["hypothesis"].isna()
     if failed is not None and len(failed):
+        excluded.append(failed.assign(row=pd.NA)[EXCLUDED_COLUMNS])
         no_hyp &= ~utts["utterance_id"].isin(failed["utterance_id"])
     if no_hyp.any():
         excluded.append(

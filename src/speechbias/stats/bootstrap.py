@@ -111,11 +111,10 @@ class _GroupDraws:
     """
 
     def __init__(self, *columns: np.ndarray):
-        self.columns = columns
         self.m = columns[0].size
         self.pair_draws = TableIntegers(self.m * self.m) if self.m * self.m <= MAX_HIGH_16BIT else None
         self.single_draws = TableIntegers(self.m) if self.m <= 1 << 16 else None
-        self.column_matrix = np.stack(columns)  # (C, m), for the compiled kernel
+        self.column_matrix = np.stack(columns)  # (C, m)
         self.compiles = self.single_draws is not None  # the compiled kernel serves this group
         if self.pair_draws is not None:
             first, second = np.divmod(np.arange(self.m * self.m), self.m)
@@ -131,18 +130,18 @@ class _GroupDraws:
         """One :class:`_Moments` per column for ``r`` resamples of ``n`` draws; the squares of all
         columns are summed into the first (``_effect_sizes`` only uses their total)."""
         n_pairs, n_single = divmod(n, 2) if self.pair_draws is not None else (0, n)
-        sums = np.zeros((r, len(self.columns) + 1))
+        sums = np.zeros((r, len(self.column_matrix) + 1))
         if n_pairs:
             idx = self.pair_draws.draw(rng, (n_pairs, r))
             sums += self.pair_table.take(idx, axis=0).sum(axis=0)
-        totals = [sums[:, i] for i in range(len(self.columns))]
+        totals = [sums[:, i] for i in range(len(self.column_matrix))]
         squares = sums[:, -1]
         if n_single:
             if self.single_draws is not None:
                 idx = self.single_draws.draw(rng, (n_single, r))
             else:
                 idx = draws.draw(rng, self.m, (n_single, r))
-            for total, column in zip(totals, self.columns):
+            for total, column in zip(totals, self.column_matrix):
                 drawn = column.take(idx)
                 total += drawn.sum(axis=0)
                 squares += (drawn * drawn).sum(axis=0)

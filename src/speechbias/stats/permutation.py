@@ -18,12 +18,10 @@ Sampled partitions of balanced groups (n_x = n_y) come in pairs: each drawn subs
 (layout 2, :data:`STATISTICS_LAYOUT`, recorded with every sampled p): half the random draws, and a p that
 is unbiased with no more variance than independent partitions (tested against exact p over many seeds).
 
-Cost of the sampled test (benchmarks/stats_bench.py, one core): balanced groups up to 652 targets
-(60 + 60) use rejection of random bit masks, ~0.075 CPU-s per 1,000,000 permutations in numpy and ~0.045
-in its numba-compiled twin; other groups use selection sampling, O(n_permutations * (n_x + n_y)), ~8 ns
-per target and permutation in numpy and 2-4.6x less in its numba-compiled twin (1000 + 1000 targets: 16
-vs 4 CPU-s per 10^6 permutations). A twin serves when the call's saving, or the process's savings so
-far, repay numba's set-up (:mod:`speechbias.stats.kernel_choice`; same random words, same count).
+Sampled partitions: balanced groups up to 652 targets use rejection of random bit masks, other groups
+selection sampling, O(n_permutations * (n_x + n_y)); each has a numba-compiled twin (the same random words,
+the same count) that serves when :mod:`speechbias.stats.kernel_choice` says so. Their costs, measured with
+benchmarks/stats_bench.py, are given where they are used (the constants below).
 """
 
 from __future__ import annotations

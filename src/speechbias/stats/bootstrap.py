@@ -268,8 +268,7 @@ def _associations(X, Y, A, B, s_x, s_y) -> tuple[np.ndarray, np.ndarray]:
         raise StatsInputError(
             f"{', '.join(missing)}: missing; give X, Y, A, B (embeddings) or s_x and s_y (associations)"
         )
-    s_x, s_y, _ = target_associations(X, Y, A, B)
-    return s_x, s_y
+    return target_associations(X, Y, A, B)[:2]
 
 
 def bootstrap_se(

@@ -1,4 +1,4 @@
-"""uniform_integers(): exactly uniform on [0, high) (chi-square), per-row ranges, reproducible."""
+"""UniformIntegers.draw(): exactly uniform on [0, high) (chi-square), per-row ranges, reproducible."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from speechbias.stats.random_integers import MAX_HIGH_16BIT, UniformIntegers, uniform_integers
+from speechbias.stats.random_integers import MAX_HIGH_16BIT, UniformIntegers
 
 
 @pytest.mark.parametrize("high", [1, 2, 3, 7, 120, 2731, MAX_HIGH_16BIT])
 def test_values_are_uniform_on_the_range(high):
     n = max(200_000, 150 * high)
-    values = uniform_integers(np.random.default_rng(high), high, (n,))
+    values = UniformIntegers().draw(np.random.default_rng(high), high, (n,))
     assert values.dtype == np.uint16
     assert values.min() >= 0 and values.max() < high
     counts = np.bincount(values, minlength=high)
@@ -23,12 +23,12 @@ def test_values_are_uniform_on_the_range(high):
 def test_rejection_removes_the_multiply_shift_bias():
     # 2**16 = 26 * 2500 + 536: plain multiply-shift makes 536 values 1/26 more likely than the
     # other 1964. With 3e6 draws a chi-square test sees that (shown on the biased map), so it
-    # would also see it in uniform_integers if the rejection step were missing.
+    # would also see it in UniformIntegers.draw if the rejection step were missing.
     high, n = 2500, 3_000_000
     raw = np.random.default_rng(0).integers(0, 1 << 16, n, dtype=np.uint32)
     biased = (raw * high) >> 16
     assert stats.chisquare(np.bincount(biased, minlength=high)).pvalue < 1e-6
-    values = uniform_integers(np.random.default_rng(1), high, (n,))
+    values = UniformIntegers().draw(np.random.default_rng(1), high, (n,))
     assert stats.chisquare(np.bincount(values, minlength=high)).pvalue > 1e-4
 
 
@@ -45,7 +45,7 @@ def test_one_range_per_row():
 
 
 def test_large_ranges_fall_back_to_generator_integers():
-    values = uniform_integers(np.random.default_rng(2), 100_000, (50_000,))
+    values = UniformIntegers().draw(np.random.default_rng(2), 100_000, (50_000,))
     assert values.dtype == np.int64
     assert values.min() >= 0 and values.max() < 100_000
     assert abs(values.mean() - 49_999.5) < 5 * 28_868 / np.sqrt(50_000)
@@ -63,7 +63,7 @@ def test_seeded_draws_are_reproducible_and_reuse_is_safe():
 @pytest.mark.parametrize("high", [0, -3, [2, 0]])
 def test_bad_range_raises(high):
     with pytest.raises(ValueError, match="high: every range must be >= 1"):
-        uniform_integers(np.random.default_rng(0), high, (2,))
+        UniformIntegers().draw(np.random.default_rng(0), high, (2,))
 
 
 @pytest.mark.parametrize("high", [1, 3, 60, 2500, 3600, 1 << 16])

@@ -73,6 +73,11 @@ def dropped_per_level(
     return pd.DataFrame(rows, columns=DROP_COLUMNS)
 
 
+def excluded_rows(utts: pd.DataFrame, mask: pd.Series, reason: str) -> pd.DataFrame:
+    """EXCLUDED_COLUMNS of the utterances ``utts[mask]``, each left out for ``reason``."""
+    return utts.loc[mask, ["utterance_id", "path"]].assign(row=pd.NA, reason=reason)[EXCLUDED_COLUMNS]
+
+
 def analyse_wer_disparity(
     corpus: ASRCorpus,
     hypotheses: pd.DataFrame,
@@ -102,28 +107,18 @@ def analyse_wer_disparity(
         )
     excluded = [corpus.excluded]
     utts = corpus.utterances.merge(hypotheses[["utterance_id", "hypothesis"]], on="utterance_id", how="left")
-    if failed is not None and len(failed):
-        f = failed.assign(row=pd.NA)[EXCLUDED_COLUMNS]
-        excluded.append(f)
     no_hyp = utts["hypothesis"].isna()
     if failed is not None and len(failed):
+        excluded.append(failed.assign(row=pd.NA)[EXCLUDED_COLUMNS])
         no_hyp &= ~utts["utterance_id"].isin(failed["utterance_id"])
     if no_hyp.any():
-        excluded.append(
-            utts.loc[no_hyp, ["utterance_id", "path"]].assign(
-                row=pd.NA, reason="no hypothesis (not transcribed: other shard?)"
-            )[EXCLUDED_COLUMNS]
-        )
+        excluded.append(excluded_rows(utts, no_hyp, "no hypothesis (not transcribed: other shard?)"))
     utts = utts[utts["hypothesis"].notna()].reset_index(drop=True)
     scores = score_utterances(utts["reference"].tolist(), utts["hypothesis"].tolist(), normalizer)
     utts = pd.concat([utts, scores], axis=1)
     empty = utts["ref_words"] == 0
     if empty.any():
-        excluded.append(
-            utts.loc[empty, ["utterance_id", "path"]].assign(
-                row=pd.NA, reason=f"reference empty after {normalizer} normalisation"
-            )[EXCLUDED_COLUMNS]
-        )
+        excluded.append(excluded_rows(utts, empty, f"reference empty after {normalizer} normalisation"))
         utts = utts[~empty].reset_index(drop=True)
     excl = (
         pd.concat([e for e in excluded if len(e)], ignore_index=True)

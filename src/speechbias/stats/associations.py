@@ -78,14 +78,18 @@ def effect_size_from_associations(s_x, s_y, noise: float = 0.0) -> float:
     return float((s_x.mean() - s_y.mean()) / pooled.std(ddof=1))
 
 
-def effect_size(X, Y, A, B) -> float:
-    """SpEAT effect size d of targets ``X`` (n_x, D) vs ``Y`` (n_y, D) on attributes ``A`` vs ``B``."""
+def target_associations(X, Y, A, B) -> tuple[np.ndarray, np.ndarray, float]:
+    """s(w) of targets ``X`` (n_x, D) and ``Y`` (n_y, D), at least 2 each, on attributes ``A`` (n_a, D) vs
+    ``B`` (n_b, D), all checked: (s_x (n_x,), s_y (n_y,), their rounding noise (:func:`association_noise`))."""
     X = as_embeddings(X, "X", min_rows=2)
     Y = as_embeddings(Y, "Y", min_rows=2)
     A = as_embeddings(A, "A")
     B = as_embeddings(B, "B")
     check_same_dim(X=X, Y=Y, A=A, B=B)
     direction = attribute_direction(A, B)
-    return effect_size_from_associations(
-        unit_rows(X) @ direction, unit_rows(Y) @ direction, association_noise(direction)
-    )
+    return unit_rows(X) @ direction, unit_rows(Y) @ direction, association_noise(direction)
+
+
+def effect_size(X, Y, A, B) -> float:
+    """SpEAT effect size d of targets ``X`` (n_x, D) vs ``Y`` (n_y, D) on attributes ``A`` vs ``B``."""
+    return effect_size_from_associations(*target_associations(X, Y, A, B))

@@ -26,17 +26,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from speechbias.roles import ROLES
-from speechbias.stats.associations import attribute_direction, effect_size_from_associations, unit_rows
+from speechbias.stats.associations import effect_size_from_associations, target_associations
 from speechbias.stats.kernel_choice import use_compiled_kernels
 from speechbias.stats.random_integers import MAX_HIGH_16BIT, TableIntegers, UniformIntegers
 from speechbias.stats.validation import (
     StatsInputError,
-    as_embeddings,
     as_labels,
     as_sample,
     check_count,
     check_level,
-    check_same_dim,
     read_only,
     resolve_seed,
 )
@@ -84,11 +82,6 @@ class _Moments:
     count: np.ndarray | int
 
 
-def _moments(values: np.ndarray, idx: np.ndarray) -> _Moments:
-    drawn = values[idx]
-    return _Moments(drawn.sum(axis=1), np.einsum("ij,ij->i", drawn, drawn), idx.shape[1])
-
-
 def _effect_sizes(x: _Moments, y: _Moments) -> np.ndarray:
     """d per resample from group moments; NaN where the pooled values have no spread."""
     count = x.count + y.count
@@ -118,11 +111,10 @@ class _GroupDraws:
     """
 
     def __init__(self, *columns: np.ndarray):
-        self.columns = columns
         self.m = columns[0].size
         self.pair_draws = TableIntegers(self.m * self.m) if self.m * self.m <= MAX_HIGH_16BIT else None
         self.single_draws = TableIntegers(self.m) if self.m <= 1 << 16 else None
-        self.column_matrix = np.stack(columns)  # (C, m), for the compiled kernel
+        self.column_matrix = np.stack(columns)  # (C, m)
         self.compiles = self.single_draws is not None  # the compiled kernel serves this group
         if self.pair_draws is not None:
             first, second = np.divmod(np.arange(self.m * self.m), self.m)
@@ -138,60 +130,44 @@ class _GroupDraws:
         """One :class:`_Moments` per column for ``r`` resamples of ``n`` draws; the squares of all
         columns are summed into the first (``_effect_sizes`` only uses their total)."""
         n_pairs, n_single = divmod(n, 2) if self.pair_draws is not None else (0, n)
-        sums = np.zeros((r, len(self.columns) + 1))
+        sums = np.zeros((r, len(self.column_matrix) + 1))
         if n_pairs:
             idx = self.pair_draws.draw(rng, (n_pairs, r))
             sums += self.pair_table.take(idx, axis=0).sum(axis=0)
-        totals = [sums[:, i] for i in range(len(self.columns))]
+        totals = [sums[:, i] for i in range(len(self.column_matrix))]
         squares = sums[:, -1]
         if n_single:
             if self.single_draws is not None:
                 idx = self.single_draws.draw(rng, (n_single, r))
             else:
                 idx = draws.draw(rng, self.m, (n_single, r))
-            for total, column in zip(totals, self.columns):
+            for total, column in zip(totals, self.column_matrix):
                 drawn = column.take(idx)
                 total += drawn.sum(axis=0)
                 squares += (drawn * drawn).sum(axis=0)
         return [_Moments(total, squares if i == 0 else 0.0, n) for i, total in enumerate(totals)]
 
 
-class _Iid:
-    """n draws from X and, independently, n from Y."""
+class _Unstratified:
+    """The iid design, ``_GroupDraws(cx), _GroupDraws(cy)``: n draws from X and, independently, n from Y; or
+    the paired one, ``_GroupDraws(px, py)``: n pair ids, each bringing its X and its Y member."""
 
-    def __init__(self, cx: np.ndarray, cy: np.ndarray):
-        self.x, self.y = _GroupDraws(cx), _GroupDraws(cy)
-        self.max_size = min(cx.size, cy.size)
-        self.compiles = self.x.compiles and self.y.compiles
+    def __init__(self, *groups: _GroupDraws):
+        self.groups = groups
+        self.max_size = min(group.m for group in groups)
+        self.compiles = all(group.compiles for group in groups)
 
     def draw(self, rng, draws: UniformIntegers, n: int | None, r: int) -> np.ndarray:
-        nx, ny = (self.x.m, self.y.m) if n is None else (n, n)
-        return _effect_sizes(self.x.moments(rng, draws, r, nx)[0], self.y.moments(rng, draws, r, ny)[0])
+        # X's moments, then Y's (iid: drawn after X's; paired: from the same draws)
+        moments = [m for g in self.groups for m in g.moments(rng, draws, r, g.m if n is None else n)]
+        return _effect_sizes(*moments)
 
     def compiled_effect_sizes(self, rng, grid: np.ndarray, n_resamples: int) -> np.ndarray:
         """(len(grid) + 1, n_resamples): what :meth:`draw` gives size by size and block by block, in one
         compiled call (bit-identical)."""
         from speechbias.stats.compiled_kernels import resampled_effect_sizes
 
-        return resampled_effect_sizes(rng, grid, n_resamples, _BLOCK_ELEMENTS, self.x, self.y, (self.x.m, self.y.m))
-
-
-class _Paired:
-    """n pair ids; each brings its X and its Y member."""
-
-    def __init__(self, px: np.ndarray, py: np.ndarray):
-        self.pairs = _GroupDraws(px, py)
-        self.max_size = px.size
-        self.compiles = self.pairs.compiles
-
-    def draw(self, rng, draws: UniformIntegers, n: int | None, r: int) -> np.ndarray:
-        return _effect_sizes(*self.pairs.moments(rng, draws, r, self.pairs.m if n is None else n))
-
-    def compiled_effect_sizes(self, rng, grid: np.ndarray, n_resamples: int) -> np.ndarray:
-        """As :meth:`_Iid.compiled_effect_sizes`, for pairs."""
-        from speechbias.stats.compiled_kernels import resampled_effect_sizes
-
-        return resampled_effect_sizes(rng, grid, n_resamples, _BLOCK_ELEMENTS, self.pairs)
+        return resampled_effect_sizes(rng, grid, n_resamples, _BLOCK_ELEMENTS, *self.groups)
 
 
 class _Stratified:
@@ -277,11 +253,6 @@ def _check_sizes(sizes, default_max: int) -> np.ndarray:
     return np.unique(arr)
 
 
-def _draws(grid: np.ndarray, n_x: int, n_y: int, n_resamples: int) -> int:
-    """Indices drawn by a curve over ``grid`` plus the full size (n_x + n_y), ``n_resamples`` each."""
-    return n_resamples * (2 * int(grid.sum()) + n_x + n_y)
-
-
 def _associations(X, Y, A, B, s_x, s_y) -> tuple[np.ndarray, np.ndarray]:
     embeddings = (X, Y, A, B)
     if s_x is not None or s_y is not None:
@@ -297,13 +268,7 @@ def _associations(X, Y, A, B, s_x, s_y) -> tuple[np.ndarray, np.ndarray]:
         raise StatsInputError(
             f"{', '.join(missing)}: missing; give X, Y, A, B (embeddings) or s_x and s_y (associations)"
         )
-    X = as_embeddings(X, "X", min_rows=2)
-    Y = as_embeddings(Y, "Y", min_rows=2)
-    A = as_embeddings(A, "A")
-    B = as_embeddings(B, "B")
-    check_same_dim(X=X, Y=Y, A=A, B=B)
-    direction = attribute_direction(A, B)
-    return unit_rows(X) @ direction, unit_rows(Y) @ direction
+    return target_associations(X, Y, A, B)[:2]
 
 
 def bootstrap_se(
@@ -350,7 +315,7 @@ def bootstrap_se(
             raise StatsInputError(
                 "design='iid' takes no pair_ids_x/pair_ids_y/strata_x/strata_y; choose the design that uses them"
             )
-        sampler = _Iid(cx, cy)
+        sampler = _Unstratified(_GroupDraws(cx), _GroupDraws(cy))
     elif design == "paired":
         if strata_x is not None or strata_y is not None:
             raise StatsInputError("design='paired' takes no strata_x/strata_y; use design='stratified' for strata")
@@ -359,7 +324,7 @@ def bootstrap_se(
                 "pair_ids_x, pair_ids_y: design='paired' needs the pair id of every target in X and in Y"
             )
         ix, iy = _check_pairs(pair_ids_x, pair_ids_y, n_x, n_y)
-        sampler = _Paired(cx[ix], cy[iy])
+        sampler = _Unstratified(_GroupDraws(cx[ix], cy[iy]))
     else:
         if pair_ids_x is not None or pair_ids_y is not None:
             raise StatsInputError("design='stratified' takes no pair_ids_x/pair_ids_y; use design='paired' for pairs")
@@ -380,7 +345,8 @@ def bootstrap_se(
             [sampler.draw(rng, draws, n, min(block, n_resamples - start)) for start in range(0, n_resamples, block)]
         )
 
-    numpy_seconds = _NUMPY_SECONDS_PER_DRAW * _draws(grid, n_x, n_y, n_resamples)
+    # indices drawn: every size of the grid, then the full size (n_x + n_y; paired n_x = n_y), n_resamples each
+    numpy_seconds = _NUMPY_SECONDS_PER_DRAW * n_resamples * (2 * int(grid.sum()) + n_x + n_y)
     if sampler.compiles and use_compiled_kernels(numpy_seconds, _COMPILED_SPEED_UP):
         # every size and the full size in one compiled call: the same draws, bit-identical d
         by_size = list(sampler.compiled_effect_sizes(rng, grid, n_resamples))

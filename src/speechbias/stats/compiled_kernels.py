@@ -450,15 +450,14 @@ def resampled_effect_sizes(
     block_elements: int,
     x_group,
     y_group=None,
-    full_sizes: tuple[int, int] | None = None,
 ) -> np.ndarray:
     """(len(grid) + 1, n_resamples) bootstrapped d, bit-identical to ``bootstrap_se``'s numpy loop from
-    the same ``rng``: iid when ``y_group`` is given (``full_sizes`` = (n_x, n_y)), else paired
+    the same ``rng``: iid when ``y_group`` is given (the full size: each group's own), else paired
     (``x_group`` holds both members of each pair; the full size is every pair)."""
     paired = y_group is None
     x_args = _group_arguments(x_group)
     y_args = x_args if paired else _group_arguments(y_group)
-    full_x, full_y = (x_group.m, x_group.m) if paired else full_sizes
+    full_x, full_y = x_group.m, (x_group if paired else y_group).m
     grid = np.asarray(grid, dtype=np.int64)
     widths = [2 * int(n) for n in grid] + [int(full_x) + int(full_y)]
     rows, first = [], 0

@@ -47,13 +47,6 @@ _numba_missing: str | None = None  # None: not tried; "": set up; else why it fa
 _forgone = 0.0  # CPU-s the compiled kernels would have saved this process so far under ``auto``
 
 
-def _choice() -> str:
-    choice = os.environ.get(ENVIRONMENT_VARIABLE, "auto").strip().lower() or "auto"
-    if choice not in CHOICES:
-        raise ValueError(f"{ENVIRONMENT_VARIABLE}: must be one of {CHOICES}, got {choice!r}")
-    return choice
-
-
 def _set_up(why: str) -> bool:
     """The compiled kernels imported (once); False when they cannot be (warned once)."""
     global _numba_missing
@@ -84,7 +77,9 @@ def use_compiled_kernels(numpy_seconds: float, speed_up: float) -> bool:
     """True when a call whose numpy kernel would take about ``numpy_seconds`` CPU-s, and whose compiled
     kernel is ``speed_up`` times faster, should run the compiled kernel (see the module docstring)."""
     global _forgone
-    choice = _choice()
+    choice = os.environ.get(ENVIRONMENT_VARIABLE, "auto").strip().lower() or "auto"
+    if choice not in CHOICES:
+        raise ValueError(f"{ENVIRONMENT_VARIABLE}: must be one of {CHOICES}, got {choice!r}")
     if choice != "auto":
         return choice == "compiled"  # compiled: the caller's import raises when numba is unavailable
     if _numba_missing:

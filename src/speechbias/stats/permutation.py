@@ -18,12 +18,10 @@ Sampled partitions of balanced groups (n_x = n_y) come in pairs: each drawn subs
 (layout 2, :data:`STATISTICS_LAYOUT`, recorded with every sampled p): half the random draws, and a p that
 is unbiased with no more variance than independent partitions (tested against exact p over many seeds).
 
-Cost of the sampled test (benchmarks/stats_bench.py, one core): balanced groups up to 652 targets
-(60 + 60) use rejection of random bit masks, ~0.075 CPU-s per 1,000,000 permutations in numpy and ~0.045
-in its numba-compiled twin; other groups use selection sampling, O(n_permutations * (n_x + n_y)), ~8 ns
-per target and permutation in numpy and 2-4.6x less in its numba-compiled twin (1000 + 1000 targets: 16
-vs 4 CPU-s per 10^6 permutations). A twin serves when the call's saving, or the process's savings so
-far, repay numba's set-up (:mod:`speechbias.stats.kernel_choice`; same random words, same count).
+Sampled partitions: balanced groups up to 652 targets use rejection of random bit masks, other groups
+selection sampling, O(n_permutations * (n_x + n_y)); each has a numba-compiled twin (the same random words,
+the same count) that serves when :mod:`speechbias.stats.kernel_choice` says so. Their costs, measured with
+benchmarks/stats_bench.py, are given where they are used (the constants below).
 """
 
 from __future__ import annotations
@@ -257,6 +255,7 @@ def _count_sampled_at_least(
     says so (groups up to ``MAX_HIGH_16BIT`` targets): the same count, bit for bit.
     """
     n = centred.size
+    at_least = t_obs - _tie_tolerance(centred)  # as the numpy kernels compute it
     words_per_subset = rejection_words_per_subset(n, k)
     if words_per_subset <= n / 2:
         n_subsets, n_complements = complement_counts(n, k, n_permutations)
@@ -264,18 +263,15 @@ def _count_sampled_at_least(
         if use_compiled_kernels(_REJECTION_NUMPY_SECONDS * steps * n_subsets, _REJECTION_SPEED_UP):
             from speechbias.stats import compiled_kernels
 
-            at_least = t_obs - _tie_tolerance(centred)
             at_most = float(centred.sum()) - at_least
-            tables = byte_sum_tables(centred)
             return compiled_kernels.count_by_rejection(
-                centred, k, tables, at_least, at_most, n_subsets, n_complements, steps, rng
+                centred, k, byte_sum_tables(centred), at_least, at_most, n_subsets, n_complements, steps, rng
             )
         return _count_by_rejection(centred, k, t_obs, n_permutations, rng)
     chunk = _selection_chunk(n)
     if n <= MAX_HIGH_16BIT and use_compiled_kernels(_SELECTION_NUMPY_SECONDS * n * n_permutations, _SELECTION_SPEED_UP):
         from speechbias.stats import compiled_kernels
 
-        at_least = t_obs - _tie_tolerance(centred)
         return compiled_kernels.count_by_selection(centred, k, at_least, n_permutations, chunk, rng)
     return _count_by_selection_sampling(centred, k, t_obs, n_permutations, rng, chunk)
 
@@ -297,29 +293,22 @@ def permutation_test(s_x, s_y, n_permutations: int = 1_000_000, seed: int | None
     # and keeps the sums small relative to their spread.
     centred = pooled - pooled.mean()
     t_obs = float(centred[:n_x].sum())
-    statistic = float(s_x.sum())
     n_partitions = math.comb(n_x + n_y, n_x)
-    if n_partitions <= n_permutations:
+    exact = n_partitions <= n_permutations
+    if exact:
         sums = exact_null_sums(centred, n_x)
         count = int(np.count_nonzero(sums >= t_obs - _tie_tolerance(centred)))
-        return PermutationTestResult(
-            p=count / n_partitions,
-            statistic=statistic,
-            n_x=n_x,
-            n_y=n_y,
-            n_permutations=n_partitions,
-            exact=True,
-            seed=None,
-        )
-    rng = np.random.default_rng(seed)
-    count = _count_sampled_at_least(centred, n_x, t_obs, n_permutations, rng)
+        p = count / n_partitions
+    else:
+        count = _count_sampled_at_least(centred, n_x, t_obs, n_permutations, np.random.default_rng(seed))
+        p = (1 + count) / (1 + n_permutations)
     return PermutationTestResult(
-        p=(1 + count) / (1 + n_permutations),
-        statistic=statistic,
+        p=p,
+        statistic=float(s_x.sum()),
         n_x=n_x,
         n_y=n_y,
-        n_permutations=n_permutations,
-        exact=False,
-        seed=seed,
-        layout=STATISTICS_LAYOUT,
+        n_permutations=n_partitions if exact else n_permutations,
+        exact=exact,
+        seed=None if exact else seed,
+        layout=None if exact else STATISTICS_LAYOUT,
     )

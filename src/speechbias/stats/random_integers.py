@@ -49,7 +49,7 @@ class UniformIntegers:
         high32 = high_arr.astype(np.uint32)
         # Lemire: x * high = j * 2**16 + low with x uniform 16-bit; reject when low < 2**16 mod high.
         reject_below = (np.uint32(1 << 16) - high32) % high32
-        values = rng.bit_generator.random_raw((n + 3) // 4).view(np.uint16)[:n].reshape(shape)
+        values = _raw_uint16(rng, n).reshape(shape)
         product, low, bad = (buf.reshape(shape) for buf in self._workspace(n))
         np.multiply(values, high32, out=product)
         np.bitwise_and(product, _LOW16, out=low)
@@ -70,11 +70,6 @@ class UniformIntegers:
 
 def _raw_uint16(rng: np.random.Generator, n: int) -> np.ndarray:
     return rng.bit_generator.random_raw((n + 3) // 4).view(np.uint16)[:n]
-
-
-def uniform_integers(rng: np.random.Generator, high, shape: tuple[int, ...]) -> np.ndarray:
-    """One block of uniform integers in ``[0, high)``; see :meth:`UniformIntegers.draw`."""
-    return UniformIntegers().draw(rng, high, shape)
 
 
 class TableIntegers:

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
-from speechbias.stats.associations import (
-    association_noise,
-    attribute_direction,
-    effect_size_from_associations,
-    unit_rows,
-)
+from speechbias.stats.associations import effect_size_from_associations, target_associations
 from speechbias.stats.permutation import permutation_test
-from speechbias.stats.validation import as_embeddings, check_count, check_same_dim, read_only
+from speechbias.stats.validation import check_count, read_only
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays/tables: compare fields, not objects
@@ -43,20 +38,8 @@ class SpeatResult:
     layout: int | None = None
 
     def as_dict(self) -> dict:
-        """Scalar fields only (for tables and loggers)."""
-        return {
-            "d": self.d,
-            "p": self.p,
-            "statistic": self.statistic,
-            "n_x": self.n_x,
-            "n_y": self.n_y,
-            "n_a": self.n_a,
-            "n_b": self.n_b,
-            "n_permutations": self.n_permutations,
-            "exact": self.exact,
-            "seed": self.seed,
-            "layout": self.layout,
-        }
+        """Scalar fields only (for tables and loggers), in field order."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("s_x", "s_y")}
 
 
 def speat(X, Y, A, B, n_permutations: int = 1_000_000, seed: int | None = 0) -> SpeatResult:
@@ -68,16 +51,9 @@ def speat(X, Y, A, B, n_permutations: int = 1_000_000, seed: int | None = 0) -> 
     ``n_permutations``: exact enumeration when there are at most this many partitions, else this
     many random partitions from ``np.random.default_rng(seed)``; ``seed=None`` draws and records one.
     """
-    X = as_embeddings(X, "X", min_rows=2)
-    Y = as_embeddings(Y, "Y", min_rows=2)
-    A = as_embeddings(A, "A")
-    B = as_embeddings(B, "B")
-    check_same_dim(X=X, Y=Y, A=A, B=B)
+    s_x, s_y, noise = target_associations(X, Y, A, B)
     n_permutations = check_count(n_permutations, "n_permutations")
-    direction = attribute_direction(A, B)
-    s_x = unit_rows(X) @ direction
-    s_y = unit_rows(Y) @ direction
-    d = effect_size_from_associations(s_x, s_y, association_noise(direction))
+    d = effect_size_from_associations(s_x, s_y, noise)
     test = permutation_test(s_x, s_y, n_permutations=n_permutations, seed=seed)
     return SpeatResult(
         d=d,
@@ -85,8 +61,8 @@ def speat(X, Y, A, B, n_permutations: int = 1_000_000, seed: int | None = 0) -> 
         statistic=test.statistic,
         n_x=test.n_x,
         n_y=test.n_y,
-        n_a=A.shape[0],
-        n_b=B.shape[0],
+        n_a=np.shape(A)[0],  # rows: target_associations checked that A and B are 2-D
+        n_b=np.shape(B)[0],
         n_permutations=test.n_permutations,
         exact=test.exact,
         seed=test.seed,

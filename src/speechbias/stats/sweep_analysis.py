@@ -34,10 +34,9 @@ def main_table(speat: pd.DataFrame, aggregation: str) -> pd.DataFrame:
     """Rows of one aggregation; when it is absent, the most frequent aggregation of the sweep."""
     if speat.empty:
         return speat
-    if aggregation in set(speat["aggregation"]):
-        return speat[speat["aggregation"] == aggregation].reset_index(drop=True)
-    counts = speat["aggregation"].value_counts()
-    return speat[speat["aggregation"] == counts.index[0]].reset_index(drop=True)
+    if aggregation not in set(speat["aggregation"]):
+        aggregation = speat["aggregation"].value_counts().index[0]
+    return speat[speat["aggregation"] == aggregation].reset_index(drop=True)
 
 
 def add_significance(
@@ -127,11 +126,13 @@ def family_anova(table: pd.DataFrame, min_resid_df: int = MIN_RESIDUAL_DF) -> tu
     return None, "not computed: " + "; ".join(reasons)
 
 
-def _human_iat(table: pd.DataFrame) -> dict[str, float]:
-    if "human_iat_d" not in table.columns:
-        return {}
-    known = table.dropna(subset=["human_iat_d"]).drop_duplicates("test")
-    return {str(t): float(v) for t, v in zip(known["test"], known["human_iat_d"])}
+def _human_iat(table: pd.DataFrame) -> tuple[dict[str, float], pd.DataFrame]:
+    """(test -> human IAT D, for the tests that have one; the rows of those tests)."""
+    human = {}
+    if "human_iat_d" in table.columns:
+        known = table.dropna(subset=["human_iat_d"]).drop_duplicates("test")
+        human = {str(t): float(v) for t, v in zip(known["test"], known["human_iat_d"])}
+    return human, table[table["test"].astype(str).isin(human)] if not table.empty else table
 
 
 def human_congruence(table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
@@ -139,8 +140,7 @@ def human_congruence(table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
 
     Returns (table ``test, human_iat_d, n_models, n_congruent, mean_d, mean_congruent``, totals dict).
     """
-    human = _human_iat(table)
-    rows = table[table["test"].astype(str).isin(human)] if not table.empty else table
+    human, rows = _human_iat(table)
     cols = ["test", "human_iat_d", "n_models", "n_congruent", "mean_d", "mean_congruent"]
     if rows.empty:
         return pd.DataFrame(columns=cols), {"n_congruent": 0, "n_total": 0}
@@ -159,8 +159,7 @@ def aggregation_congruence(speat: pd.DataFrame) -> pd.DataFrame:
     """Per aggregation: tests whose mean d over models has the sign of the human IAT D
     (the paper's "150 of 180" count over 30 strategies x 6 tests)."""
     cols = ["aggregation", "n_tests", "n_congruent", "mean_abs_d"]
-    human = _human_iat(speat)
-    rows = speat[speat["test"].astype(str).isin(human)] if not speat.empty else speat
+    human, rows = _human_iat(speat)
     if rows.empty:
         return pd.DataFrame(columns=cols)
     means = rows.groupby(["aggregation", "test"], sort=False)["d"].mean().reset_index()

@@ -57,13 +57,12 @@ def as_embeddings(values, name: str, min_rows: int = 1) -> np.ndarray:
     return arr
 
 
-def check_same_dim(**named: np.ndarray) -> int:
-    """The common embedding dimension of 2-D arrays, or an error listing each argument's dimension."""
+def check_same_dim(**named: np.ndarray) -> None:
+    """An error listing each argument's dimension unless the 2-D arrays share one."""
     dims = {name: arr.shape[1] for name, arr in named.items()}
     if len(set(dims.values())) > 1:
         listed = ", ".join(f"{name} has D={dim}" for name, dim in dims.items())
         raise StatsInputError(f"embedding dimensions differ: {listed}")
-    return next(iter(dims.values()))
 
 
 def as_sample(values, name: str, min_size: int = 1) -> np.ndarray:

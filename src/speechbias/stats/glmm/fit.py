@@ -23,13 +23,13 @@ from speechbias.stats.glmm.poisson_glm import fit_glm
 from speechbias.stats.glmm.results import PoissonGLMMFit
 
 
-def _start_params(units: Units, weights, sigma0: float) -> np.ndarray:
-    """Poisson-GLM start for mu (per-group log of errors/words), gamma = 0, sigma = sigma0."""
+def _start_params(units: Units, weights) -> np.ndarray:
+    """Poisson-GLM start for mu (per-group log of errors/words), gamma = 0, sigma = 0.5."""
     wu = weights[units.cluster]
     ey = np.bincount(units.group, wu * units.y, minlength=units.n_groups)
     ew = np.bincount(units.group, wu * np.exp(units.log_w), minlength=units.n_groups)
     mu = np.log(np.maximum(ey, 0.5) / ew)
-    return np.concatenate([mu, np.zeros(units.cov.shape[1]), [sigma0]])
+    return np.concatenate([mu, np.zeros(units.cov.shape[1]), [0.5]])
 
 
 def fit_poisson_glmm(
@@ -39,8 +39,6 @@ def fit_poisson_glmm(
     speaker=None,
     covariates=None,
     n_agq: int = 1,
-    start: np.ndarray | None = None,
-    sigma0: float = 0.5,
 ) -> PoissonGLMMFit:
     """Fit the speaker random-intercept Poisson model by maximum likelihood.
 
@@ -51,7 +49,6 @@ def fit_poisson_glmm(
     ``n_agq=1`` is the Laplace approximation (glmer's default), ``n_agq>1`` adaptive Gauss-Hermite
     quadrature with that many nodes. Without ``speaker`` this is a plain Poisson GLM with offset
     log(words), fitted by statsmodels (``method='poisson_glm'``, ``sigma`` nan).
-    ``start`` = (mu, gamma, sigma) warm start.
     """
     y, w = validate_counts(errors, words)
     g_codes, groups = label_codes(group, "group")
@@ -61,7 +58,7 @@ def fit_poisson_glmm(
     check_no_empty_groups(y, g_codes, groups)
     per_group_obs = {groups[g]: int(n) for g, n in enumerate(np.bincount(g_codes, minlength=len(groups)))}
     if speaker is None:
-        return fit_glm(y, w, g_codes, groups, cov, cov_names, np.ones(y.size), per_group_obs, start)
+        return fit_glm(y, w, g_codes, groups, cov, cov_names, per_group_obs)
     s_codes, _ = label_codes(speaker, "speaker")
     if s_codes.size != y.size:
         raise ValueError(f"speaker has {s_codes.size} entries, expected {y.size}")
@@ -69,7 +66,7 @@ def fit_poisson_glmm(
     check_design_rank(units, cov_names)
     z, log_wz = gauss_hermite_rule(int(n_agq))
     weights = np.ones(units.n_clusters)
-    x0 = _start_params(units, weights, sigma0) if start is None else np.asarray(start, dtype=float).copy()
+    x0 = _start_params(units, weights)
     x, converged, msg, nit, ll, neg_h = maximise_loglik(units, weights, z, log_wz, x0)
     G, p = len(groups), cov.shape[1]
     spk_per_group = {groups[g]: int(np.unique(s_codes[g_codes == g]).size) for g in range(G)}

@@ -87,17 +87,14 @@ def fit_glm_arrays(y, w, g_codes, G, cov, freq, start, rtol: float = GLM_RTOL) -
     )
 
 
-def fit_glm(y, w, g_codes, groups, cov, cov_names, freq, per_group_obs, start) -> PoissonGLMMFit:
-    """The model without a speaker effect as a :class:`PoissonGLMMFit` (``sigma`` nan, no Hessian).
-
-    ``freq`` (n,) weights each utterance (bootstrap draw counts); ``start`` is (mu, gamma, sigma).
-    """
+def fit_glm(y, w, g_codes, groups, cov, cov_names, per_group_obs) -> PoissonGLMMFit:
+    """The model without a speaker effect as a :class:`PoissonGLMMFit` (``sigma`` nan, no Hessian)."""
     G = len(groups)
-    res = fit_glm_arrays(y, w, g_codes, G, cov, freq, None if start is None else np.asarray(start)[:-1])
+    res = fit_glm_arrays(y, w, g_codes, G, cov, np.ones(y.size), None)
     params = res.params
     # full (per-utterance) Poisson log-likelihood; collapsing rows changes only the constant
     mu_obs = w * np.exp(params[:G][g_codes] + (cov @ params[G:] if cov.shape[1] else 0.0))
-    ll = float(np.sum(freq * (y * np.log(mu_obs) - mu_obs - special.gammaln(y + 1.0))))
+    ll = float(np.sum(y * np.log(mu_obs) - mu_obs - special.gammaln(y + 1.0)))
     return PoissonGLMMFit(
         groups=groups,
         mu=params[:G].copy(),

@@ -73,3 +73,25 @@ def test_table3_heading_names_the_model_that_was_fitted(tmp_path):
     fits = {"gender": with_speakers.fits["gender"], "age": without.fits["gender"]}
     assert report.table3_heading(fits) == "Table 3: WER ratios (mixed-effects Poisson regression; Poisson GLM for age)"
     assert isinstance(with_speakers.drops, pd.DataFrame)
+
+
+def test_an_utterance_without_a_hypothesis_is_counted_with_its_whole_reason(tmp_path):
+    """An utterance the ASR did not transcribe (another shard's): the notes and the dropped-per-level table
+    give its reason whole (the reason's kind is the text before a colon: "audio: <problem>" counts as
+    "audio"; this reason has none, so it is not cut to "no hypothesis (not transcribed")."""
+    meta = make_fair_speech_tree(tmp_path / "fs", speakers_per_group=2, utts_per_speaker=2)
+    corpus = load_fair_speech(tmp_path / "fs", speaker_column="speaker_id", categories=["gender"])
+    utts = corpus.utterances
+    missing = utts["utterance_id"].iloc[0]
+    hyps = utts.loc[utts["utterance_id"] != missing, ["utterance_id"]].assign(hypothesis="a b")
+    result = analyse_wer_disparity(
+        corpus, hyps, categories=["gender"], n_resamples=20, wer_ci_resamples=20, rule=GroupRule(1, 1)
+    )
+    (reason,) = result.excluded.loc[result.excluded["utterance_id"] == missing, "reason"]
+    assert reason.startswith("no hypothesis (") and reason.endswith(")")
+    assert f"1 utterance(s) excluded ({{'{reason}': 1}})" in " ".join(result.notes)
+    level = str(utts.loc[utts["utterance_id"] == missing, "gender"].iloc[0])
+    assert result.drops.to_dict("records") == [
+        {"category": "gender", "group": level, "dropped": 1, "reasons": f"{reason} (1)"}
+    ]
+    assert len(meta) == len(utts)

@@ -112,7 +112,7 @@ def analyse_wer_disparity(
         excluded.append(failed.assign(row=pd.NA)[EXCLUDED_COLUMNS])
         no_hyp &= ~utts["utterance_id"].isin(failed["utterance_id"])
     if no_hyp.any():
-        excluded.append(excluded_rows(utts, no_hyp, "no hypothesis (not transcribed: other shard?)"))
+        excluded.append(excluded_rows(utts, no_hyp, "no hypothesis (not transcribed; other shard?)"))
     utts = utts[utts["hypothesis"].notna()].reset_index(drop=True)
     scores = score_utterances(utts["reference"].tolist(), utts["hypothesis"].tolist(), normalizer)
     utts = pd.concat([utts, scores], axis=1)

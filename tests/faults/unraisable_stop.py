@@ -6,6 +6,8 @@ a callback that sends this process SIGNAL (``os.kill`` to itself runs the Python
 the handler runs inside the callback; it writes ``time.monotonic()`` to SENT_FILE first). CONTEXT:
 
 * ``weakref``: a weakref callback (as importlib's ``_get_module_lock.<locals>.cb``);
+* ``weakrefs``: two weakref callbacks of one object: the first to run sends the signal, the second prints
+  ``another callback ran`` (the stop raised again there is unraisable too);
 * ``del``: an object's ``__del__``;
 * ``gc``: a ``gc.callbacks`` function (a collection's start);
 * ``error``: no signal; a ``__del__`` raises ``ValueError`` (the interpreter's usual report);
@@ -59,6 +61,13 @@ class FailsWhenDeleted:
         raise ValueError("not a stop")
 
 
+def first_sends_stop(_: weakref.ref) -> None:
+    if not Path(sent_file).exists():
+        send_stop()
+    else:
+        print("another callback ran", flush=True)
+
+
 def on_gc(phase: str, info: dict) -> None:
     if phase == "start":
         gc.callbacks.remove(on_gc)
@@ -72,6 +81,10 @@ with ends_on_signals():
         thing = Thing()
         ref = weakref.ref(thing, lambda _: send_stop())
         del thing
+    elif context == "weakrefs":
+        thing = Thing()
+        refs = [weakref.ref(thing, first_sends_stop), weakref.ref(thing, first_sends_stop)]
+        del thing
     elif context == "del":
         stops = StopsWhenDeleted()
         del stops
@@ -84,7 +97,7 @@ with ends_on_signals():
     else:
         raise SystemExit(f"error: unknown context {context!r}")
     print("ran on past the callback", flush=True)
-    deadline = time.monotonic() + (30.0 if context in ("weakref", "del", "gc") else 0.0)
+    deadline = time.monotonic() + (30.0 if context in ("weakref", "weakrefs", "del", "gc") else 0.0)
     while time.monotonic() < deadline:
         time.sleep(0.05)
     running_job(None)

@@ -18,6 +18,12 @@ so an interrupted write leaves the old file or none.
   not ended :data:`FORCE_EXIT_S` after the signal, a watchdog thread records the job and ends it
   (``os._exit``).
 * A second signal while the first is handled is ignored (the watchdog bounds the wait).
+* A handler that runs where an exception cannot propagate (inside a weakref callback such as importlib's
+  module-lock ``cb``, a ``__del__``, a gc callback) raises there in vain: Python would print "Exception ignored
+  in ..." and run on until the watchdog. The ``sys.unraisablehook`` installed with the handlers
+  (:func:`_on_unraisable`) takes such a :class:`RunStopped` and raises it again at the main thread's next call
+  outside that place (a one-shot ``sys.setprofile`` function); every other unraisable goes to the hook it
+  found, unchanged.
 * In a SLURM job run by submitit, its requeue signal (``USR2`` before the time limit, through
   ``hydra.launcher.signal_delay_s``) keeps its meaning: after it, SIGTERM (which SLURM sends to the job
   it requeues) is passed over as submitit itself does, so the checkpoint-and-requeue completes.
@@ -107,6 +113,8 @@ class _State:
     sweep_stop_s = 0.0
     guarded = False  # a RunStopped raised now is caught (ends_on_signals, run_entry)
     line_printed = False
+    unraisablehook = None  # the sys.unraisablehook found when the handlers were installed (other unraisables)
+    delegating = False  # that hook is running (an unraisable inside it goes to Python's default)
 
 
 def phase_of(frame: FrameType | None) -> str:
@@ -128,6 +136,8 @@ def install_stop_handlers() -> bool:
     wrapped so that the SIGTERM of the requeue it starts is passed over."""
     if threading.current_thread() is not threading.main_thread():
         return False
+    if sys.unraisablehook is not _on_unraisable:
+        _State.unraisablehook, sys.unraisablehook = sys.unraisablehook, _on_unraisable
     if all(signal.getsignal(s) is _on_stop_signal for s in STOP_SIGNALS):
         return True
     for signum in STOP_SIGNALS:
@@ -158,6 +168,7 @@ def stops_handled() -> Iterator[None]:
     <speechbias.launch.entry.run_entry>`, also in a job process no entry script started: a SLURM job, a
     parallel sweep's worker); after: the handlers and the guard as they were (a caller in-process)."""
     previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    previous_hook = sys.unraisablehook
     guarded = _State.guarded
     installed = install_stop_handlers()
     _State.guarded = True
@@ -169,6 +180,7 @@ def stops_handled() -> Iterator[None]:
             for signum, handler in previous.items():
                 if handler is not None:
                     signal.signal(signum, handler)
+            sys.unraisablehook = previous_hook
 
 
 def _wrap_requeue_handler() -> None:
@@ -204,6 +216,37 @@ def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
     if _State.sweep is not None:
         _stop_sweep_workers(signum, *_State.sweep)
     raise stop
+
+
+def _on_unraisable(unraisable) -> None:
+    """``sys.unraisablehook``: a :class:`RunStopped` the handler raised where it cannot propagate (a weakref
+    callback, ``__del__``, a gc callback; the main thread) is raised again at the main thread's next call,
+    Python or C, outside that place; any other ``unraisable`` goes to the hook found at installation."""
+    stop = unraisable.exc_value
+    if isinstance(stop, RunStopped) and threading.current_thread() is threading.main_thread():
+        sys.setprofile(_raising_at_next_call(stop))  # the last call here: this hook's own return is no call
+        return
+    previous = _State.unraisablehook
+    if previous is None or previous is _on_unraisable or _State.delegating:
+        previous = sys.__unraisablehook__
+    _State.delegating = True
+    try:
+        previous(unraisable)
+    finally:
+        _State.delegating = False
+
+
+def _raising_at_next_call(stop: RunStopped):
+    """A one-shot ``sys.setprofile`` function that raises ``stop`` at the next call event: an error there
+    propagates from the call (a return event's may be dropped while an exception unwinds). Raised inside
+    another callback that cannot raise, it comes back through :func:`_on_unraisable` and waits again."""
+
+    def raise_stop(frame: FrameType, event: str, arg: object) -> None:
+        if event in ("call", "c_call"):
+            sys.setprofile(None)
+            raise stop
+
+    return raise_stop
 
 
 def running_job(job_dir: str | Path | None) -> None:

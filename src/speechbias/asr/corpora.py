@@ -27,15 +27,6 @@ from speechbias.asr.levels import DEFAULT_UNDISCLOSED_VALUES, UNDISCLOSED, norma
 
 log = logging.getLogger(__name__)
 
-FAIR_SPEECH_COLUMNS = (
-    "hash_name",
-    "transcription",
-    "age",
-    "gender",
-    "first_language",
-    "socioeconomic_bkgd",
-    "ethnicity",
-)
 FAIR_SPEECH_CATEGORIES = ("age", "gender", "ethnicity", "socioeconomic_bkgd", "first_language")
 EXCLUDED_COLUMNS = ["row", "utterance_id", "path", "reason"]
 LEVEL_SPELLING_COLUMNS = ["category", "level", "raw_value", "rows"]
@@ -60,15 +51,20 @@ class ASRCorpus:
     raw_values: pd.DataFrame | None = None
 
 
-def _read_table(path: Path, sep: str | None) -> pd.DataFrame:
+def _read_table(path: Path, sep: str | None, needed: list[str]) -> pd.DataFrame:
+    """The table at ``path`` (every cell a string); CorpusError when it is unreadable or lacks a ``needed`` column."""
     if not path.is_file():
         raise CorpusError(f"{path}: metadata file does not exist")
     if sep is None:
         sep = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
     try:
-        return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, quoting=3 if sep == "\t" else 0)
+        df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, quoting=3 if sep == "\t" else 0)
     except Exception as exc:
         raise CorpusError(f"{path}: not a readable {'TSV' if sep == chr(9) else 'CSV'} ({exc})") from exc
+    missing = sorted(set(needed) - set(df.columns))
+    if missing:
+        raise CorpusError(f"{path}: missing column(s) {missing}; has {list(df.columns)}")
+    return df
 
 
 def _build(
@@ -176,11 +172,8 @@ def load_fair_speech(
         meta = tsvs[0]
     else:
         meta = root / metadata
-    df = _read_table(meta, "\t")
     needed = ["hash_name", "transcription", *categories] + ([speaker_column] if speaker_column else [])
-    missing = sorted(set(needed) - set(df.columns))
-    if missing:
-        raise CorpusError(f"{meta}: missing column(s) {missing}; has {list(df.columns)}")
+    df = _read_table(meta, "\t", needed)
     notes = []
     if speaker_column is None:
         notes.append(
@@ -237,11 +230,8 @@ def load_asr_manifest(
     ``gender``, ``accents``), CORAAL segment tables, or a user's own data.
     """
     manifest = Path(manifest)
-    df = _read_table(manifest, sep)
     needed = [path_column, transcript_column, *category_columns] + [c for c in (id_column, speaker_column) if c]
-    missing = sorted(set(needed) - set(df.columns))
-    if missing:
-        raise CorpusError(f"{manifest}: missing column(s) {missing}; has {list(df.columns)}")
+    df = _read_table(manifest, sep, needed)
     if not category_columns:
         raise CorpusError(f"{manifest}: no demographic category columns given (corpus.load.category_columns)")
     base = Path(root) if root is not None else manifest.parent

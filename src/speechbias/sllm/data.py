@@ -85,10 +85,6 @@ class SpokenStereoSet:
     missing: pd.DataFrame
     orphan_wavs: dict[str, int] = field(default_factory=dict)
 
-    @property
-    def domains(self) -> list[str]:
-        return list(dict.fromkeys(self.table["domain"]))
-
 
 def _read_domain(data_dir: Path, domain: str, version: str) -> pd.DataFrame:
     path = metadata_path(data_dir, domain, version)

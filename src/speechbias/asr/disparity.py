@@ -139,8 +139,7 @@ def relative_gaps(table2: pd.DataFrame) -> pd.DataFrame:
     Levels with ``compared`` False (undisclosed, too small) take no part; ``n_groups`` = how many did.
     """
     rows = []
-    t2 = table2[table2["compared"].astype(bool)] if "compared" in table2.columns else table2
-    for cat, t in t2.groupby("category", sort=False):
+    for cat, t in table2[table2["compared"].astype(bool)].groupby("category", sort=False):
         if len(t) < 2:
             continue
         lo, hi = t.loc[t["wer"].idxmin()], t.loc[t["wer"].idxmax()]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from speechbias.asr.levels import DEFAULT_UNDISCLOSED_VALUES, UNDISCLOSED, normalise_levels, spelling_table
+from speechbias.asr.levels import UNDISCLOSED, normalise_levels, spelling_table
 
 log = logging.getLogger(__name__)
 
@@ -76,13 +76,11 @@ def _build(
     speaker,
     categories: list[str],
     notes: list[str],
-    undisclosed_values=DEFAULT_UNDISCLOSED_VALUES,
+    undisclosed_values=None,
     raw: dict | None = None,
 ) -> ASRCorpus:
     """``raw``: category -> the original column when ``df[category]`` was already recoded (for ``levels``)."""
     raw = raw or {}
-    if undisclosed_values is None:
-        undisclosed_values = DEFAULT_UNDISCLOSED_VALUES
     out = pd.DataFrame({"utterance_id": ids, "path": paths, "reference": transcripts})
     if speaker is not None:
         out["speaker"] = speaker
@@ -187,9 +185,7 @@ def load_fair_speech(
         df = df.copy()
         raw["first_language"] = df["first_language"]
         l1 = {" ".join(s.split()).casefold() for s in l1_languages}
-        level = normalise_levels(
-            df["first_language"], DEFAULT_UNDISCLOSED_VALUES if undisclosed_values is None else undisclosed_values
-        )
+        level = normalise_levels(df["first_language"], undisclosed_values)
         df["first_language"] = level.map(lambda v: v if v == UNDISCLOSED else ("L1" if v.casefold() in l1 else "L2"))
         notes.append(
             f"first_language recoded: L1 = {sorted(l1_languages)}, L2 = any other stated language; "

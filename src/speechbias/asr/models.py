@@ -21,6 +21,7 @@ import numpy as np
 
 from speechbias.fileio.audio import SAMPLE_RATE
 from speechbias.model_loading import (
+    HF_WEIGHT_FILES,
     FingerprintedModel,
     MissingWeightsError,
     load_pretrained,
@@ -34,14 +35,11 @@ WHISPER_WINDOW_SAMPLES = 30 * SAMPLE_RATE
 
 
 # what a local checkpoint folder needs for ASR: (what, any one of these file sets)
-WEIGHT_FILES = (
-    ("model.safetensors",),
-    ("model.safetensors.index.json",),
-    ("pytorch_model.bin",),
-    ("pytorch_model.bin.index.json",),
-)
-FEATURE_EXTRACTOR_FILES = (("preprocessor_config.json",), ("processor_config.json",))
-COMMON_FILES = {"config": (("config.json",),), "weights": WEIGHT_FILES, "feature extractor": FEATURE_EXTRACTOR_FILES}
+COMMON_FILES = {
+    "config": (("config.json",),),
+    "weights": tuple((name,) for name in HF_WEIGHT_FILES),
+    "feature extractor": (("preprocessor_config.json",), ("processor_config.json",)),
+}
 # generation_config.json keys Whisper's generate() needs for language/task (else "generation config is outdated")
 WHISPER_GENERATION_KEYS = ("lang_to_id", "task_to_id", "no_timestamps_token_id")
 

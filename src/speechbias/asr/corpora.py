@@ -23,19 +23,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from speechbias.asr.levels import DEFAULT_UNDISCLOSED_VALUES, UNDISCLOSED, normalise_levels, spelling_table
+from speechbias.asr.levels import UNDISCLOSED, normalise_levels, spelling_table
 
 log = logging.getLogger(__name__)
 
-FAIR_SPEECH_COLUMNS = (
-    "hash_name",
-    "transcription",
-    "age",
-    "gender",
-    "first_language",
-    "socioeconomic_bkgd",
-    "ethnicity",
-)
 FAIR_SPEECH_CATEGORIES = ("age", "gender", "ethnicity", "socioeconomic_bkgd", "first_language")
 EXCLUDED_COLUMNS = ["row", "utterance_id", "path", "reason"]
 LEVEL_SPELLING_COLUMNS = ["category", "level", "raw_value", "rows"]
@@ -60,15 +51,20 @@ class ASRCorpus:
     raw_values: pd.DataFrame | None = None
 
 
-def _read_table(path: Path, sep: str | None) -> pd.DataFrame:
+def _read_table(path: Path, sep: str | None, needed: list[str]) -> pd.DataFrame:
+    """The table at ``path`` (every cell a string); CorpusError when it is unreadable or lacks a ``needed`` column."""
     if not path.is_file():
         raise CorpusError(f"{path}: metadata file does not exist")
     if sep is None:
         sep = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
     try:
-        return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, quoting=3 if sep == "\t" else 0)
+        df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, quoting=3 if sep == "\t" else 0)
     except Exception as exc:
         raise CorpusError(f"{path}: not a readable {'TSV' if sep == chr(9) else 'CSV'} ({exc})") from exc
+    missing = sorted(set(needed) - set(df.columns))
+    if missing:
+        raise CorpusError(f"{path}: missing column(s) {missing}; has {list(df.columns)}")
+    return df
 
 
 def _build(
@@ -80,13 +76,11 @@ def _build(
     speaker,
     categories: list[str],
     notes: list[str],
-    undisclosed_values=DEFAULT_UNDISCLOSED_VALUES,
+    undisclosed_values=None,
     raw: dict | None = None,
 ) -> ASRCorpus:
     """``raw``: category -> the original column when ``df[category]`` was already recoded (for ``levels``)."""
     raw = raw or {}
-    if undisclosed_values is None:
-        undisclosed_values = DEFAULT_UNDISCLOSED_VALUES
     out = pd.DataFrame({"utterance_id": ids, "path": paths, "reference": transcripts})
     if speaker is not None:
         out["speaker"] = speaker
@@ -176,11 +170,8 @@ def load_fair_speech(
         meta = tsvs[0]
     else:
         meta = root / metadata
-    df = _read_table(meta, "\t")
     needed = ["hash_name", "transcription", *categories] + ([speaker_column] if speaker_column else [])
-    missing = sorted(set(needed) - set(df.columns))
-    if missing:
-        raise CorpusError(f"{meta}: missing column(s) {missing}; has {list(df.columns)}")
+    df = _read_table(meta, "\t", needed)
     notes = []
     if speaker_column is None:
         notes.append(
@@ -194,9 +185,7 @@ def load_fair_speech(
         df = df.copy()
         raw["first_language"] = df["first_language"]
         l1 = {" ".join(s.split()).casefold() for s in l1_languages}
-        level = normalise_levels(
-            df["first_language"], DEFAULT_UNDISCLOSED_VALUES if undisclosed_values is None else undisclosed_values
-        )
+        level = normalise_levels(df["first_language"], undisclosed_values)
         df["first_language"] = level.map(lambda v: v if v == UNDISCLOSED else ("L1" if v.casefold() in l1 else "L2"))
         notes.append(
             f"first_language recoded: L1 = {sorted(l1_languages)}, L2 = any other stated language; "
@@ -237,11 +226,8 @@ def load_asr_manifest(
     ``gender``, ``accents``), CORAAL segment tables, or a user's own data.
     """
     manifest = Path(manifest)
-    df = _read_table(manifest, sep)
     needed = [path_column, transcript_column, *category_columns] + [c for c in (id_column, speaker_column) if c]
-    missing = sorted(set(needed) - set(df.columns))
-    if missing:
-        raise CorpusError(f"{manifest}: missing column(s) {missing}; has {list(df.columns)}")
+    df = _read_table(manifest, sep, needed)
     if not category_columns:
         raise CorpusError(f"{manifest}: no demographic category columns given (corpus.load.category_columns)")
     base = Path(root) if root is not None else manifest.parent

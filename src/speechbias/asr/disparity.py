@@ -64,12 +64,6 @@ TABLE3_COLUMNS = [
 ]
 
 
-def _speaker_or_utterance(df: pd.DataFrame, speaker_column: str | None) -> pd.Series:
-    if speaker_column:
-        return df[speaker_column].astype(str)
-    return pd.Series(np.arange(len(df)).astype(str), index=df.index)
-
-
 def _ratio_ci(
     err: np.ndarray, words: np.ndarray, n_resamples: int, rng: np.random.Generator, confidence: float
 ) -> tuple[float, float]:
@@ -107,8 +101,8 @@ def wer_by_group(
     rows = []
     for cat in categories:
         for grp, g in utts.groupby(cat, sort=True, dropna=False):
-            clusters = _speaker_or_utterance(g, speaker_column)
-            per = g.groupby(clusters.values)[["errors", "ref_words"]].sum()
+            units = g[speaker_column].astype(str).to_numpy() if speaker_column else np.arange(len(g)).astype(str)
+            per = g.groupby(units)[["errors", "ref_words"]].sum()
             lo, hi = (
                 _ratio_ci(per["errors"].to_numpy(float), per["ref_words"].to_numpy(float), n_resamples, rng, confidence)
                 if n_resamples > 0 and len(per) >= 2
@@ -145,8 +139,7 @@ def relative_gaps(table2: pd.DataFrame) -> pd.DataFrame:
     Levels with ``compared`` False (undisclosed, too small) take no part; ``n_groups`` = how many did.
     """
     rows = []
-    t2 = table2[table2["compared"].astype(bool)] if "compared" in table2.columns else table2
-    for cat, t in t2.groupby("category", sort=False):
+    for cat, t in table2[table2["compared"].astype(bool)].groupby("category", sort=False):
         if len(t) < 2:
             continue
         lo, hi = t.loc[t["wer"].idxmin()], t.loc[t["wer"].idxmax()]
@@ -228,30 +221,24 @@ def wer_ratio_table(
             out.notes.append(f"{cat}: fewer than two groups left; no WER ratios.")
             continue
         try:
-            cov = covariate_matrix(d, covariates)
-            spk = d[speaker_column].to_numpy() if speaker_column else None
-            fit = fit_poisson_glmm(
-                d["errors"].to_numpy(),
-                d["ref_words"].to_numpy(),
-                d[cat].astype(str).to_numpy(),
-                speaker=spk,
-                covariates=cov,
-                n_agq=n_agq,
-            )
+            model = {  # what the fit and its bootstrap are given alike
+                "errors": d["errors"].to_numpy(),
+                "words": d["ref_words"].to_numpy(),
+                "group": d[cat].astype(str).to_numpy(),
+                "speaker": d[speaker_column].to_numpy() if speaker_column else None,
+                "covariates": covariate_matrix(d, covariates),
+                "n_agq": n_agq,
+            }
+            fit = fit_poisson_glmm(**model)
             if not fit.converged:
                 out.notes.append(f"{cat}: the WER model did not converge ({fit.message}); no WER ratios reported.")
                 continue
             boot = bootstrap_wer_ratios(
-                d["errors"].to_numpy(),
-                d["ref_words"].to_numpy(),
-                d[cat].astype(str).to_numpy(),
-                speaker=spk,
-                covariates=cov,
+                **model,
                 fit=fit,
                 n_resamples=n_resamples,
                 seed=seed + k,
                 confidence=confidence,
-                n_agq=n_agq,
                 n_jobs=n_jobs,
             )
         except ValueError as exc:

@@ -51,14 +51,17 @@ def _key(text: str) -> str:
     return text.casefold().rstrip(".").strip()
 
 
-def normalise_levels(raw: pd.Series, undisclosed_values=DEFAULT_UNDISCLOSED_VALUES) -> pd.Series:
+def normalise_levels(raw: pd.Series, undisclosed_values=None) -> pd.Series:
     """Canonical level of every cell of ``raw`` (same index).
 
-    Cells whose folded text is in ``undisclosed_values`` become :data:`UNDISCLOSED`; other cells
+    Cells whose folded text is in ``undisclosed_values`` (None: :data:`DEFAULT_UNDISCLOSED_VALUES`)
+    become :data:`UNDISCLOSED`; other cells
     that agree after case folding and whitespace collapsing become one level, spelled as the most
     frequent of their spellings (ties: the first in sorted order).
     """
-    non_answers = {_key(_collapse(v)) for v in undisclosed_values}
+    non_answers = {
+        _key(_collapse(v)) for v in (DEFAULT_UNDISCLOSED_VALUES if undisclosed_values is None else undisclosed_values)
+    }
     collapsed = raw.map(_collapse)
     keys = collapsed.map(_key)
     undisclosed = keys.isin(non_answers)

@@ -21,6 +21,7 @@ import numpy as np
 
 from speechbias.fileio.audio import SAMPLE_RATE
 from speechbias.model_loading import (
+    HF_WEIGHT_FILES,
     FingerprintedModel,
     MissingWeightsError,
     load_pretrained,
@@ -34,33 +35,25 @@ WHISPER_WINDOW_SAMPLES = 30 * SAMPLE_RATE
 
 
 # what a local checkpoint folder needs for ASR: (what, any one of these file sets)
-WEIGHT_FILES = (
-    ("model.safetensors",),
-    ("model.safetensors.index.json",),
-    ("pytorch_model.bin",),
-    ("pytorch_model.bin.index.json",),
-)
-FEATURE_EXTRACTOR_FILES = (("preprocessor_config.json",), ("processor_config.json",))
-COMMON_FILES = {"config": (("config.json",),), "weights": WEIGHT_FILES, "feature extractor": FEATURE_EXTRACTOR_FILES}
+COMMON_FILES = {
+    "config": (("config.json",),),
+    "weights": tuple((name,) for name in HF_WEIGHT_FILES),
+    "feature extractor": (("preprocessor_config.json",), ("processor_config.json",)),
+}
 # generation_config.json keys Whisper's generate() needs for language/task (else "generation config is outdated")
 WHISPER_GENERATION_KEYS = ("lang_to_id", "task_to_id", "no_timestamps_token_id")
 
 
-def _missing(folder: Path, needs: dict[str, tuple[tuple[str, ...], ...]]) -> list[str]:
-    """What of ``needs`` (what -> alternative file sets) ``folder`` lacks, as "what (file or file + file)"."""
-    out = []
-    for what, alternatives in needs.items():
-        if not any(all((folder / f).is_file() for f in files) for files in alternatives):
-            out.append(f"{what} ({' or '.join(' + '.join(files) for files in alternatives)})")
-    return out
-
-
 def missing_checkpoint_files(
-    folder: str | Path, needs: dict[str, tuple[tuple[str, ...], ...]], generation_keys: tuple[str, ...] = ()
+    folder: Path, needs: dict[str, tuple[tuple[str, ...], ...]], generation_keys: tuple[str, ...] = ()
 ) -> list[str]:
-    """The files (and generation_config.json keys) a local ASR checkpoint lacks; empty when complete."""
-    folder = Path(folder)
-    missing = _missing(folder, {**COMMON_FILES, **needs})
+    """The files (and generation_config.json keys) a local ASR checkpoint lacks, each as "what (file or
+    file + file)"; empty when complete. ``needs``: what -> alternative file sets, besides COMMON_FILES."""
+    missing = [
+        f"{what} ({' or '.join(' + '.join(files) for files in alternatives)})"
+        for what, alternatives in {**COMMON_FILES, **needs}.items()
+        if not any(all((folder / f).is_file() for f in files) for files in alternatives)
+    ]
     if generation_keys:
         path = folder / "generation_config.json"
         if not path.is_file():
@@ -77,13 +70,16 @@ def missing_checkpoint_files(
 
 
 class Transcriber(FingerprintedModel, ABC):
-    """Waveforms in, text out. Subclasses load their model in :meth:`_load`."""
+    """Waveforms in, text out. Subclasses name their transformers ``classes`` and decode in
+    :meth:`_transcribe_batch`."""
 
     family: str = ""
     #: files a local checkpoint folder needs besides config, weights and feature extractor
     needs: dict[str, tuple[tuple[str, ...], ...]] = {}
     generation_keys: tuple[str, ...] = ()
     base_model_hint: str = ""
+    #: the transformers classes (processor, model) that load the checkpoint
+    classes: tuple[str, str]
 
     def __init__(
         self,
@@ -149,15 +145,21 @@ class Transcriber(FingerprintedModel, ABC):
         if self._model is None:
             self.check_local_checkpoint()
             import torch
+            import transformers
 
             self.device = resolve_device(self.device_request)
-            dtype = getattr(torch, self.dtype_name)
-            self._processor, self._model = self._load(dtype)
+            processor_class, model_class = (getattr(transformers, name) for name in self.classes)
+            self._processor = load_pretrained(
+                processor_class.from_pretrained, self.model_id, self.revision, "processor"
+            )
+            self._model = load_pretrained(
+                model_class.from_pretrained,
+                self.model_id,
+                self.revision,
+                "model",
+                dtype=getattr(torch, self.dtype_name),
+            )
             self._model.to(self.device).eval()
-
-    @abstractmethod
-    def _load(self, dtype):
-        """Return (processor, model)."""
 
     @abstractmethod
     def _transcribe_batch(self, wavs: list[np.ndarray]) -> list[str]: ...
@@ -182,6 +184,7 @@ class WhisperTranscriber(Transcriber):
     """
 
     family = "whisper"
+    classes = ("WhisperProcessor", "WhisperForConditionalGeneration")
     needs = {"tokenizer": (("tokenizer.json",), ("vocab.json", "merges.txt"))}
     generation_keys = WHISPER_GENERATION_KEYS
     base_model_hint = (
@@ -217,15 +220,6 @@ class WhisperTranscriber(Transcriber):
             "max_new_tokens": self.max_new_tokens,
             "long_form": "sequential-timestamps",
         }
-
-    def _load(self, dtype):
-        from transformers import WhisperForConditionalGeneration, WhisperProcessor
-
-        processor = load_pretrained(WhisperProcessor.from_pretrained, self.model_id, self.revision, what="processor")
-        model = load_pretrained(
-            WhisperForConditionalGeneration.from_pretrained, self.model_id, self.revision, what="model", dtype=dtype
-        )
-        return processor, model
 
     def _generate(self, features, attention_mask=None, long_form=False):
         kwargs = dict(language=self.language, task=self.task, num_beams=self.num_beams, return_dict_in_generate=True)
@@ -283,20 +277,12 @@ class CTCTranscriber(Transcriber):
     """
 
     family = "ctc"
+    classes = ("AutoProcessor", "AutoModelForCTC")
     needs = {"tokenizer": (("vocab.json",), ("tokenizer.json",))}
     base_model_hint = " (e.g. facebook/wav2vec2-base-960h's vocab.json and tokenizer_config.json)"
 
     def decoding_fields(self) -> dict:
         return {"decoding": "greedy-ctc"}
-
-    def _load(self, dtype):
-        from transformers import AutoModelForCTC, AutoProcessor
-
-        processor = load_pretrained(AutoProcessor.from_pretrained, self.model_id, self.revision, what="processor")
-        model = load_pretrained(
-            AutoModelForCTC.from_pretrained, self.model_id, self.revision, what="model", dtype=dtype
-        )
-        return processor, model
 
     @property
     def pad_invariant(self) -> bool:

@@ -63,7 +63,7 @@ def levels_markdown(levels: pd.DataFrame, spellings: pd.DataFrame) -> str:
 
 def drops_markdown(drops: pd.DataFrame) -> str:
     """Utterances of the corpus table not scored, per level, with the reasons (or a line saying there were none)."""
-    if drops is None or drops.empty:
+    if drops.empty:
         return "_No utterance of the corpus table was dropped before scoring._"
     lines = ["| category | level | dropped | reasons |", "|---|---|---:|---|"]
     lines += [
@@ -128,7 +128,7 @@ def wer_bar_chart(table2: pd.DataFrame, title: str = "WER by group"):
         hi = 100 * t["wer_ci_high"].to_numpy(float)
         err = np.vstack([np.clip(wer - lo, 0, None), np.clip(hi - wer, 0, None)])
         err = np.nan_to_num(err)
-        compared = t["compared"].to_numpy(bool) if "compared" in t.columns else np.ones(len(t), bool)
+        compared = t["compared"].to_numpy(bool)
         x = np.arange(len(t))
         bars = ax.bar(x, wer, yerr=err, capsize=3, color=np.where(compared, "tab:blue", "lightgrey"), alpha=0.8)
         for b, c in zip(bars, compared):
@@ -293,7 +293,7 @@ def report_sections(result, run_info: dict, settings: dict) -> list[tuple[str, s
             + (f" and {rule.min_speakers} speakers" if result.speaker_column else " (no speaker ids to count speakers)")
             + "; smaller levels are listed but set neither the gap nor a WER ratio. Counts are of the scored "
             + "utterances; those dropped before scoring are listed per level below.\n\n"
-            + drops_markdown(getattr(result, "drops", None)),
+            + drops_markdown(result.drops),
         ),
         (
             "Table 2: WER by group",

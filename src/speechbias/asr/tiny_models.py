@@ -44,9 +44,13 @@ def _done(folder: Path) -> bool:
     return (folder / "model.safetensors").is_file() and (folder / ".complete").is_file()
 
 
-def _save_folder(folder: Path, write) -> Path:
-    """``write(tmp)`` saves a model into a temporary folder, marked complete and renamed to ``folder``
-    (:func:`~speechbias.fileio.atomic_file.atomic_folder`; when another process finished first, its folder is kept)."""
+def _save_folder(folder: str | Path, write) -> Path:
+    """``folder`` as it is when it holds a complete model; else ``write(tmp)`` saves one into a temporary
+    folder, marked complete and renamed to ``folder`` (:func:`~speechbias.fileio.atomic_file.atomic_folder`;
+    when another process finished first, its folder is kept)."""
+    folder = Path(folder)
+    if _done(folder):
+        return folder
 
     def write_complete(tmp: Path) -> None:
         write(tmp)
@@ -71,62 +75,58 @@ def build_tiny_whisper(folder: str | Path, seed: int = 0) -> Path:
         WhisperTokenizer,
     )
 
-    folder = Path(folder)
-    if _done(folder):
-        return folder
-    vocab = {ch: i for i, ch in enumerate(_bytes_to_unicode().values())}
-    specials = list(WHISPER_SPECIALS) + [f"<|{0.02 * k:.2f}|>" for k in range(1501)]
-    tok = WhisperTokenizer(
-        vocab=vocab,
-        merges=[],
-        unk_token="<|endoftext|>",
-        bos_token="<|endoftext|>",
-        eos_token="<|endoftext|>",
-        pad_token="<|endoftext|>",
-    )
-    tok.add_special_tokens({"additional_special_tokens": specials})
-    ids = {t: tok.convert_tokens_to_ids(t) for t in WHISPER_SPECIALS}
-    cfg = WhisperConfig(
-        vocab_size=len(tok),
-        num_mel_bins=80,
-        d_model=16,
-        encoder_layers=1,
-        decoder_layers=1,
-        encoder_attention_heads=2,
-        decoder_attention_heads=2,
-        encoder_ffn_dim=32,
-        decoder_ffn_dim=32,
-        max_source_positions=1500,
-        max_target_positions=64,
-        pad_token_id=ids["<|endoftext|>"],
-        bos_token_id=ids["<|endoftext|>"],
-        eos_token_id=ids["<|endoftext|>"],
-        decoder_start_token_id=ids["<|startoftranscript|>"],
-        begin_suppress_tokens=None,
-        suppress_tokens=None,
-    )
-    torch.manual_seed(seed)
-    model = WhisperForConditionalGeneration(cfg).eval()
-    with torch.no_grad():  # make byte tokens outscore special/timestamp tokens so the text is not empty
-        model.model.decoder.embed_tokens.weight[:256] *= 4.0
-    gen = GenerationConfig(
-        decoder_start_token_id=ids["<|startoftranscript|>"],
-        eos_token_id=ids["<|endoftext|>"],
-        pad_token_id=ids["<|endoftext|>"],
-        bos_token_id=ids["<|endoftext|>"],
-        max_length=64,
-        lang_to_id={"<|en|>": ids["<|en|>"]},
-        task_to_id={"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]},
-        no_timestamps_token_id=ids["<|notimestamps|>"],
-        prev_sot_token_id=ids["<|startofprev|>"],
-        is_multilingual=True,
-        max_initial_timestamp_index=50,
-        suppress_tokens=[],
-        begin_suppress_tokens=[],
-    )
-    model.generation_config = gen
-
     def save(tmp: Path) -> None:
+        vocab = {ch: i for i, ch in enumerate(_bytes_to_unicode().values())}
+        specials = list(WHISPER_SPECIALS) + [f"<|{0.02 * k:.2f}|>" for k in range(1501)]
+        tok = WhisperTokenizer(
+            vocab=vocab,
+            merges=[],
+            unk_token="<|endoftext|>",
+            bos_token="<|endoftext|>",
+            eos_token="<|endoftext|>",
+            pad_token="<|endoftext|>",
+        )
+        tok.add_special_tokens({"additional_special_tokens": specials})
+        ids = {t: tok.convert_tokens_to_ids(t) for t in WHISPER_SPECIALS}
+        cfg = WhisperConfig(
+            vocab_size=len(tok),
+            num_mel_bins=80,
+            d_model=16,
+            encoder_layers=1,
+            decoder_layers=1,
+            encoder_attention_heads=2,
+            decoder_attention_heads=2,
+            encoder_ffn_dim=32,
+            decoder_ffn_dim=32,
+            max_source_positions=1500,
+            max_target_positions=64,
+            pad_token_id=ids["<|endoftext|>"],
+            bos_token_id=ids["<|endoftext|>"],
+            eos_token_id=ids["<|endoftext|>"],
+            decoder_start_token_id=ids["<|startoftranscript|>"],
+            begin_suppress_tokens=None,
+            suppress_tokens=None,
+        )
+        torch.manual_seed(seed)
+        model = WhisperForConditionalGeneration(cfg).eval()
+        with torch.no_grad():  # make byte tokens outscore special/timestamp tokens so the text is not empty
+            model.model.decoder.embed_tokens.weight[:256] *= 4.0
+        gen = GenerationConfig(
+            decoder_start_token_id=ids["<|startoftranscript|>"],
+            eos_token_id=ids["<|endoftext|>"],
+            pad_token_id=ids["<|endoftext|>"],
+            bos_token_id=ids["<|endoftext|>"],
+            max_length=64,
+            lang_to_id={"<|en|>": ids["<|en|>"]},
+            task_to_id={"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]},
+            no_timestamps_token_id=ids["<|notimestamps|>"],
+            prev_sot_token_id=ids["<|startofprev|>"],
+            is_multilingual=True,
+            max_initial_timestamp_index=50,
+            suppress_tokens=[],
+            begin_suppress_tokens=[],
+        )
+        model.generation_config = gen
         model.save_pretrained(tmp)
         WhisperProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=80), tokenizer=tok).save_pretrained(tmp)
 
@@ -155,10 +155,6 @@ def build_tiny_ctc(folder: str | Path, family: str = "wav2vec2", seed: int = 0) 
     )
 
     from speechbias.fileio.audio import SAMPLE_RATE
-
-    folder = Path(folder)
-    if _done(folder):
-        return folder
 
     def save(tmp: Path) -> None:
         vocab = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3, "|": 4}

@@ -31,7 +31,6 @@ class TranscriptionResult:
     failed: pd.DataFrame
     n_cached: int
     n_transcribed: int
-    n_skipped_other_shards: int
 
 
 def in_shard(utterance_id: str, shard_index: int, shard_count: int) -> bool:
@@ -105,5 +104,4 @@ def transcribe_corpus(
         failed=pd.DataFrame(failed, columns=["utterance_id", "path", "reason"]),
         n_cached=n_cached,
         n_transcribed=n_new,
-        n_skipped_other_shards=n_other,
     )

@@ -85,10 +85,6 @@ class SpokenStereoSet:
     missing: pd.DataFrame
     orphan_wavs: dict[str, int] = field(default_factory=dict)
 
-    @property
-    def domains(self) -> list[str]:
-        return list(dict.fromkeys(self.table["domain"]))
-
 
 def _read_domain(data_dir: Path, domain: str, version: str) -> pd.DataFrame:
     path = metadata_path(data_dir, domain, version)
@@ -142,12 +138,6 @@ def _read_domain(data_dir: Path, domain: str, version: str) -> pd.DataFrame:
     return table
 
 
-def _first_items(table: pd.DataFrame, max_items: int) -> pd.DataFrame:
-    """Rows of the first ``max_items`` distinct item ids (in CSV order), all voices of each."""
-    keep = list(dict.fromkeys(table["id"]))[:max_items]
-    return table[table["id"].isin(keep)]
-
-
 def load_spoken_stereoset(
     data_dir: str | Path,
     domains: tuple[str, ...] | list[str] = ("gender", "age"),
@@ -175,8 +165,8 @@ def load_spoken_stereoset(
         wav_dir = data_dir / "speech" / domain
         on_disk = {p.name for p in wav_dir.glob("*.wav")} if wav_dir.is_dir() else set()
         orphans[domain] = len(on_disk - {Path(p).name for p in table["audio_path"]})
-        if max_items is not None:
-            table = _first_items(table, int(max_items))
+        if max_items is not None:  # the first item ids in CSV order, all voices of each
+            table = table[table["id"].isin(list(dict.fromkeys(table["id"]))[: int(max_items)])]
         table["has_audio"] = [Path(p).name in on_disk for p in table["audio_path"]]
         tables.append(table)
     full = pd.concat(tables, ignore_index=True)

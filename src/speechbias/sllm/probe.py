@@ -22,7 +22,7 @@ import pandas as pd
 
 from speechbias.sllm import OTHER
 from speechbias.sllm.adapters.base import ChatInput, SamplingParams, SpeechLLM
-from speechbias.sllm.answers import AnswerJudge, map_answer
+from speechbias.sllm.answers import DEFAULT_CER_THRESHOLD, DEFAULT_MIN_WORD_RECALL, AnswerJudge, map_answer
 from speechbias.sllm.prompts import ProbeRequest
 
 log = logging.getLogger(__name__)
@@ -116,9 +116,9 @@ def run_probe(
 def answer_table(
     requests: Sequence[ProbeRequest],
     responses: dict[str, str],
-    cer_threshold: float = 0.1,
+    cer_threshold: float = DEFAULT_CER_THRESHOLD,
     judge: AnswerJudge | None = None,
-    min_word_recall: float = 0.8,
+    min_word_recall: float = DEFAULT_MIN_WORD_RECALL,
 ) -> pd.DataFrame:
     """One row per request: key, domain, id, speaker, group, order, response, letter, choice (continuation
     kind or ``other``), method, rule (the rule of :mod:`~speechbias.sllm.answers` that decided), detail.

@@ -43,10 +43,6 @@ def option_orders(mode: str, seed: int, domain: str, item_id: int, speaker: str)
     raise ValueError(f"option order mode must be one of {ORDER_MODES}, got {mode!r}")
 
 
-def _fields(template: str) -> set[str]:
-    return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
-
-
 @dataclass(frozen=True)
 class PromptTemplate(Settings):
     """``audio``: instruction sent with the context's audio; ``text_only``: sent instead of audio
@@ -60,17 +56,17 @@ class PromptTemplate(Settings):
 
     def __post_init__(self):
         super().__post_init__()
-        for name, tmpl, allowed, needed in (
-            ("audio", self.audio, {"options"}, {"options"}),
-            ("text_only", self.text_only, {"options", "transcript"}, {"options", "transcript"}),
-            ("option", self.option, {"letter", "text"}, {"letter", "text"}),
+        for name, tmpl, needed in (
+            ("audio", self.audio, {"options"}),
+            ("text_only", self.text_only, {"options", "transcript"}),
+            ("option", self.option, {"letter", "text"}),
         ):
             key = f"{self.NODE}.{name}"
             try:
-                fields = _fields(tmpl)
+                fields = {ph for _, ph, _, _ in string.Formatter().parse(tmpl) if ph is not None}
             except ValueError as exc:
                 raise ConfigError(f"{key}={shown(tmpl)}: not a valid str.format template ({exc})") from exc
-            if not needed <= fields or not fields <= allowed:
+            if fields != needed:
                 raise ConfigError(
                     f"{key}={shown(tmpl)}: must use exactly the fields {', '.join(sorted(needed))}, "
                     f"uses {', '.join(sorted(fields)) or 'none'}"

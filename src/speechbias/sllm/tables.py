@@ -84,11 +84,9 @@ def baseline_group_table(summary: pd.DataFrame, digits: int = 1) -> pd.DataFrame
 
 
 def group_sections(summary: pd.DataFrame, digits: int = 1) -> list[tuple[str, str]]:
-    """report.md sections of the per-group tables: the model's groups, then the baselines in their own
-    table (a run without a model, ``'~sllm'``, has the baselines' only)."""
-    is_baseline = (
-        summary["condition"] == BASELINE_CONDITION if "condition" in summary else pd.Series(False, index=summary.index)
-    )
+    """report.md sections of the per-group tables: the model's groups, then the baselines (``condition`` ==
+    :data:`BASELINE_CONDITION`) in their own table (a run without a model, ``'~sllm'``, has the baselines' only)."""
+    is_baseline = summary["condition"] == BASELINE_CONDITION
     sections = []
     if (~is_baseline).any():
         sections.append(

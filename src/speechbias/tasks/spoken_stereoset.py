@@ -33,7 +33,7 @@ from speechbias.sllm.metrics import ALL_GROUPS, METRICS, summarise
 from speechbias.sllm.probe import answer_table, run_probe
 from speechbias.sllm.prompts import PromptTemplate, build_requests
 from speechbias.sllm.statistics import continuation_rouge_l, dataset_statistics, plot_rouge_l_histogram
-from speechbias.sllm.tables import group_sections, table3, to_markdown
+from speechbias.sllm.tables import BASELINE_CONDITION, group_sections, table3, to_markdown
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ class SpokenStereoSetTask:
             model_summary["defined"] = True
             summaries.append(model_summary)
         baselines = all_baselines(table)
-        baselines["condition"] = "baseline"
+        baselines["condition"] = BASELINE_CONDITION
         summaries.append(baselines)
         summary = pd.concat(summaries, ignore_index=True)
 

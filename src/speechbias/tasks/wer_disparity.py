@@ -32,17 +32,6 @@ log = logging.getLogger(__name__)
 TASK_NAME = "wer_disparity"
 
 
-def group_rule(min_group: MinGroupSettings, include_undisclosed: bool = False) -> GroupRule:
-    """Minimum group sizes from the corpus config's ``min_group`` (``utterances``, ``speakers``: its
-    paper's scale); code defaults (Fair-Speech) for what it leaves out."""
-    utterances, speakers = min_group.utterances, min_group.speakers
-    return GroupRule(
-        min_utterances=MIN_GROUP_UTTERANCES if utterances is None else utterances,
-        min_speakers=MIN_GROUP_SPEAKERS if speakers is None else speakers,
-        include_undisclosed=bool(include_undisclosed),
-    )
-
-
 class WerDisparityTask:
     """Transcribe ``corpus`` with ``transcriber`` (hypotheses cached), score and compare groups.
 
@@ -83,7 +72,11 @@ class WerDisparityTask:
         self.tracker = tracker
         self.demo = bool(asr_demo or corpus_settings.demo)
         self.settings = settings
-        self.rule = group_rule(min_group, settings.include_undisclosed)
+        self.rule = GroupRule(
+            min_utterances=MIN_GROUP_UTTERANCES if min_group.utterances is None else min_group.utterances,
+            min_speakers=MIN_GROUP_SPEAKERS if min_group.speakers is None else min_group.speakers,
+            include_undisclosed=bool(settings.include_undisclosed),
+        )
         self.glmm = glmm
         self.seed = int(seed)
         self.force = bool(force)

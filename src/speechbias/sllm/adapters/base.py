@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 
 from speechbias.checked_settings import Settings, boolean, integer, number, setting
 from speechbias.errors import ConfigError
-from speechbias.model_loading import ModelFingerprint
+from speechbias.model_loading import FingerprintedModel
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,10 @@ class SamplingParams(Settings):
         return asdict(self)
 
 
-class SpeechLLM(ABC):
-    """A speech LLM answering prompts about audio."""
+class SpeechLLM(FingerprintedModel, ABC):
+    """A speech LLM answering prompts about audio. ``model_fingerprint`` and its digest ``fingerprint``
+    as for upstreams and ASR models (the answer cache's signatures hash the fields themselves:
+    :func:`speechbias.sllm.probe.request_signature`)."""
 
     #: short name used in result tables
     name: str
@@ -74,17 +76,6 @@ class SpeechLLM(ABC):
     @abstractmethod
     def fingerprint_fields(self) -> dict:
         """What produced the answers: model id, revision, dtype, library version (cache key material)."""
-
-    @property
-    def model_fingerprint(self) -> ModelFingerprint:
-        """:meth:`fingerprint_fields` and their digest."""
-        return ModelFingerprint(self.fingerprint_fields())
-
-    @property
-    def fingerprint(self) -> str:
-        """The digest of :attr:`model_fingerprint`, as for upstreams and ASR models. (The answer cache's
-        signatures hash the fields themselves: :func:`speechbias.sllm.probe.request_signature`.)"""
-        return self.model_fingerprint.digest
 
     @abstractmethod
     def generate(self, inputs: Sequence[ChatInput], sampling: SamplingParams) -> list[str]:

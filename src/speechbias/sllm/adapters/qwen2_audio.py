@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from speechbias.fileio.audio import load_audio
-from speechbias.model_loading import cached_commit, load_pretrained, resolve_device
-from speechbias.sllm.adapters.base import ChatInput, SamplingParams, SpeechLLM, resolve_dtype
+from speechbias.sllm.adapters.base import ChatInput, SamplingParams
+from speechbias.sllm.adapters.chat_template import ChatTemplateAudioLLM
 
 
-class Qwen2AudioAdapter(SpeechLLM):
+class Qwen2AudioAdapter(ChatTemplateAudioLLM):
     """``model``/``processor`` may be passed already built (tests, custom loading); otherwise they are
-    loaded from ``model_id`` (hub id or local directory)."""
+    loaded from ``model_id`` (hub id or local directory). Loads as a chat-template audio LLM does; its
+    own conversation (an audio placeholder, the waveforms given to the processor) and generate."""
 
     def __init__(
         self,
@@ -31,39 +32,24 @@ class Qwen2AudioAdapter(SpeechLLM):
         model=None,
         processor=None,
     ):
-        import torch
-        from transformers import Qwen2AudioForConditionalGeneration, Qwen2AudioProcessor
-
-        self.name = name
-        self.model_id = str(model_id)
-        self.revision = revision
-        self.system_prompt = system_prompt
-        self.device = resolve_device(device)
-        self.dtype = resolve_dtype(dtype, self.device)
-        if processor is None:
-            processor = load_pretrained(Qwen2AudioProcessor.from_pretrained, self.model_id, revision, "processor")
-        if model is None:
-            model = load_pretrained(
-                Qwen2AudioForConditionalGeneration.from_pretrained, self.model_id, revision, "model", dtype=self.dtype
-            )
-        self.processor = processor
-        self.processor.tokenizer.padding_side = "left"
-        self.model = model.to(device=self.device, dtype=self.dtype).eval()
-        self.sampling_rate = int(self.processor.feature_extractor.sampling_rate)
-        self._torch = torch
+        super().__init__(
+            str(model_id),  # null -> "None": load_pretrained's one-line error, not the generic adapter's ValueError
+            "transformers.Qwen2AudioForConditionalGeneration",
+            "transformers.Qwen2AudioProcessor",
+            revision,
+            dtype,
+            device,
+            name,
+            system_prompt,
+            model=model,
+            processor=processor,
+        )
 
     def fingerprint_fields(self) -> dict:
-        import transformers
-
-        return {
-            "adapter": "qwen2_audio",
-            "model_id": self.model_id,
-            "revision": self.revision,
-            "commit": cached_commit(self.model_id, self.revision),
-            "dtype": str(self.dtype),
-            "system_prompt": self.system_prompt,
-            "transformers": transformers.__version__,
-        }
+        fields = super().fingerprint_fields()
+        fields["adapter"] = "qwen2_audio"
+        del fields["model_class"]  # one class: the adapter names it
+        return fields
 
     def conversation(self, inp: ChatInput) -> list[dict]:
         content = [{"type": "audio", "audio_url": "context.wav"}] if inp.audio_path is not None else []

@@ -284,7 +284,7 @@ class ModelFingerprint:
 
 class FingerprintedModel:
     """Mixin: ``model_fingerprint`` and its digest ``fingerprint`` (a cache namespace) from the class's
-    ``fingerprint_fields()`` (upstreams, deferred upstreams, ASR models)."""
+    ``fingerprint_fields()`` (upstreams, deferred upstreams, ASR models, speech LLMs)."""
 
     @property
     def model_fingerprint(self) -> ModelFingerprint:

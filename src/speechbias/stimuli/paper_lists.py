@@ -35,7 +35,6 @@ from speechbias.stimuli.selection.sources import CorpusSources
 if TYPE_CHECKING:
     from speechbias.stimuli.registry import Recipe
 
-SAA_LISTS = "speech_accent_archive"  # folder of the Speech Accent Archive lists under paper_lists_dir
 ATTRIBUTE_LISTS = {
     "mess": "morgan_emotional_speech_set/all.tsv",
     "eu_emotion": "EU_Emotion_Stimulus_Set/voice_file_info.csv",
@@ -71,11 +70,6 @@ def read_list_file(path: Path, required: tuple[str, ...] = ()) -> pd.DataFrame:
     if missing:
         raise PaperListError(f"{path}: missing column(s) {missing}")
     return df
-
-
-def read_list(lists_dir: str | Path, relative: str, required: tuple[str, ...] = ()) -> pd.DataFrame:
-    """The published list ``relative`` to ``lists_dir`` (see :func:`read_list_file`)."""
-    return read_list_file(Path(lists_dir) / relative, required)
 
 
 def _stem(name: str) -> str:
@@ -342,9 +336,8 @@ def paper_targets(
 
 def eu_emotion_paper_pool(lists_dir: str | Path) -> pd.DataFrame:
     """Published EU-Emotion ratings: rated, existing, semantically neutral clips in the authors' row order."""
-    df = read_list(
-        lists_dir,
-        ATTRIBUTE_LISTS["eu_emotion"],
+    df = read_list_file(
+        Path(lists_dir) / ATTRIBUTE_LISTS["eu_emotion"],
         (
             "stimulus_id",
             "valence",
@@ -401,7 +394,7 @@ def paper_eu_emotion_attributes(
 
 def paper_mess_attributes(lists_dir: str | Path, sources: CorpusSources, allow_missing: bool = False) -> Selection:
     """MESS pleasant/unpleasant clips of the published list, by the authors' procedure and tie-breaking."""
-    listed = read_list(lists_dir, ATTRIBUTE_LISTS["mess"])
+    listed = read_list_file(Path(lists_dir) / ATTRIBUTE_LISTS["mess"])
     names = [listed.columns[0]] + list(listed.iloc[:, 0])  # headerless: first line is the root folder
     codes = {_stem(n.split("\t")[0]).removesuffix("_SCR") for n in names[1:]}
     mess = sources.table("mess")

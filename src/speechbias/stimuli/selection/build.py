@@ -34,8 +34,7 @@ SELECTIONS = ("ours", "paper")
 
 def sidecar_paths(manifest_path: str | Path) -> dict[str, Path]:
     """Files written beside ``manifest_path``: report JSON/markdown, residual plot, segment folder."""
-    p = Path(manifest_path)
-    stem = p.with_suffix("")
+    stem = Path(manifest_path).with_suffix("")
     return {
         "json": Path(f"{stem}.report.json"),
         "md": Path(f"{stem}.report.md"),
@@ -52,8 +51,7 @@ def assemble_manifest(*parts: pd.DataFrame) -> pd.DataFrame:
     dup = df["clip_id"].duplicated(keep=False)
     if dup.any():
         raise ValueError(f"selection produced duplicate clip_id(s) {sorted(set(df.loc[dup, 'clip_id']))[:5]}")
-    drop = [c for c in ("listed_audio",) if c in df.columns]
-    df = df.drop(columns=drop)
+    df = df.drop(columns=["listed_audio"], errors="ignore")
     return df[[*MANIFEST_COLUMNS, *[c for c in df.columns if c not in MANIFEST_COLUMNS]]]
 
 

@@ -28,9 +28,6 @@ class CorpusLayoutError(ValueError):
     """A corpus folder that does not have the expected layout; the message names corpus, path and problem."""
 
     def __init__(self, corpus: str, path: str | Path, problem: str):
-        self.corpus = corpus
-        self.path = str(path)
-        self.problem = problem
         super().__init__(f"{corpus} at {path}: {problem}")
 
 

@@ -137,10 +137,9 @@ def named_audio(
 def audio_duration_s(path: str | Path) -> float:
     """Duration in seconds from the file header (no decoding); NaN if the header is unreadable."""
     try:
-        info = sf.info(str(path))
+        return sf.info(str(path)).duration  # frames / sample rate
     except Exception:
         return float("nan")
-    return info.frames / info.samplerate if info.samplerate else float("nan")
 
 
 def record_problems(df: pd.DataFrame, corpus: str, problems: list[str]) -> pd.DataFrame:

@@ -290,9 +290,8 @@ def match_audio(rows: pd.DataFrame, sources: CorpusSources) -> tuple[pd.DataFram
         hit = index.get(str(r.key).lower())
         if hit is None and r.alt_key:
             hit = index.get(str(r.alt_key).lower())
-            if (
-                hit is None and r.source == "saa"
-            ):  # the authors kept copies named <id>.wav beside the synthesized voices
+            # the authors kept copies named <id>.wav beside the synthesized voices
+            if hit is None and r.source == "saa":
                 hit = sources.audio_index("synthesized").get(str(r.alt_key).lower())
         if hit is None:
             missing.append(f"{r.source}:{r.key} (looked under {sources.path(r.source)})")
@@ -311,8 +310,8 @@ def _drop_missing(
     if not allow_missing:
         raise PaperListError(msg + " (set allow_missing=true to build without them and their pair partners)")
     gone = rows["path"] == ""
-    broken = set(rows.loc[gone & (rows["pair_id"] != ""), "pair_id"]) if "pair_id" in rows.columns else set()
-    keep = ~gone & ~rows.get("pair_id", pd.Series("", index=rows.index)).isin(broken)
+    broken = set(rows.loc[gone & (rows["pair_id"] != ""), "pair_id"])  # every reader and label() give pair_id
+    keep = ~gone & ~rows["pair_id"].isin(broken)
     return rows[keep].reset_index(drop=True), [msg + f"; dropped them and {len(broken)} broken pair(s)"]
 
 

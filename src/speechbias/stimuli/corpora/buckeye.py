@@ -114,7 +114,7 @@ def load_buckeye_segments(root: str | Path) -> pd.DataFrame:
             problems.append(f"{words}: speaker {speaker} not in {table.name}")
             continue
         segments = words_to_segments(read_words(words))
-        rows += interview_segment_rows("buckeye", words.stem, wav, segments, speaker, CORPUS, info.loc[speaker])
+        rows += interview_segment_rows(wav, segments, speaker, CORPUS, info.loc[speaker])
     if not rows:
         raise CorpusLayoutError(
             CORPUS, root, f"no speaker segments longer than {MIN_SEGMENT_S} s (problems: {problems[:3]})"

@@ -101,7 +101,7 @@ def load_coraal_segments(root: str | Path) -> pd.DataFrame:
                 problems.append(f"{comp.name}/{stem}: missing {'audio' if wav is None else 'transcript'}")
                 continue
             segments = read_transcript(txt, speaker)
-            rows += interview_segment_rows("coraal", stem, wav, segments, speaker, CORPUS, spk)
+            rows += interview_segment_rows(wav, segments, speaker, CORPUS, spk)
     if not rows:
         raise CorpusLayoutError(
             CORPUS, root, f"no eligible speaker segments longer than {MIN_SEGMENT_S} s (problems: {problems[:3]})"

@@ -163,15 +163,13 @@ def run_segments(turns: pd.DataFrame, run: pd.Series) -> pd.DataFrame:
     return segments
 
 
-def interview_segment_rows(
-    prefix: str, stem: str, wav: Path, segments: pd.DataFrame, speaker: str, corpus: str, meta
-) -> list[dict]:
-    """Clip-table rows for interview segments (Buckeye, CORAAL): one per row of ``segments``
-    (columns start_s, end_s, duration_s, text) longer than :data:`MIN_SEGMENT_S`; ``meta`` gives sex,
-    age_group, interviewer_sex."""
+def interview_segment_rows(wav: Path, segments: pd.DataFrame, speaker: str, corpus: str, meta) -> list[dict]:
+    """Clip-table rows for interview segments (Buckeye, CORAAL) of recording ``wav``: one per row of
+    ``segments`` (columns start_s, end_s, duration_s, text) longer than :data:`MIN_SEGMENT_S`, clip id
+    ``<corpus, lower case>:<wav's stem>:<start ms>``; ``meta`` gives sex, age_group, interviewer_sex."""
     return [
         {
-            "clip_id": f"{prefix}:{stem}:{round(seg.start_s * 1000)}",
+            "clip_id": f"{corpus.lower()}:{wav.stem}:{round(seg.start_s * 1000)}",
             "path": str(wav),
             "start_s": seg.start_s,
             "end_s": seg.end_s,

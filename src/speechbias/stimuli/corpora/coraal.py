@@ -58,10 +58,6 @@ def read_transcript(path: Path, speaker: str) -> pd.DataFrame:
     return run_segments(turns[spkr == speaker], run[spkr == speaker])
 
 
-def _age_group(age: pd.Series) -> pd.Series:
-    return pd.Series(np.where(age < 30, "young", np.where(age > 40, "old", "")), index=age.index)
-
-
 def load_coraal_segments(root: str | Path) -> pd.DataFrame:
     """Segments longer than ``MIN_SEGMENT_S`` (5 s) of eligible primary speakers (see module docstring)."""
     root = require_dir(root, CORPUS)
@@ -83,7 +79,7 @@ def load_coraal_segments(root: str | Path) -> pd.DataFrame:
         meta = meta.assign(
             sex=normalise_sex(meta["Gender"]),
             interviewer_sex=normalise_sex(meta["Interviewer.Gender"]),
-            age_group=_age_group(meta["age"]),
+            age_group=np.where(meta["age"] < 30, "young", np.where(meta["age"] > 40, "old", "")),
         )
         eligible = meta[
             (meta["Primary.Spkr"].str.strip().str.lower() == "yes")

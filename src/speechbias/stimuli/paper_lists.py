@@ -81,10 +81,8 @@ def _num(s: pd.Series) -> pd.Series:
 
 
 def _rows(df: pd.DataFrame, **cols) -> pd.DataFrame:
-    out = pd.DataFrame(index=df.index)
-    for name, value in cols.items():
-        out[name] = value
-    return out.reset_index(drop=True)
+    """A table of ``cols`` (Series aligned on ``df``'s index, sequences in its row order, scalars repeated)."""
+    return pd.DataFrame(cols, index=df.index).reset_index(drop=True)
 
 
 def _with_roles(out: pd.DataFrame, x) -> pd.DataFrame:

@@ -120,7 +120,7 @@ def balance(df: pd.DataFrame, by: list[str], rng: np.random.Generator) -> pd.Dat
     """The same number of rows (the smallest cell's size) drawn from every cell of ``by``."""
     cells = list(_cells(df, by))
     n = min(len(c) for _, c in cells)
-    return pd.concat([c.iloc[np.sort(rng.choice(len(c), size=n, replace=False))] for _, c in cells])
+    return pd.concat([sample_rows(c, n, rng, "balance") for _, c in cells])
 
 
 def poles_within(

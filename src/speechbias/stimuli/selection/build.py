@@ -55,19 +55,6 @@ def assemble_manifest(*parts: pd.DataFrame) -> pd.DataFrame:
     return df[[*MANIFEST_COLUMNS, *[c for c in df.columns if c not in MANIFEST_COLUMNS]]]
 
 
-def save_sidecar_figure(fig, path: Path) -> str | None:
-    """Save a diagnostics figure beside the manifest (100 dpi) and close it; its path, or None for no figure."""
-    if fig is None:
-        return None
-    import matplotlib.pyplot as plt
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return str(path)
-
-
 def build_report(
     test: str,
     selection: str,
@@ -81,8 +68,14 @@ def build_report(
     """The sidecar report as a JSON-ready dict."""
     pool = attributes.pool if attributes.pool is not None else manifest[manifest["role"].isin(["A", "B"])]
     on_age = valence_on_age(pool)
-    if plot_path is not None:
-        on_age["plot"] = save_sidecar_figure(valence_residuals_figure(pool), plot_path)
+    fig = valence_residuals_figure(pool) if plot_path is not None else None
+    if fig is not None:  # saved beside the manifest at 100 dpi
+        import matplotlib.pyplot as plt
+
+        plot_path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(plot_path, dpi=100)
+        plt.close(fig)
+        on_age["plot"] = str(plot_path)
     return {
         "test": test,
         "selection": selection,

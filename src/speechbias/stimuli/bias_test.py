@@ -26,11 +26,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from filelock import FileLock

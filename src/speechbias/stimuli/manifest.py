@@ -30,6 +30,7 @@ from __future__ import annotations
 import csv
 import logging
 import os
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -82,9 +83,7 @@ def check_rows(
     empty_id = [i for i, v in enumerate(ids) if v == ""]
     if empty_id:
         raise ManifestError(f"{source}: empty clip_id in row(s) {_rows(empty_id)}")
-    seen: dict[str, int] = {}
-    for v in ids:
-        seen[v] = seen.get(v, 0) + 1
+    seen = Counter(ids)
     dup = [i for i, v in enumerate(ids) if seen[v] > 1]
     if dup:
         repeated = sorted({ids[i] for i in dup})
@@ -126,14 +125,13 @@ def validate_manifest(
     df: pd.DataFrame,
     source: str = "<manifest>",
     root: str | Path | None = None,
-    required_roles: tuple[str, ...] = ROLES,
     check_files: bool = True,
 ) -> pd.DataFrame:
     """Return a normalised copy of ``df`` or raise :class:`ManifestError`.
 
     Normalisation: missing optional columns are added as "", all schema columns become str,
-    ``path`` becomes absolute (relative to ``root``). ``required_roles`` must each have at
-    least one clip; ``check_files`` verifies that every path exists (:func:`check_rows`).
+    ``path`` becomes absolute (relative to ``root``). Every role must have at least one clip;
+    ``check_files`` verifies that every path exists (:func:`check_rows`).
     """
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
     if missing:
@@ -145,7 +143,7 @@ def validate_manifest(
     for col in MANIFEST_COLUMNS:
         out[col] = out[col].fillna("").astype(str).str.strip()
     out = out.reset_index(drop=True)
-    out["path"] = check_rows(out[list(REQUIRED_COLUMNS)].to_dict("records"), source, root, required_roles, check_files)
+    out["path"] = check_rows(out[list(REQUIRED_COLUMNS)].to_dict("records"), source, root, check_files=check_files)
     return out
 
 
@@ -226,17 +224,12 @@ def _root_words(base: Path, source: str) -> str:
     return f"the bias test's root {base} (bias_test.root)"
 
 
-def load_manifest(
-    path: str | Path,
-    root: str | Path | None = None,
-    required_roles: tuple[str, ...] = ROLES,
-    check_files: bool = True,
-) -> pd.DataFrame:
+def load_manifest(path: str | Path, root: str | Path | None = None, check_files: bool = True) -> pd.DataFrame:
     """The rows of :func:`read_manifest_rows` as a table (every column a string); relative clip paths
     resolve against ``root`` or the CSV's folder."""
     import pandas as pd
 
-    rows = read_manifest_rows(path, root=root, required_roles=required_roles, check_files=check_files)
+    rows = read_manifest_rows(path, root=root, check_files=check_files)
     return pd.DataFrame(rows, columns=list(rows[0]) if rows else list(MANIFEST_COLUMNS), dtype=str)
 
 

@@ -35,7 +35,6 @@ from speechbias.stimuli.selection.sources import CorpusSources
 if TYPE_CHECKING:
     from speechbias.stimuli.registry import Recipe
 
-SAA_LISTS = "speech_accent_archive"  # folder of the Speech Accent Archive lists under paper_lists_dir
 ATTRIBUTE_LISTS = {
     "mess": "morgan_emotional_speech_set/all.tsv",
     "eu_emotion": "EU_Emotion_Stimulus_Set/voice_file_info.csv",
@@ -73,11 +72,6 @@ def read_list_file(path: Path, required: tuple[str, ...] = ()) -> pd.DataFrame:
     return df
 
 
-def read_list(lists_dir: str | Path, relative: str, required: tuple[str, ...] = ()) -> pd.DataFrame:
-    """The published list ``relative`` to ``lists_dir`` (see :func:`read_list_file`)."""
-    return read_list_file(Path(lists_dir) / relative, required)
-
-
 def _stem(name: str) -> str:
     return Path(name.strip()).stem
 
@@ -87,10 +81,8 @@ def _num(s: pd.Series) -> pd.Series:
 
 
 def _rows(df: pd.DataFrame, **cols) -> pd.DataFrame:
-    out = pd.DataFrame(index=df.index)
-    for name, value in cols.items():
-        out[name] = value
-    return out.reset_index(drop=True)
+    """A table of ``cols`` (Series aligned on ``df``'s index, sequences in its row order, scalars repeated)."""
+    return pd.DataFrame(cols, index=df.index).reset_index(drop=True)
 
 
 def _with_roles(out: pd.DataFrame, x) -> pd.DataFrame:
@@ -296,9 +288,8 @@ def match_audio(rows: pd.DataFrame, sources: CorpusSources) -> tuple[pd.DataFram
         hit = index.get(str(r.key).lower())
         if hit is None and r.alt_key:
             hit = index.get(str(r.alt_key).lower())
-            if (
-                hit is None and r.source == "saa"
-            ):  # the authors kept copies named <id>.wav beside the synthesized voices
+            # the authors kept copies named <id>.wav beside the synthesized voices
+            if hit is None and r.source == "saa":
                 hit = sources.audio_index("synthesized").get(str(r.alt_key).lower())
         if hit is None:
             missing.append(f"{r.source}:{r.key} (looked under {sources.path(r.source)})")
@@ -317,8 +308,8 @@ def _drop_missing(
     if not allow_missing:
         raise PaperListError(msg + " (set allow_missing=true to build without them and their pair partners)")
     gone = rows["path"] == ""
-    broken = set(rows.loc[gone & (rows["pair_id"] != ""), "pair_id"]) if "pair_id" in rows.columns else set()
-    keep = ~gone & ~rows.get("pair_id", pd.Series("", index=rows.index)).isin(broken)
+    broken = set(rows.loc[gone & (rows["pair_id"] != ""), "pair_id"])  # every reader and label() give pair_id
+    keep = ~gone & ~rows["pair_id"].isin(broken)
     return rows[keep].reset_index(drop=True), [msg + f"; dropped them and {len(broken)} broken pair(s)"]
 
 
@@ -342,9 +333,8 @@ def paper_targets(
 
 def eu_emotion_paper_pool(lists_dir: str | Path) -> pd.DataFrame:
     """Published EU-Emotion ratings: rated, existing, semantically neutral clips in the authors' row order."""
-    df = read_list(
-        lists_dir,
-        ATTRIBUTE_LISTS["eu_emotion"],
+    df = read_list_file(
+        Path(lists_dir) / ATTRIBUTE_LISTS["eu_emotion"],
         (
             "stimulus_id",
             "valence",
@@ -401,7 +391,7 @@ def paper_eu_emotion_attributes(
 
 def paper_mess_attributes(lists_dir: str | Path, sources: CorpusSources, allow_missing: bool = False) -> Selection:
     """MESS pleasant/unpleasant clips of the published list, by the authors' procedure and tie-breaking."""
-    listed = read_list(lists_dir, ATTRIBUTE_LISTS["mess"])
+    listed = read_list_file(Path(lists_dir) / ATTRIBUTE_LISTS["mess"])
     names = [listed.columns[0]] + list(listed.iloc[:, 0])  # headerless: first line is the root folder
     codes = {_stem(n.split("\t")[0]).removesuffix("_SCR") for n in names[1:]}
     mess = sources.table("mess")

@@ -17,7 +17,7 @@ Adding a paper test: a YAML of five keys (copy one: its defaults list, ``name``,
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -209,14 +209,6 @@ def published_tests() -> list[str]:
 # --- bias tests by name (conf/bias_test/<name>.yaml) ---------------------------------------------
 
 
-def bias_test_entry_config(entry: str | Mapping, config_dir: Path) -> DictConfig:
-    """The config of ``entry``: ``bias_test=<entry>`` as Hydra composes it from ``config_dir`` for a name
-    (:func:`speechbias.config_composition.bias_test_config`), else the inline BiasTest config itself."""
-    if not isinstance(entry, str):
-        return OmegaConf.create(entry) if not isinstance(entry, DictConfig) else entry
-    return bias_test_config(entry, config_dir)
-
-
 def load_bias_tests(
     entries, paths, seed: int | None, selection=None, config_dir: str | Path | None = None
 ) -> list[BiasTest]:
@@ -234,7 +226,7 @@ def load_bias_tests(
     folder = Path(config_dir if config_dir is not None else Path(str(paths.root_dir)) / "conf")
     context = {"paths": paths, "seed": seed, **({"selection": selection} if selection is not None else {})}
     bias_test_configs([e for e in entries if isinstance(e, str)], folder)  # composed together, then reused
-    nodes = [bias_test_entry_config(e, folder) for e in entries]
+    nodes = [bias_test_config(e, folder) if isinstance(e, str) else e for e in entries]  # a name, or inline
     tests = [hydra.utils.instantiate(OmegaConf.merge(context, {"bias_test": node}).bias_test) for node in nodes]
     names = [t.name for t in tests]
     if len(set(names)) != len(names):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from speechbias.stimuli.corpora.layout import AUDIO_SUFFIXES, CorpusLayoutError, record_problems, require_dir
+from speechbias.stimuli.corpora.layout import CorpusLayoutError, named_audio, record_problems, require_dir
 
 MITCHELL = "mitchell_et_al"
 PANTOS_PERKINS = "pantos_perkins"
@@ -34,13 +34,9 @@ def load_mitchell(root: str | Path) -> pd.DataFrame:
     root = require_dir(root, MITCHELL)
     folder = root / "test" if (root / "test").is_dir() else root
     rows, problems = [], []
-    for p in sorted(folder.iterdir()):
-        if p.suffix.lower() not in AUDIO_SUFFIXES:
-            continue
-        m = _MITCHELL_NAME.match(p.stem)
-        if not m:
-            problems.append(f"{p.name}: name does not start with h/s then f/m")
-            continue
+    for p, m in named_audio(
+        sorted(folder.iterdir()), _MITCHELL_NAME, "name does not start with h/s then f/m", problems
+    ):
         rows.append(
             {
                 "clip_id": f"mitchell:{p.stem}",
@@ -71,13 +67,9 @@ def load_pantos_perkins(root: str | Path) -> pd.DataFrame:
         raise CorpusLayoutError(PANTOS_PERKINS, listing, "list of phrases used in the study does not exist")
     used = {line.strip().strip('"') for line in listing.read_text(encoding="utf-8").splitlines() if line.strip()}
     rows, problems = [], []
-    for p in sorted(root.rglob("*")):
-        if p.suffix.lower() not in AUDIO_SUFFIXES:
-            continue
-        m = _PP_NAME.match(p.stem)
-        if not m:
-            problems.append(f"{p.name}: name does not match <AM|KOR>_Dr<n>_<phrase>X3n")
-            continue
+    for p, m in named_audio(
+        sorted(root.rglob("*")), _PP_NAME, "name does not match <AM|KOR>_Dr<n>_<phrase>X3n", problems
+    ):
         phrase = listed_phrase(m["phrase"], used)
         if phrase is None:
             continue

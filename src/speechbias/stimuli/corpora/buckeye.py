@@ -10,7 +10,7 @@ corpus manual.
 Segments: a ``.words`` file lists ``<end time> <color> <word>`` lines after a ``#`` header line.
 A segment is a stretch of the speaker's words between interviewer turns (``<IVER...>``) or
 excluded stretches (``<EXCLUDE-...>``); silences and noises at its edges are not counted. Only
-segments longer than ``min_length_s`` are kept.
+segments longer than ``MIN_SEGMENT_S`` (5 s) are kept.
 
 Output (one row per segment): ``clip_id`` ("buckeye:<file>:<start ms>"), ``path`` (source
 recording), ``start_s``, ``end_s``, ``duration_s``, ``speaker``, ``corpus``, ``sex``,
@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from speechbias.stimuli.corpora.layout import (
+    MIN_SEGMENT_S,
     CorpusLayoutError,
     find_first,
     interview_segment_rows,
@@ -31,6 +32,7 @@ from speechbias.stimuli.corpora.layout import (
     read_table,
     record_problems,
     require_dir,
+    run_segments,
 )
 
 CORPUS = "buckeye"
@@ -73,18 +75,11 @@ def words_to_segments(tokens: pd.DataFrame) -> pd.DataFrame:
     breaks = tokens["word"].str.contains("IVER", regex=False) | tokens["word"].str.startswith("<EXCLUDE")
     seg = breaks.cumsum()
     keep = ~breaks & ~tokens["word"].isin(NON_SPEECH)
-    kept = tokens[keep].assign(segment=seg[keep])
-    segments = (
-        kept.groupby("segment")
-        .agg(start_s=("start_s", "min"), end_s=("end_s", "max"), text=("word", " ".join))
-        .reset_index(drop=True)
-    )
-    segments["duration_s"] = segments["end_s"] - segments["start_s"]
-    return segments
+    return run_segments(tokens[keep].rename(columns={"word": "text"}), seg[keep])
 
 
-def load_buckeye_segments(root: str | Path, min_length_s: float = 5.0) -> pd.DataFrame:
-    """Speaker segments longer than ``min_length_s`` from every recording with a ``.words`` file."""
+def load_buckeye_segments(root: str | Path) -> pd.DataFrame:
+    """Speaker segments longer than ``MIN_SEGMENT_S`` (5 s) from every recording with a ``.words`` file."""
     root = require_dir(root, CORPUS)
     table = find_first(
         root,
@@ -119,10 +114,9 @@ def load_buckeye_segments(root: str | Path, min_length_s: float = 5.0) -> pd.Dat
             problems.append(f"{words}: speaker {speaker} not in {table.name}")
             continue
         segments = words_to_segments(read_words(words))
-        segments = segments[segments["duration_s"] > min_length_s]
-        rows += interview_segment_rows("buckeye", words.stem, wav, segments, speaker, CORPUS, info.loc[speaker])
+        rows += interview_segment_rows(wav, segments, speaker, CORPUS, info.loc[speaker])
     if not rows:
         raise CorpusLayoutError(
-            CORPUS, root, f"no speaker segments longer than {min_length_s} s (problems: {problems[:3]})"
+            CORPUS, root, f"no speaker segments longer than {MIN_SEGMENT_S} s (problems: {problems[:3]})"
         )
     return record_problems(pd.DataFrame(rows), CORPUS, problems)

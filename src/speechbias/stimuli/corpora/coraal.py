@@ -11,7 +11,7 @@ Speakers kept: primary speakers aged 18+, Female/Male, with a known interviewer 
 (< 30) or old (> 40), interviewed after 2000 (components without a year column are kept except
 DCA, recorded in 1968). A segment is a run of consecutive turns by the speaker; turns that are
 overlaps (``[...]``) or reading passages (``/RD-``) break a run. Only segments longer than
-``min_length_s`` are kept.
+``MIN_SEGMENT_S`` (5 s) are kept.
 
 Output: the same columns as :func:`speechbias.stimuli.corpora.buckeye.load_buckeye_segments`.
 """
@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from speechbias.stimuli.corpora.layout import (
+    MIN_SEGMENT_S,
     CorpusLayoutError,
     interview_segment_rows,
     normalise_sex,
@@ -32,6 +33,7 @@ from speechbias.stimuli.corpora.layout import (
     read_table,
     record_problems,
     require_dir,
+    run_segments,
 )
 
 CORPUS = "CORAAL"
@@ -52,29 +54,14 @@ def read_transcript(path: Path, speaker: str) -> pd.DataFrame:
         .where(~(content.str.contains("/RD-", regex=False) | content.str.contains("[", regex=False)), "")
     )
     run = (spkr != spkr.shift()).cumsum()
-    turns = pd.DataFrame({"spkr": spkr, "run": run, "start_s": start, "end_s": end, "text": content})
-    turns = turns[turns["spkr"] == speaker]
-    segments = (
-        turns.groupby("run")
-        .agg(start_s=("start_s", "min"), end_s=("end_s", "max"), text=("text", " ".join))
-        .reset_index(drop=True)
-    )
-    segments["duration_s"] = segments["end_s"] - segments["start_s"]
-    return segments
+    turns = pd.DataFrame({"start_s": start, "end_s": end, "text": content})
+    return run_segments(turns[spkr == speaker], run[spkr == speaker])
 
 
-def _age_group(age: pd.Series) -> pd.Series:
-    return pd.Series(np.where(age < 30, "young", np.where(age > 40, "old", "")), index=age.index)
-
-
-def load_coraal_segments(
-    root: str | Path, min_length_s: float = 5.0, components: list[str] | None = None
-) -> pd.DataFrame:
-    """Segments longer than ``min_length_s`` of eligible primary speakers (see module docstring)."""
+def load_coraal_segments(root: str | Path) -> pd.DataFrame:
+    """Segments longer than ``MIN_SEGMENT_S`` (5 s) of eligible primary speakers (see module docstring)."""
     root = require_dir(root, CORPUS)
     comps = [p for p in sorted(root.iterdir()) if p.is_dir() and COMPONENT.match(p.name)]
-    if components is not None:
-        comps = [p for p in comps if p.name in components]
     if not comps:
         raise CorpusLayoutError(CORPUS, root, "no component folders (ATL, DCB, LES, PRV, ROC, VLD, ...) found")
     rows, problems = [], []
@@ -92,7 +79,7 @@ def load_coraal_segments(
         meta = meta.assign(
             sex=normalise_sex(meta["Gender"]),
             interviewer_sex=normalise_sex(meta["Interviewer.Gender"]),
-            age_group=_age_group(meta["age"]),
+            age_group=np.where(meta["age"] < 30, "young", np.where(meta["age"] > 40, "old", "")),
         )
         eligible = meta[
             (meta["Primary.Spkr"].str.strip().str.lower() == "yes")
@@ -110,11 +97,9 @@ def load_coraal_segments(
                 problems.append(f"{comp.name}/{stem}: missing {'audio' if wav is None else 'transcript'}")
                 continue
             segments = read_transcript(txt, speaker)
-            rows += interview_segment_rows(
-                "coraal", stem, wav, segments[segments["duration_s"] > min_length_s], speaker, CORPUS, spk
-            )
+            rows += interview_segment_rows(wav, segments, speaker, CORPUS, spk)
     if not rows:
         raise CorpusLayoutError(
-            CORPUS, root, f"no eligible speaker segments longer than {min_length_s} s (problems: {problems[:3]})"
+            CORPUS, root, f"no eligible speaker segments longer than {MIN_SEGMENT_S} s (problems: {problems[:3]})"
         )
     return record_problems(pd.DataFrame(rows), CORPUS, problems)

@@ -49,10 +49,6 @@ def file_stem(stimulus_id: str) -> str:
     return ("fix__" if fixed else "") + stem
 
 
-def _alternate(stem: str) -> str:
-    return stem[:-2] if stem.endswith(" 1") else stem + " 1"
-
-
 def load_eu_emotion(root: str | Path, ratings: str | Path | None = None) -> pd.DataFrame:
     """Rated clips with audio, joined with their actor's age and gender; clips without audio are reported."""
     root = require_dir(root, CORPUS)
@@ -88,10 +84,10 @@ def load_eu_emotion(root: str | Path, ratings: str | Path | None = None) -> pd.D
     stems, paths, problems = [], [], []
     for sid in out["stimulus_id"]:
         stem = file_stem(sid)
+        alternate = stem[:-2] if stem.endswith(" 1") else stem + " 1"  # the file spelled with/without " 1"
+        if stem.lower() not in index and alternate.lower() in index:
+            stem = alternate
         hit = index.get(stem.lower())
-        if hit is None and index.get(_alternate(stem).lower()) is not None:
-            stem = _alternate(stem)
-            hit = index[stem.lower()]
         if hit is None:
             problems.append(f"{sid}: no audio file {stem}.mp3/.wav")
         stems.append(stem)

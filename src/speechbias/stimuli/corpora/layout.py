@@ -10,7 +10,8 @@ transcript, a table row without audio) are collected in the returned table's
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +20,7 @@ import soundfile as sf
 log = logging.getLogger(__name__)
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".mp3")
+MIN_SEGMENT_S = 5.0  # interview segments kept (Buckeye, CORAAL) are longer than this, in seconds
 _MISSING = ("", "nan", "na", "n/a", "none", "?", "-")  # cells read as "unknown" in numeric columns
 
 
@@ -26,9 +28,6 @@ class CorpusLayoutError(ValueError):
     """A corpus folder that does not have the expected layout; the message names corpus, path and problem."""
 
     def __init__(self, corpus: str, path: str | Path, problem: str):
-        self.corpus = corpus
-        self.path = str(path)
-        self.problem = problem
         super().__init__(f"{corpus} at {path}: {problem}")
 
 
@@ -111,22 +110,36 @@ def normalise_sex(values: pd.Series) -> pd.Series:
     return values.fillna("").astype(str).str.strip().str.lower().map(_SEX).fillna("")
 
 
-def index_audio(root: Path, suffixes: tuple[str, ...] = AUDIO_SUFFIXES) -> dict[str, Path]:
+def index_audio(root: Path) -> dict[str, Path]:
     """Map lower-cased file stem -> path for every audio file under ``root`` (first by sorted path wins)."""
     index: dict[str, Path] = {}
     for p in sorted(root.rglob("*")):
-        if p.suffix.lower() in suffixes and p.is_file() and not p.name.startswith("."):
+        if p.suffix.lower() in AUDIO_SUFFIXES and p.is_file() and not p.name.startswith("."):
             index.setdefault(p.stem.lower(), p)
     return index
+
+
+def named_audio(
+    files: Iterable[Path], name: re.Pattern, expected: str, problems: list[str]
+) -> Iterator[tuple[Path, re.Match]]:
+    """The audio files among ``files`` whose stem matches ``name``, with the match; any other audio
+    file is added to ``problems`` as ``"<file name>: <expected>"``."""
+    for p in files:
+        if p.suffix.lower() not in AUDIO_SUFFIXES:
+            continue
+        m = name.match(p.stem)
+        if m:
+            yield p, m
+        else:
+            problems.append(f"{p.name}: {expected}")
 
 
 def audio_duration_s(path: str | Path) -> float:
     """Duration in seconds from the file header (no decoding); NaN if the header is unreadable."""
     try:
-        info = sf.info(str(path))
+        return sf.info(str(path)).duration  # frames / sample rate
     except Exception:
         return float("nan")
-    return info.frames / info.samplerate if info.samplerate else float("nan")
 
 
 def record_problems(df: pd.DataFrame, corpus: str, problems: list[str]) -> pd.DataFrame:
@@ -138,14 +151,25 @@ def record_problems(df: pd.DataFrame, corpus: str, problems: list[str]) -> pd.Da
     return df
 
 
-def interview_segment_rows(
-    prefix: str, stem: str, wav: Path, segments: pd.DataFrame, speaker: str, corpus: str, meta
-) -> list[dict]:
-    """Clip-table rows for interview segments (Buckeye, CORAAL): one per row of ``segments``
-    (columns start_s, end_s, duration_s, text); ``meta`` gives sex, age_group, interviewer_sex."""
+def run_segments(turns: pd.DataFrame, run: pd.Series) -> pd.DataFrame:
+    """One segment per value of ``run`` over ``turns`` (``start_s``, ``end_s``, ``text``), in run order:
+    ``start_s`` (first start), ``end_s`` (last end), ``text`` (joined by spaces), ``duration_s``."""
+    segments = (
+        turns.groupby(run)
+        .agg(start_s=("start_s", "min"), end_s=("end_s", "max"), text=("text", " ".join))
+        .reset_index(drop=True)
+    )
+    segments["duration_s"] = segments["end_s"] - segments["start_s"]
+    return segments
+
+
+def interview_segment_rows(wav: Path, segments: pd.DataFrame, speaker: str, corpus: str, meta) -> list[dict]:
+    """Clip-table rows for interview segments (Buckeye, CORAAL) of recording ``wav``: one per row of
+    ``segments`` (columns start_s, end_s, duration_s, text) longer than :data:`MIN_SEGMENT_S`, clip id
+    ``<corpus, lower case>:<wav's stem>:<start ms>``; ``meta`` gives sex, age_group, interviewer_sex."""
     return [
         {
-            "clip_id": f"{prefix}:{stem}:{round(seg.start_s * 1000)}",
+            "clip_id": f"{corpus.lower()}:{wav.stem}:{round(seg.start_s * 1000)}",
             "path": str(wav),
             "start_s": seg.start_s,
             "end_s": seg.end_s,
@@ -159,4 +183,5 @@ def interview_segment_rows(
             "source_file": wav.name,
         }
         for seg in segments.itertuples()
+        if seg.duration_s > MIN_SEGMENT_S
     ]

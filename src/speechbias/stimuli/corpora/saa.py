@@ -116,23 +116,17 @@ def find_saa_table(root: Path) -> Path:
     raise CorpusLayoutError(CORPUS, root, f"no speaker table ({SCRAPED_TABLE} or {KAGGLE_TABLE}) found")
 
 
-def attach_saa_audio(meta: pd.DataFrame, root: Path) -> pd.DataFrame:
-    """Fill ``path`` from audio files under ``root`` named after the speaker name or numeric id."""
-    index = index_audio(root)
-    out = meta.copy()
-    paths = []
-    for name, sid in zip(out["speaker"], out["speaker_id"]):
-        hit = index.get(name.lower()) or (index.get(sid.lower()) if sid else None)
-        paths.append(str(hit) if hit else "")
-    out["path"] = paths
-    return out
-
-
-def load_saa(root: str | Path, table: str | Path | None = None) -> pd.DataFrame:
-    """Speakers of the archive that have audio under ``root``; speakers without audio are reported."""
+def load_saa(root: str | Path) -> pd.DataFrame:
+    """Speakers of the archive that have audio under ``root`` (a file named after the speaker's name or
+    numeric id); speakers without audio are reported."""
     root = require_dir(root, CORPUS, "download the archive's recordings and speaker table here")
-    meta = read_saa_metadata(Path(table) if table else find_saa_table(root))
-    out = attach_saa_audio(meta, root)
+    out = read_saa_metadata(find_saa_table(root))
+    index = index_audio(root)
+    hits = [
+        index.get(name.lower()) or (index.get(sid.lower()) if sid else None)
+        for name, sid in zip(out["speaker"], out["speaker_id"])
+    ]
+    out["path"] = [str(hit) if hit else "" for hit in hits]
     no_audio = out["path"] == ""
     if no_audio.all():
         raise CorpusLayoutError(

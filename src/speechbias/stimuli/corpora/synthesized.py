@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from speechbias.stimuli.corpora.layout import AUDIO_SUFFIXES, CorpusLayoutError, record_problems, require_dir
+from speechbias.stimuli.corpora.layout import CorpusLayoutError, named_audio, record_problems, require_dir
 
 CORPUS = "synthesized"
 _NAME = re.compile(r"^(?P<sex>female|male)_(?P<voice>.+?)(?:_(?P<speed>fast|slow))?$")
@@ -26,13 +26,8 @@ def load_synthesized(root: str | Path) -> pd.DataFrame:
     """Synthesized voices; files whose name does not start with female_/male_ are reported."""
     root = require_dir(root, CORPUS)
     rows, problems = [], []
-    for p in sorted(root.iterdir()):
-        if p.suffix.lower() not in AUDIO_SUFFIXES or p.stem.isdigit():
-            continue
-        m = _NAME.match(p.stem)
-        if not m:
-            problems.append(f"{p.name}: name is not <female|male>_<voice>[_fast|_slow]")
-            continue
+    named = (p for p in sorted(root.iterdir()) if not p.stem.isdigit())
+    for p, m in named_audio(named, _NAME, "name is not <female|male>_<voice>[_fast|_slow]", problems):
         rows.append(
             {
                 "clip_id": f"synth:{p.stem}",

@@ -27,8 +27,7 @@ _DIRECTION = re.compile(r"\[[^\]]*(\]|$)")
 
 def count_spoken_words(prompt: str) -> int:
     """Words in ``prompt`` once bracketed reading directions are removed."""
-    spoken = _DIRECTION.sub("", prompt).strip()
-    return len(spoken.split()) if spoken else 0
+    return len(_DIRECTION.sub("", prompt).split())
 
 
 def speaker_dirs(root: Path) -> list[Path]:

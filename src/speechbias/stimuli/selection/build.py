@@ -34,8 +34,7 @@ SELECTIONS = ("ours", "paper")
 
 def sidecar_paths(manifest_path: str | Path) -> dict[str, Path]:
     """Files written beside ``manifest_path``: report JSON/markdown, residual plot, segment folder."""
-    p = Path(manifest_path)
-    stem = p.with_suffix("")
+    stem = Path(manifest_path).with_suffix("")
     return {
         "json": Path(f"{stem}.report.json"),
         "md": Path(f"{stem}.report.md"),
@@ -52,22 +51,8 @@ def assemble_manifest(*parts: pd.DataFrame) -> pd.DataFrame:
     dup = df["clip_id"].duplicated(keep=False)
     if dup.any():
         raise ValueError(f"selection produced duplicate clip_id(s) {sorted(set(df.loc[dup, 'clip_id']))[:5]}")
-    drop = [c for c in ("listed_audio",) if c in df.columns]
-    df = df.drop(columns=drop)
+    df = df.drop(columns=["listed_audio"], errors="ignore")
     return df[[*MANIFEST_COLUMNS, *[c for c in df.columns if c not in MANIFEST_COLUMNS]]]
-
-
-def save_sidecar_figure(fig, path: Path) -> str | None:
-    """Save a diagnostics figure beside the manifest (100 dpi) and close it; its path, or None for no figure."""
-    if fig is None:
-        return None
-    import matplotlib.pyplot as plt
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return str(path)
 
 
 def build_report(
@@ -83,8 +68,14 @@ def build_report(
     """The sidecar report as a JSON-ready dict."""
     pool = attributes.pool if attributes.pool is not None else manifest[manifest["role"].isin(["A", "B"])]
     on_age = valence_on_age(pool)
-    if plot_path is not None:
-        on_age["plot"] = save_sidecar_figure(valence_residuals_figure(pool), plot_path)
+    fig = valence_residuals_figure(pool) if plot_path is not None else None
+    if fig is not None:  # saved beside the manifest at 100 dpi
+        import matplotlib.pyplot as plt
+
+        plot_path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(plot_path, dpi=100)
+        plt.close(fig)
+        on_age["plot"] = str(plot_path)
     return {
         "test": test,
         "selection": selection,

@@ -45,6 +45,20 @@ def exact_pairs(x: pd.DataFrame, y: pd.DataFrame, on: list[str], rng: np.random.
     return pd.DataFrame(pairs, columns=["x", "y"])
 
 
+def greedy_nearest(x: np.ndarray, y: np.ndarray, caliper: float) -> list[tuple[int, int]]:
+    """Positions ``(i, j)``: each ``x[i]`` in turn takes the unused ``y[j]`` nearest to it, if within
+    ``caliper`` (absolute difference, inclusive); of equally near ones, the first."""
+    free = np.ones(len(y), dtype=bool)
+    pairs = []
+    for i, value in enumerate(x):
+        dist = np.where(free, np.abs(y - value), np.inf)
+        j = int(np.argmin(dist)) if len(dist) else -1
+        if j >= 0 and dist[j] <= caliper:
+            free[j] = False
+            pairs.append((i, j))
+    return pairs
+
+
 def nearest_pairs(
     x: pd.DataFrame,
     y: pd.DataFrame,
@@ -65,15 +79,9 @@ def nearest_pairs(
         yc = y_cells.get(key)
         if yc is None:
             continue
-        values = yc[distance_on].to_numpy(dtype=float)
-        free = np.ones(len(yc), dtype=bool)
         order = shuffled(xc, rng)
-        for xi, xv in zip(order.index, order[distance_on].to_numpy(dtype=float)):
-            dist = np.where(free, np.abs(values - xv), np.inf)
-            j = int(np.argmin(dist))
-            if dist[j] <= caliper:
-                free[j] = False
-                pairs.append((xi, yc.index[j]))
+        near = greedy_nearest(order[distance_on].to_numpy(dtype=float), yc[distance_on].to_numpy(dtype=float), caliper)
+        pairs += [(order.index[i], yc.index[j]) for i, j in near]
     return pd.DataFrame(pairs, columns=["x", "y"])
 
 
@@ -112,7 +120,7 @@ def balance(df: pd.DataFrame, by: list[str], rng: np.random.Generator) -> pd.Dat
     """The same number of rows (the smallest cell's size) drawn from every cell of ``by``."""
     cells = list(_cells(df, by))
     n = min(len(c) for _, c in cells)
-    return pd.concat([c.iloc[np.sort(rng.choice(len(c), size=n, replace=False))] for _, c in cells])
+    return pd.concat([sample_rows(c, n, rng, "balance") for _, c in cells])
 
 
 def poles_within(

@@ -25,7 +25,7 @@ import warnings
 import numpy as np
 import pandas as pd
 from speechbias.stimuli.selection.authors_psm import liblinear_logit_scores
-from speechbias.stimuli.selection.matching import SelectionError
+from speechbias.stimuli.selection.matching import SelectionError, greedy_nearest
 
 
 def propensity_scores(treated: pd.Series, covariates: pd.DataFrame, what: str) -> tuple[pd.Series, dict]:
@@ -156,16 +156,9 @@ def propensity_pairs(score: pd.Series, treated: pd.Series, caliper: float, rng: 
     is_t = treated.reindex(score.index).astype(bool).to_numpy()
     controls = score[~is_t]
     controls = controls.iloc[rng.permutation(len(controls))]  # decides exact-distance ties
-    values = controls.to_numpy(dtype=float)
-    free = np.ones(len(values), dtype=bool)
-    pairs = []
-    for label, value in score[is_t].items():
-        dist = np.where(free, np.abs(values - value), np.inf)
-        j = int(np.argmin(dist)) if len(dist) else -1
-        if j >= 0 and dist[j] <= caliper:
-            free[j] = False
-            pairs.append((label, controls.index[j]))
-    return pd.DataFrame(pairs, columns=["treated", "control"])
+    visited = score[is_t]
+    near = greedy_nearest(visited.to_numpy(dtype=float), controls.to_numpy(dtype=float), caliper)
+    return pd.DataFrame([(visited.index[i], controls.index[j]) for i, j in near], columns=["treated", "control"])
 
 
 def standardized_mean_differences(

@@ -22,16 +22,13 @@ def _safe_name(clip_id: str) -> str:
 
 
 def cut_segments(clips: pd.DataFrame, out_dir: str | Path) -> pd.DataFrame:
-    """Rows with ``start_s``/``end_s`` get a new ``path`` to their cut-out WAV (original sample rate)."""
-    if "start_s" not in clips.columns:
-        return clips
+    """Rows with ``start_s``/``end_s`` get a new ``path`` to their cut-out WAV (original sample rate) and
+    ``source_path`` the recording it was cut from ("" on the other rows)."""
     out_dir = Path(out_dir)
     out = clips.copy()
     is_segment = out["start_s"].notna()
-    if not is_segment.any():
-        return out
     out_dir.mkdir(parents=True, exist_ok=True)
-    out["source_path"] = out.get("source_path", pd.Series("", index=out.index)).fillna("")
+    out["source_path"] = ""
     for i in out.index[is_segment]:
         src, start, end = Path(out.at[i, "path"]), float(out.at[i, "start_s"]), float(out.at[i, "end_s"])
         target = out_dir / f"{_safe_name(out.at[i, 'clip_id'])}.wav"

@@ -22,34 +22,21 @@ from speechbias.stimuli.corpora import (
 )
 from speechbias.stimuli.corpora.layout import index_audio
 
-# folder of each corpus relative to data_root (the SpEAT authors' data/ layout); override per key
-CORPUS_DIRS = {
-    "saa": "speech_accent_archive",
-    "torgo": "TORGO",
-    "uaspeech": "UASpeech",
-    "mess": "morgan_emotional_speech_set",
-    "eu_emotion": "EU_Emotion_Stimulus_Set",
-    "buckeye": "buckeye",
-    "coraal": "CORAAL",
-    "mitchell": "audio_iats/mitchell_et_al",
-    "pantos_perkins": "audio_iats/pantos_perkins",
-    "romero_rivas": "audio_iats/romero_rivas_et_al",
-    "synthesized": "human_synthesized",
+# each corpus: its folder relative to data_root (the SpEAT authors' data/ layout; override per key) and its loader
+CORPORA: dict[str, tuple[str, Callable[[Path], pd.DataFrame]]] = {
+    "saa": ("speech_accent_archive", load_saa),
+    "torgo": ("TORGO", load_torgo),
+    "uaspeech": ("UASpeech", load_uaspeech),
+    "mess": ("morgan_emotional_speech_set", load_mess),
+    "eu_emotion": ("EU_Emotion_Stimulus_Set", load_eu_emotion),
+    "buckeye": ("buckeye", load_buckeye_segments),
+    "coraal": ("CORAAL", load_coraal_segments),
+    "mitchell": ("audio_iats/mitchell_et_al", load_mitchell),
+    "pantos_perkins": ("audio_iats/pantos_perkins", load_pantos_perkins),
+    "romero_rivas": ("audio_iats/romero_rivas_et_al", load_romero_rivas),
+    "synthesized": ("human_synthesized", load_synthesized),
 }
-
-LOADERS: dict[str, Callable[[Path], pd.DataFrame]] = {
-    "saa": load_saa,
-    "torgo": load_torgo,
-    "uaspeech": load_uaspeech,
-    "mess": load_mess,
-    "eu_emotion": load_eu_emotion,
-    "buckeye": load_buckeye_segments,
-    "coraal": load_coraal_segments,
-    "mitchell": load_mitchell,
-    "pantos_perkins": load_pantos_perkins,
-    "romero_rivas": load_romero_rivas,
-    "synthesized": load_synthesized,
-}
+CORPUS_DIRS = {key: folder for key, (folder, _) in CORPORA.items()}
 
 
 class CorpusSources:
@@ -77,7 +64,7 @@ class CorpusSources:
     def table(self, key: str) -> pd.DataFrame:
         """Clip table of corpus ``key`` (loaded on first use)."""
         if key not in self._tables:
-            self._tables[key] = LOADERS[key](self.path(key))
+            self._tables[key] = CORPORA[key][1](self.path(key))
         return self._tables[key]
 
     def audio_index(self, key: str) -> dict[str, Path]:

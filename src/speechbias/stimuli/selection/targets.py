@@ -114,6 +114,7 @@ def us_foreign(
     covariates = pd.DataFrame({"age": both["age"].astype(float), "male": (both["sex"] == "male").astype(float)})
     if propensity_model == "logit":
         score, model = propensity_scores(treated, covariates, "us_foreign")
+        matched = propensity_pairs(score, treated, caliper, rng)
     else:
         score = authors_fold_scores(treated, covariates)
         model = {
@@ -122,9 +123,7 @@ def us_foreign(
             "n": int(len(score)),
             "n_treated": int(treated.sum()),
         }
-    if propensity_model == "logit":
-        matched = propensity_pairs(score, treated, caliper, rng)
-    else:  # psmpy's nearest-neighbour order, ties included: the authors' partners, pair by pair
+        # psmpy's nearest-neighbour order, ties included: the authors' partners, pair by pair
         matched = knn_caliper_pairs(score, treated, caliper)
     pairs = pd.DataFrame({"x": matched["control"], "y": matched["treated"]})
     chosen = sample_rows(pairs, n_pairs, rng, "us_foreign: propensity-matched US/Korean pairs")

@@ -24,7 +24,7 @@ import pytorch_lightning as pl
 import torch
 
 from speechbias.aggregation import Aggregation
-from speechbias.callbacks.propagation import PropagationCallback, PropagationTest, read_run_tables, summary_metrics
+from speechbias.callbacks.propagation import PropagationCallback, PropagationTest, summary_from_results
 from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import extract_statistics
 from speechbias.features.extraction_settings import ExtractionSettings
@@ -246,8 +246,3 @@ def console_value(value):
     """A summary value as the console shows it: floats to 4 significant digits (``0.8552``), the rest as
     they are; the files keep full precision."""
     return f"{value:.4g}" if isinstance(value, float) else value
-
-
-def summary_from_results(output_dir) -> dict:
-    """Summary metrics of a finished run folder (its results.csv and pooled.csv)."""
-    return summary_metrics(*read_run_tables(output_dir))

@@ -160,15 +160,12 @@ def _as_fields(entry: ClipStatistics) -> tuple:
     return entry.mean, entry.min, entry.max, entry.n_frames
 
 
-def approximate_lengths(
-    paths: Sequence[str], cache: FeatureCache, known: dict[str, tuple[str, int] | None] | None = None
-) -> list[int]:
-    """Clip lengths in samples at 16 kHz from the hash index (``known``: records already read) or
+def approximate_lengths(paths: Sequence[str], known: dict[str, tuple[str, int] | None]) -> list[int]:
+    """Clip lengths in samples at 16 kHz from the audio-index records already read (``known``) or
     file headers (no decoding)."""
-    records = known if known is not None else index_records(paths, cache)
     out = []
     for p in paths:
-        record = records.get(str(p))
+        record = known.get(str(p))
         if record is not None:
             out.append(record[1])
             continue
@@ -240,7 +237,6 @@ class FeatureCacheWriter(BasePredictionWriter):
         super().__init__(write_interval="batch")
         self.cache = cache
         self.fingerprint = fingerprint
-        self.n_written = 0
 
     def write_on_batch_end(self, trainer, pl_module, prediction, batch_indices, batch, batch_idx, dataloader_idx):
         stats = prediction["stats"]
@@ -254,7 +250,6 @@ class FeatureCacheWriter(BasePredictionWriter):
             )
             self.cache.put(self.fingerprint, sha, entry)
             seen[sha], audio_sha[path] = entry, sha
-            self.n_written += 1
         for path, sha, (mean, minimum, maximum, n_frames) in prediction["cached"]:
             seen[sha] = ClipStatistics(mean=mean, min=minimum, max=maximum, n_frames=int(n_frames))
             audio_sha[path] = sha
@@ -293,7 +288,7 @@ def run_extraction(
         known=known,
         preloaded=preloaded,
     )
-    batches = length_sorted_batches(approximate_lengths(paths, cache, known), batch_size)
+    batches = length_sorted_batches(approximate_lengths(paths, known), batch_size)
     loader = DataLoader(
         BatchedClipDataset(dataset, batches),
         batch_size=1,

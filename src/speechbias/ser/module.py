@@ -117,13 +117,6 @@ class ValenceRegressor(pl.LightningModule):
             raise ValueError(f"this module trains {len(self.heads)} heads (lr={list(self.lrs)}); use .heads")
         return self.heads[0]
 
-    @property
-    def lr(self) -> float:
-        """The learning rate of a one-head module (ValueError when it trains several)."""
-        if len(self.lrs) != 1:
-            raise ValueError(f"this module trains {len(self.lrs)} heads (lr={list(self.lrs)}); use .lrs")
-        return self.lrs[0]
-
     def forward(self, layer_means: torch.Tensor) -> torch.Tensor:
         """(B, L, D) per-layer means -> (K, B) predictions on the [0, 1] scale, one row per head."""
         return predict_with_heads(self.heads, layer_means)

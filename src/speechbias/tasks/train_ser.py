@@ -37,7 +37,7 @@ from speechbias.ser.datamodule import LayerMeansDataModule
 from speechbias.ser.fit import fit_trainer, fit_valence_head
 from speechbias.ser.module import ValenceRegressor
 from speechbias.ser.pooling import lr_label
-from speechbias.ser.split import DevSplit
+from speechbias.ser.split import dev_split
 from speechbias.ser.training_settings import PropagationSettings, TrainingSettings, ValenceDataSettings
 from speechbias.ser.valence import ValenceSet
 from speechbias.stimuli.bias_test import BiasTest, ClipCheck
@@ -202,8 +202,7 @@ class TrainSerTask:
         self.upstream = None  # the heads train on cached means: free the model's memory
         del stats
         gc.collect()
-        dev_split = DevSplit(fraction=data.dev_fraction, seed=data.split_seed, speaker_disjoint=data.speaker_disjoint)
-        dev = dev_split(self.valence.table["speaker"])
+        dev = dev_split(self.valence.table["speaker"], data.dev_fraction, data.split_seed, data.speaker_disjoint)
         datamodule = LayerMeansDataModule(
             means,
             self.valence.scaled,

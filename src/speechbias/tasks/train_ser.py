@@ -19,6 +19,7 @@ import gc
 import logging
 import shlex
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import pytorch_lightning as pl
 import torch
@@ -77,6 +78,7 @@ def demo_data_notice(
     )
 
 
+@dataclass(eq=False, repr=False)
 class TrainSerTask:
     """Train valence heads on an upstream's cached per-layer means and measure bias propagation.
 
@@ -101,43 +103,28 @@ class TrainSerTask:
             check's settings: :class:`~speechbias.stimuli.bias_test.ClipCheck`; None: not checked).
     """
 
-    def __init__(
-        self,
-        valence: ValenceSet,
-        bias_tests: Sequence[BiasTest],
-        upstream: Upstream,
-        cache: FeatureCache,
-        head: Callable[..., ValenceRegressor],
-        trainer: Callable[..., pl.Trainer],
-        writer: RunWriter,
-        tracker: Tracker,
-        aggregation: Aggregation,
-        training: TrainingSettings,
-        valence_data: ValenceDataSettings,
-        propagation: PropagationSettings = PropagationSettings(),
-        extraction: ExtractionSettings = ExtractionSettings(),
-        upstream_name: str | None = None,
-        seed: int = 0,
-        force: bool = False,
-        clip_check: ClipCheck | None = None,
-    ):
-        self.valence = valence
-        self.bias_tests = list(bias_tests)
-        self.upstream = upstream
-        self.upstream_name = upstream_name
-        self.cache = cache
-        self.head = head
-        self.trainer = trainer
-        self.writer = writer
-        self.tracker = tracker
-        self.aggregation = aggregation
-        self.training = training
-        self.valence_data = valence_data
-        self.propagation = propagation
-        self.extraction = extraction
-        self.seed = int(seed)
-        self.force = bool(force)
-        self.clip_check = clip_check
+    valence: ValenceSet
+    bias_tests: Sequence[BiasTest]
+    upstream: Upstream | None
+    cache: FeatureCache
+    head: Callable[..., ValenceRegressor]
+    trainer: Callable[..., pl.Trainer]
+    writer: RunWriter
+    tracker: Tracker
+    aggregation: Aggregation
+    training: TrainingSettings
+    valence_data: ValenceDataSettings
+    propagation: PropagationSettings = PropagationSettings()
+    extraction: ExtractionSettings = ExtractionSettings()
+    upstream_name: str | None = None
+    seed: int = 0
+    force: bool = False
+    clip_check: ClipCheck | None = None
+
+    def __post_init__(self):
+        self.bias_tests = list(self.bias_tests)
+        self.seed = int(self.seed)
+        self.force = bool(self.force)
 
     def run(self, config: dict | None = None) -> dict:
         """Extract, fit, measure propagation, publish; returns the summary metrics (those of the

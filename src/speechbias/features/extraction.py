@@ -64,8 +64,8 @@ class ClipDataset(Dataset):
     already cached, verified once here.
 
     Each item: dict(index, path, sha, wav (1-D float32 tensor or None), cached (ClipStatistics or None)).
-    ``known``: the clips' audio-index records (:func:`index_records`), read before the loop;
-    ``preloaded``: statistics already read and verified, by path (nothing is read for those clips).
+    ``known``: every clip's audio-index record (:func:`index_records`), read before the loop;
+    ``preloaded``: statistics already read and verified, by path (nothing is read for those clips), or None.
     """
 
     def __init__(
@@ -73,18 +73,18 @@ class ClipDataset(Dataset):
         paths: Sequence[str],
         cache: FeatureCache,
         fingerprint: str,
-        min_samples: int = 1,
-        pad_short: bool = False,
-        known: dict[str, tuple[str, int] | None] | None = None,
-        preloaded: dict[str, tuple[str, ClipStatistics]] | None = None,
+        min_samples: int,
+        pad_short: bool,
+        known: dict[str, tuple[str, int] | None],
+        preloaded: dict[str, tuple[str, ClipStatistics]] | None,
     ):
         self.paths = [str(p) for p in paths]
         self.cache = cache
         self.fingerprint = fingerprint
         self.min_samples = min_samples
         self.pad_short = pad_short
-        self.known = known if known is not None else {}
-        self.preloaded = preloaded if preloaded is not None else {}
+        self.known = known
+        self.preloaded = preloaded or {}
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -94,7 +94,7 @@ class ClipDataset(Dataset):
         if path in self.preloaded:
             sha, cached = self.preloaded[path]
             return {"index": i, "path": path, "sha": sha, "wav": None, "cached": cached}
-        known = self.known[path] if path in self.known else self.cache.lookup_audio(path)
+        known = self.known[path]
         if known is not None:
             cached = self.cache.get(self.fingerprint, known[0])
             if cached is not None:

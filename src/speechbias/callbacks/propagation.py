@@ -247,7 +247,8 @@ def _best_dev(best: dict | None) -> dict:
 
 def pooled_table(results: pd.DataFrame, predictions: pd.DataFrame) -> pd.DataFrame:
     """One row per test: Cohen's d of all heads' predictions pooled per group (the SpEAT paper's
-    Figure 2 figure), with the SpEAT d and whether the signs agree."""
+    Figure 2 figure), with the SpEAT d and whether the signs agree. Columns (report.md shows them all):
+    ``test, n_heads, n_x, n_y, mean_x, mean_y, cohens_d, ci_low, ci_high, speat_d, sign_agrees``."""
     pooled = pooled_propagation([predictions], by=("test",))
     pooled = pooled[pooled["lr"] == "pooled"].drop(columns="lr")
     order = {t: k for k, t in enumerate(dict.fromkeys(results["test"]))}
@@ -375,23 +376,7 @@ def report_sections(
         sections.append(
             (
                 f"Bias propagation, {len(lrs)} heads pooled (the SpEAT paper's figure)",
-                markdown_table(
-                    pooled[
-                        [
-                            "test",
-                            "n_heads",
-                            "n_x",
-                            "n_y",
-                            "mean_x",
-                            "mean_y",
-                            "cohens_d",
-                            "ci_low",
-                            "ci_high",
-                            "speat_d",
-                            "sign_agrees",
-                        ]
-                    ]
-                ),
+                markdown_table(pooled),  # every column of pooled_table's
             )
         )
     sections.append(("Bias propagation" + (" per head" if len(lrs) > 1 else ""), markdown_table(results[cols])))

@@ -46,7 +46,8 @@ from speechbias.report.propagation_figures import (
 from speechbias.report.run_writer import RunWriter, markdown_table
 from speechbias.roles import split_roles
 from speechbias.ser.module import metric_key
-from speechbias.ser.pooling import cohens_d, lr_label, pooled_propagation
+from speechbias.ser.pooling import lr_label, pooled_propagation
+from speechbias.stats import cohens_d
 from speechbias.stats.associations import EqualAssociationsError, effect_size
 from speechbias.ser.training_settings import SPEAT_RESULTS_COLUMNS
 

@@ -140,14 +140,6 @@ class ValenceRegressor(pl.LightningModule):
                 optimiser.step()
             self._log_train_mse(per_head.detach())
 
-    def _single_process_full_precision(self) -> bool:
-        """One process at 32-bit precision (True for a module not attached to a trainer)."""
-        try:
-            trainer = self.trainer
-        except RuntimeError:  # not attached to a Trainer
-            return True
-        return trainer.world_size == 1 and str(trainer.precision) in ("32-true", "32")
-
     def _log_train_mse(self, per_head: torch.Tensor) -> None:
         """Logs ``ser/train/mse`` (per head), the mean training loss of the last
         ``log_every_n_steps`` steps, once per window: ``self.log`` costs about 1.5 ms a call on CPU,
@@ -224,7 +216,11 @@ class ValenceRegressor(pl.LightningModule):
         process at full precision, unless ``step_kernel`` is ``torch`` or numba cannot be set up,
         :class:`~speechbias.ser.heads_adam.HeadsAdam` (the same Adam, whose ``step(batch=...)`` is the
         compiled step of all heads)."""
-        cpu_fast_path = self._single_process_full_precision() and self.device.type == "cpu"
+        try:
+            one_process_fp32 = self.trainer.world_size == 1 and str(self.trainer.precision) in ("32-true", "32")
+        except RuntimeError:  # a module not attached to a Trainer
+            one_process_fp32 = True
+        cpu_fast_path = one_process_fp32 and self.device.type == "cpu"
         if self.step_kernel == "compiled" and not cpu_fast_path:
             raise ValueError(
                 "step_kernel=compiled needs one process at 32-bit precision on a CPU (GPUs, DDP and "

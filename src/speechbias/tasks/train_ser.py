@@ -49,11 +49,6 @@ log = logging.getLogger(__name__)
 TASK_NAME = "train_ser"
 
 
-def is_demo_run(test_names: Sequence[str], synthetic: bool) -> bool:
-    """True for a synthetic training set or any demo bias test (``demo_*``)."""
-    return bool(synthetic) or any(is_demo_test(t) for t in test_names)
-
-
 #: the paper's six US tests, the ones a pre-trained model's propagation is measured on (experiment=paper_propagation)
 PAPER_TESTS = "abled_disabled,european_african_american,female_male,human_synthesized,us_foreign,young_old"
 
@@ -148,7 +143,7 @@ class TrainSerTask:
             "valence_low": self.valence.low,
             "valence_high": self.valence.high,
         }  # the rating scale
-        demo = is_demo_run([t.name for t in tests], self.valence.synthetic)
+        demo = self.valence.synthetic or any(is_demo_test(t.name) for t in tests)  # a demo set or test (demo_*)
         fields = self.upstream.fingerprint_fields()
         pretrained = is_pretrained(fields)
         if demo:

@@ -63,7 +63,7 @@ class ClipDataset(Dataset):
     """Decodes clips that miss the cache; yields the cached statistics (and ``None`` audio) of clips
     already cached, verified once here.
 
-    Each item: dict(index, path, sha, wav (1-D float32 tensor or None), cached (ClipStatistics or None)).
+    Each item: dict(path, sha, wav (1-D float32 tensor or None), cached (ClipStatistics or None)).
     ``known``: every clip's audio-index record (:func:`index_records`), read before the loop;
     ``preloaded``: statistics already read and verified, by path (nothing is read for those clips), or None.
     """
@@ -93,18 +93,18 @@ class ClipDataset(Dataset):
         path = self.paths[i]
         if path in self.preloaded:
             sha, cached = self.preloaded[path]
-            return {"index": i, "path": path, "sha": sha, "wav": None, "cached": cached}
+            return {"path": path, "sha": sha, "wav": None, "cached": cached}
         known = self.known[path]
         if known is not None:
             cached = self.cache.get(self.fingerprint, known[0])
             if cached is not None:
-                return {"index": i, "path": path, "sha": known[0], "wav": None, "cached": cached}
+                return {"path": path, "sha": known[0], "wav": None, "cached": cached}
         wav = load_audio(path, SAMPLE_RATE, min_samples=1)
         sha = audio_sha256(wav)
         self.cache.remember_audio(path, sha, wav.shape[0])
         cached = self.cache.get(self.fingerprint, sha)
         if cached is not None:
-            return {"index": i, "path": path, "sha": sha, "wav": None, "cached": cached}
+            return {"path": path, "sha": sha, "wav": None, "cached": cached}
         if wav.shape[0] < self.min_samples:
             if not self.pad_short:
                 raise AudioError(
@@ -113,7 +113,7 @@ class ClipDataset(Dataset):
                     f"{self.min_samples} (set extraction.pad_short=true to zero-pad)",
                 )
             wav = np.pad(wav, (0, self.min_samples - wav.shape[0]))
-        return {"index": i, "path": path, "sha": sha, "wav": torch.from_numpy(wav), "cached": None}
+        return {"path": path, "sha": sha, "wav": torch.from_numpy(wav), "cached": None}
 
 
 class BatchedClipDataset(Dataset):
@@ -145,10 +145,8 @@ def collate_clips(batch: list[list[dict]]) -> dict:
     for row, it in enumerate(todo):
         wavs[row, : it["wav"].shape[0]] = it["wav"]
     return {
-        "sha": [it["sha"] for it in todo],
         "wavs": wavs,
         "lengths": lengths,
-        "index": [it["index"] for it in items],
         "paths": [(it["path"], it["sha"]) for it in todo],
         "cached": [(it["path"], it["sha"], _as_fields(it["cached"])) for it in items if it["wav"] is None],
     }
@@ -203,8 +201,8 @@ class ExtractionModule(pl.LightningModule):
         return temporal_statistics(hidden, frame_lengths)
 
     def predict_step(self, batch: dict, batch_idx: int, dataloader_idx: int = 0) -> dict:
-        out = {"sha": batch["sha"], "paths": batch["paths"], "cached": batch["cached"], "stats": None}
-        if not batch["sha"]:
+        out = {"paths": batch["paths"], "cached": batch["cached"], "stats": None}
+        if not batch["paths"]:
             return out
         wavs, lengths = batch["wavs"], batch["lengths"]
         if self.upstream.pad_invariant:

@@ -46,7 +46,8 @@ from speechbias.report.propagation_figures import (
 from speechbias.report.run_writer import RunWriter, markdown_table
 from speechbias.roles import split_roles
 from speechbias.ser.module import metric_key
-from speechbias.ser.pooling import cohens_d, lr_label, pooled_propagation
+from speechbias.ser.pooling import lr_label, pooled_propagation
+from speechbias.stats import cohens_d
 from speechbias.stats.associations import EqualAssociationsError, effect_size
 from speechbias.ser.training_settings import SPEAT_RESULTS_COLUMNS
 
@@ -116,10 +117,10 @@ class PropagationCallback(pl.Callback):
         trainer.strategy.barrier()
         if not trainer.is_global_zero:
             return
-        self.summary = self.compute(pl_module)
+        self.summary = self.compute(pl_module, trainer)
 
     # -- computation ------------------------------------------------------------------------
-    def compute(self, module) -> dict:
+    def compute(self, module, trainer: pl.Trainer) -> dict:
         """Predict, compare and write; returns the summary metrics (:func:`summary_metrics`)."""
         heads = module.best_heads()
         lrs = list(module.lrs)
@@ -139,7 +140,7 @@ class PropagationCallback(pl.Callback):
         )
         curve_df = pd.DataFrame(module.dev_history, columns=["step", "epoch", "lr", "mse", "r2", "n_dev"])
         best = pd.DataFrame([_best_dev(b) | {"lr": lr} for lr, b in zip(lrs, module.best)])
-        reason = nan_dev_reason(module.best, _fit_trainer(module))
+        reason = nan_dev_reason(module.best, trainer)
         if reason:
             log.warning(reason)
         results_df = results_df.merge(best, on="lr", how="left")
@@ -219,26 +220,16 @@ def _agrees(d: float, speat_d: float) -> bool | None:
     return bool(np.sign(d) == np.sign(speat_d)) if np.isfinite(speat_d) and np.isfinite(d) else None
 
 
-def _fit_trainer(module) -> pl.Trainer | None:
-    """The Trainer that fitted ``module``, or None outside a fit."""
-    try:
-        return module.trainer
-    except (RuntimeError, AttributeError):  # a LightningModule not attached to a Trainer, or no module
-        return None
-
-
-def nan_dev_reason(best: list[dict | None], trainer: pl.Trainer | None) -> str | None:
+def nan_dev_reason(best: list[dict | None], trainer: pl.Trainer) -> str | None:
     """One line saying why a head's dev metrics (``ser/val/r2``, ``ser/val/mse``) are NaN, or None: no
     validation ran within the training steps (with how often it runs), or the dev valences are all equal
     (R2's variance is 0)."""
     if any(b is None for b in best):
-        how = ""
-        if trainer is not None:
-            every = int(trainer.check_val_every_n_epoch or 1)
-            # optimiser steps per epoch: the datamodule's count (a batch may take several steps)
-            per_epoch = getattr(trainer.datamodule, "steps_per_epoch", None)
-            steps = f" = every {every * per_epoch(trainer.world_size)} steps" if callable(per_epoch) else ""
-            how = f" in its {trainer.global_step} training steps (validation every {every} epoch(s){steps})"
+        every = int(trainer.check_val_every_n_epoch or 1)
+        # optimiser steps per epoch: the datamodule's count (a batch may take several steps)
+        per_epoch = getattr(trainer.datamodule, "steps_per_epoch", None)
+        steps = f" = every {every * per_epoch(trainer.world_size)} steps" if callable(per_epoch) else ""
+        how = f" in its {trainer.global_step} training steps (validation every {every} epoch(s){steps})"
         return (
             f"ser/val/r2 and ser/val/mse are NaN: no validation ran{how}, so the predictions use the last "
             "weights; raise max_steps or lower ser_data.val_every_n_epochs"
@@ -257,7 +248,8 @@ def _best_dev(best: dict | None) -> dict:
 
 def pooled_table(results: pd.DataFrame, predictions: pd.DataFrame) -> pd.DataFrame:
     """One row per test: Cohen's d of all heads' predictions pooled per group (the SpEAT paper's
-    Figure 2 figure), with the SpEAT d and whether the signs agree."""
+    Figure 2 figure), with the SpEAT d and whether the signs agree. Columns (report.md shows them all):
+    ``test, n_heads, n_x, n_y, mean_x, mean_y, cohens_d, ci_low, ci_high, speat_d, sign_agrees``."""
     pooled = pooled_propagation([predictions], by=("test",))
     pooled = pooled[pooled["lr"] == "pooled"].drop(columns="lr")
     order = {t: k for k, t in enumerate(dict.fromkeys(results["test"]))}
@@ -297,16 +289,18 @@ def write_propagation_outputs(
     layers: pd.DataFrame,
     curve: pd.DataFrame,
     run_info: dict,
-    pooled: pd.DataFrame | None = None,
+    pooled: pd.DataFrame,
 ) -> None:
     """Record the dev curve and the summary metrics for the tracker, then write predictions.csv,
     layer_weights.csv, dev_curve.csv, pooled.csv (several heads), figures, results.csv/json (last
     of the results: its presence marks the run as complete) and report.md. The writer's caveat (a
-    demo run) goes on every figure and into report.md."""
-    pooled = pooled if pooled is not None else pd.DataFrame()
+    demo run) goes on every figure and into report.md. ``pooled``: empty for a one-head run."""
     for metrics in dev_curve_metrics(curve):
         writer.metrics(metrics, step=None, history=True)
-    writer.metrics(tracker_metrics(results, pooled))
+    metrics = summary_metrics(results, pooled)  # and each test's speat_d
+    for r in results.groupby("test", sort=False).first().reset_index().itertuples():
+        metrics[f"propagation/{r.test}/speat_d"] = r.speat_d
+    writer.metrics(metrics)
     writer.table("predictions", predictions)
     writer.table("layer_weights", layers, tracker_key="ser/layer_weights")
     writer.table("dev_curve", curve, tracker_key="ser/dev_curve")
@@ -346,21 +340,11 @@ def dev_curve_metrics(curve: pd.DataFrame) -> list[dict]:
     return entries
 
 
-def tracker_metrics(results: pd.DataFrame, pooled: pd.DataFrame) -> dict:
-    """:func:`summary_metrics` and each test's ``propagation/<test>/speat_d``."""
-    metrics = summary_metrics(results, pooled)
-    for r in results.groupby("test", sort=False).first().reset_index().itertuples():
-        metrics[f"propagation/{r.test}/speat_d"] = r.speat_d
-    return metrics
-
-
-def read_run_tables(output_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """A finished run folder's results.csv and pooled.csv (empty for a one-head run)."""
-    output_dir = Path(output_dir)
-    results = pd.read_csv(output_dir / "results.csv")
-    pooled_path = output_dir / "pooled.csv"
-    pooled = pd.read_csv(pooled_path) if pooled_path.is_file() else pd.DataFrame()
-    return results, pooled
+def summary_from_results(output_dir: str | Path) -> dict:
+    """Summary metrics of a finished run folder (its results.csv and, for several heads, pooled.csv)."""
+    pooled_path = Path(output_dir) / "pooled.csv"
+    pooled = pd.read_csv(pooled_path) if pooled_path.is_file() else None
+    return summary_metrics(pd.read_csv(Path(output_dir) / "results.csv"), pooled)
 
 
 def report_title(results: pd.DataFrame, run_info: dict) -> str:
@@ -393,23 +377,7 @@ def report_sections(
         sections.append(
             (
                 f"Bias propagation, {len(lrs)} heads pooled (the SpEAT paper's figure)",
-                markdown_table(
-                    pooled[
-                        [
-                            "test",
-                            "n_heads",
-                            "n_x",
-                            "n_y",
-                            "mean_x",
-                            "mean_y",
-                            "cohens_d",
-                            "ci_low",
-                            "ci_high",
-                            "speat_d",
-                            "sign_agrees",
-                        ]
-                    ]
-                ),
+                markdown_table(pooled),  # every column of pooled_table's
             )
         )
     sections.append(("Bias propagation" + (" per head" if len(lrs) > 1 else ""), markdown_table(results[cols])))

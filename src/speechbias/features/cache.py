@@ -136,9 +136,15 @@ class FeatureCache:
                 data = {name: f.get_tensor(name) for name in f.keys()}
         except Exception as exc:  # truncated file, unreadable header, ...
             raise InvalidEntry(f"unreadable: {exc}") from exc
+        n_frames = self._check(meta, data, fingerprint, audio_sha)
+        return ClipStatistics(mean=data["mean"], min=data["min"], max=data["max"], n_frames=n_frames)
+
+    def _check(self, meta: dict, data: dict[str, np.ndarray], fingerprint: str, audio_sha: str) -> int:
+        """An entry's ``n_frames`` when its metadata and tensors are valid (both readers: :meth:`get`,
+        :meth:`read_into`); raises :class:`InvalidEntry` saying what is wrong."""
         if self.verify_checksums:
             stored = meta.get("checksum")
-            if stored is None or not stored.startswith(CHECKSUM_PREFIX):
+            if not (isinstance(stored, str) and stored.startswith(CHECKSUM_PREFIX)):
                 raise InvalidEntry("no checksum (written by an older version)", outdated=True)
             if tensor_checksum(data) != stored:
                 raise InvalidEntry("checksum mismatch: the stored values are not the ones written")
@@ -155,7 +161,7 @@ class FeatureCache:
         n_frames = int(data["n_frames"])
         if n_frames < 1:
             raise InvalidEntry(f"n_frames={n_frames}")
-        return ClipStatistics(mean=data["mean"], min=data["min"], max=data["max"], n_frames=n_frames)
+        return n_frames
 
     def read_into(
         self, fingerprint: str, audio_sha: str, mean: np.ndarray, minimum: np.ndarray, maximum: np.ndarray
@@ -163,9 +169,8 @@ class FeatureCache:
         """Read a valid entry's statistics straight into ``mean``/``minimum``/``maximum`` (each a
         C-contiguous float32 (L, D) array, e.g. a row of a preallocated (N, L, D) stack) and return its
         ``n_frames``; None when the entry is absent, invalid or of another shape (the arrays may then
-        hold part of it). It accepts exactly the entries :meth:`get` accepts, checks them the same way
-        (checksum over the same bytes, fingerprint, audio sha256, finite values, ``n_frames >= 1``) and
-        reports nothing: a caller that gets None falls back to :meth:`get`, which reports.
+        hold part of it). It accepts exactly the entries :meth:`get` accepts, checked by the same
+        :meth:`_check`, and reports nothing: a caller that gets None falls back to :meth:`get`, which reports.
 
         One read of the header and one ``readinto`` per tensor, into the caller's memory: no
         intermediate arrays, no per-entry stacking afterwards (a warm run of 1,800 clips of 25 x 1024
@@ -193,18 +198,10 @@ class FeatureCache:
                         return None
         except (OSError, ValueError, KeyError, TypeError):  # absent, unreadable or malformed: a miss
             return None
-        if self.verify_checksums:
-            stored = meta.get("checksum")
-            if (
-                not (isinstance(stored, str) and stored.startswith(CHECKSUM_PREFIX))
-                or tensor_checksum(targets) != stored
-            ):
-                return None
-        if meta.get("fingerprint") != fingerprint or meta.get("audio_sha256") != audio_sha:
+        try:
+            return self._check(meta, targets, fingerprint, audio_sha)
+        except InvalidEntry:
             return None
-        if not all(np.isfinite(targets[n]).all() for n in STAT_NAMES) or int(n_frames) < 1:
-            return None
-        return int(n_frames)
 
     def _report_entry(self, path: Path, fingerprint: str, audio_sha: str, exc: InvalidEntry) -> None:
         if path in self._reported:

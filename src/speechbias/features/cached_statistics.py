@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from speechbias.features.cache import ClipStatistics, FeatureCache
+from speechbias.features.cache import STAT_NAMES, ClipStatistics, FeatureCache
 
 
 @dataclass
@@ -49,17 +49,6 @@ class StackedStatistics:
         )
 
 
-def stack_entries(entries: Sequence[ClipStatistics], shas: Sequence[str]) -> StackedStatistics:
-    """Cache entries (in the clips' order) as one :class:`StackedStatistics`."""
-    return StackedStatistics(
-        mean=np.stack([e.mean for e in entries]),
-        min=np.stack([e.min for e in entries]),
-        max=np.stack([e.max for e in entries]),
-        n_frames=np.array([e.n_frames for e in entries]),
-        audio_sha=list(shas),
-    )
-
-
 def read_stacked(shas: Sequence[str], cache: FeatureCache, fingerprint: str) -> StackedStatistics | None:
     """The valid entries of ``shas`` (audio sha256s, in the clips' order) read straight into one
     preallocated :class:`StackedStatistics`, each entry read and verified once (a repeated sha is
@@ -69,7 +58,7 @@ def read_stacked(shas: Sequence[str], cache: FeatureCache, fingerprint: str) -> 
     if not shas:
         return None
     first = cache.get(fingerprint, shas[0])  # its shape is the stack's
-    if first is None or any(getattr(first, name).dtype != np.float32 for name in ("mean", "min", "max")):
+    if first is None or any(getattr(first, name).dtype != np.float32 for name in STAT_NAMES):
         return None
     n, (layers, dim) = len(shas), first.mean.shape
     stacked = StackedStatistics(
@@ -79,23 +68,14 @@ def read_stacked(shas: Sequence[str], cache: FeatureCache, fingerprint: str) -> 
         n_frames=np.empty(n, dtype=np.int64),
         audio_sha=shas,
     )
-    stacked.mean[0], stacked.min[0], stacked.max[0], stacked.n_frames[0] = (
-        first.mean,
-        first.min,
-        first.max,
-        first.n_frames,
-    )
+    for name in (*STAT_NAMES, "n_frames"):
+        getattr(stacked, name)[0] = getattr(first, name)
     row_of = {shas[0]: 0}
     for row in range(1, n):
         sha = shas[row]
-        if sha in row_of:
-            done = row_of[sha]
-            stacked.mean[row], stacked.min[row], stacked.max[row] = (
-                stacked.mean[done],
-                stacked.min[done],
-                stacked.max[done],
-            )
-            stacked.n_frames[row] = stacked.n_frames[done]
+        if sha in row_of:  # a repeated clip: a copy of its first row
+            for name in (*STAT_NAMES, "n_frames"):
+                getattr(stacked, name)[row] = getattr(stacked, name)[row_of[sha]]
             continue
         n_frames = cache.read_into(fingerprint, sha, stacked.mean[row], stacked.min[row], stacked.max[row])
         if n_frames is None:
@@ -131,13 +111,9 @@ def fully_cached_statistics(paths: Sequence[str], cache: FeatureCache, fingerpri
     fails verification: reported once by the cache, recomputed by the loop). Index records are read
     first and entries only when every entry file exists, so a partly cached run reads no entry here."""
     records = index_records(paths, cache)
-    shas = []
-    for p in map(str, paths):
-        record = records[p]
-        if record is None or not cache.entry_path(fingerprint, record[0]).is_file():
-            return None
-        shas.append(record[0])
-    return read_stacked(shas, cache, fingerprint)
+    if count_uncached(paths, cache, fingerprint, records):
+        return None
+    return read_stacked([records[str(p)][0] for p in paths], cache, fingerprint)
 
 
 def load_statistics(
@@ -163,4 +139,10 @@ def load_statistics(
             raise RuntimeError(f"{p}: no cached statistics for upstream {fingerprint}; run extraction first")
         entries.append(entry)
         shas.append(sha)
-    return stack_entries(entries, shas)
+    return StackedStatistics(
+        mean=np.stack([e.mean for e in entries]),
+        min=np.stack([e.min for e in entries]),
+        max=np.stack([e.max for e in entries]),
+        n_frames=np.array([e.n_frames for e in entries]),
+        audio_sha=shas,
+    )

@@ -63,9 +63,9 @@ class ClipDataset(Dataset):
     """Decodes clips that miss the cache; yields the cached statistics (and ``None`` audio) of clips
     already cached, verified once here.
 
-    Each item: dict(index, path, sha, wav (1-D float32 tensor or None), cached (ClipStatistics or None)).
-    ``known``: the clips' audio-index records (:func:`index_records`), read before the loop;
-    ``preloaded``: statistics already read and verified, by path (nothing is read for those clips).
+    Each item: dict(path, sha, wav (1-D float32 tensor or None), cached (ClipStatistics or None)).
+    ``known``: every clip's audio-index record (:func:`index_records`), read before the loop;
+    ``preloaded``: statistics already read and verified, by path (nothing is read for those clips), or None.
     """
 
     def __init__(
@@ -73,18 +73,18 @@ class ClipDataset(Dataset):
         paths: Sequence[str],
         cache: FeatureCache,
         fingerprint: str,
-        min_samples: int = 1,
-        pad_short: bool = False,
-        known: dict[str, tuple[str, int] | None] | None = None,
-        preloaded: dict[str, tuple[str, ClipStatistics]] | None = None,
+        min_samples: int,
+        pad_short: bool,
+        known: dict[str, tuple[str, int] | None],
+        preloaded: dict[str, tuple[str, ClipStatistics]] | None,
     ):
         self.paths = [str(p) for p in paths]
         self.cache = cache
         self.fingerprint = fingerprint
         self.min_samples = min_samples
         self.pad_short = pad_short
-        self.known = known if known is not None else {}
-        self.preloaded = preloaded if preloaded is not None else {}
+        self.known = known
+        self.preloaded = preloaded or {}
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -93,18 +93,18 @@ class ClipDataset(Dataset):
         path = self.paths[i]
         if path in self.preloaded:
             sha, cached = self.preloaded[path]
-            return {"index": i, "path": path, "sha": sha, "wav": None, "cached": cached}
-        known = self.known[path] if path in self.known else self.cache.lookup_audio(path)
+            return {"path": path, "sha": sha, "wav": None, "cached": cached}
+        known = self.known[path]
         if known is not None:
             cached = self.cache.get(self.fingerprint, known[0])
             if cached is not None:
-                return {"index": i, "path": path, "sha": known[0], "wav": None, "cached": cached}
+                return {"path": path, "sha": known[0], "wav": None, "cached": cached}
         wav = load_audio(path, SAMPLE_RATE, min_samples=1)
         sha = audio_sha256(wav)
         self.cache.remember_audio(path, sha, wav.shape[0])
         cached = self.cache.get(self.fingerprint, sha)
         if cached is not None:
-            return {"index": i, "path": path, "sha": sha, "wav": None, "cached": cached}
+            return {"path": path, "sha": sha, "wav": None, "cached": cached}
         if wav.shape[0] < self.min_samples:
             if not self.pad_short:
                 raise AudioError(
@@ -113,7 +113,7 @@ class ClipDataset(Dataset):
                     f"{self.min_samples} (set extraction.pad_short=true to zero-pad)",
                 )
             wav = np.pad(wav, (0, self.min_samples - wav.shape[0]))
-        return {"index": i, "path": path, "sha": sha, "wav": torch.from_numpy(wav), "cached": None}
+        return {"path": path, "sha": sha, "wav": torch.from_numpy(wav), "cached": None}
 
 
 class BatchedClipDataset(Dataset):
@@ -145,10 +145,8 @@ def collate_clips(batch: list[list[dict]]) -> dict:
     for row, it in enumerate(todo):
         wavs[row, : it["wav"].shape[0]] = it["wav"]
     return {
-        "sha": [it["sha"] for it in todo],
         "wavs": wavs,
         "lengths": lengths,
-        "index": [it["index"] for it in items],
         "paths": [(it["path"], it["sha"]) for it in todo],
         "cached": [(it["path"], it["sha"], _as_fields(it["cached"])) for it in items if it["wav"] is None],
     }
@@ -160,15 +158,12 @@ def _as_fields(entry: ClipStatistics) -> tuple:
     return entry.mean, entry.min, entry.max, entry.n_frames
 
 
-def approximate_lengths(
-    paths: Sequence[str], cache: FeatureCache, known: dict[str, tuple[str, int] | None] | None = None
-) -> list[int]:
-    """Clip lengths in samples at 16 kHz from the hash index (``known``: records already read) or
+def approximate_lengths(paths: Sequence[str], known: dict[str, tuple[str, int] | None]) -> list[int]:
+    """Clip lengths in samples at 16 kHz from the audio-index records already read (``known``) or
     file headers (no decoding)."""
-    records = known if known is not None else index_records(paths, cache)
     out = []
     for p in paths:
-        record = records.get(str(p))
+        record = known.get(str(p))
         if record is not None:
             out.append(record[1])
             continue
@@ -206,8 +201,8 @@ class ExtractionModule(pl.LightningModule):
         return temporal_statistics(hidden, frame_lengths)
 
     def predict_step(self, batch: dict, batch_idx: int, dataloader_idx: int = 0) -> dict:
-        out = {"sha": batch["sha"], "paths": batch["paths"], "cached": batch["cached"], "stats": None}
-        if not batch["sha"]:
+        out = {"paths": batch["paths"], "cached": batch["cached"], "stats": None}
+        if not batch["paths"]:
             return out
         wavs, lengths = batch["wavs"], batch["lengths"]
         if self.upstream.pad_invariant:
@@ -240,7 +235,6 @@ class FeatureCacheWriter(BasePredictionWriter):
         super().__init__(write_interval="batch")
         self.cache = cache
         self.fingerprint = fingerprint
-        self.n_written = 0
 
     def write_on_batch_end(self, trainer, pl_module, prediction, batch_indices, batch, batch_idx, dataloader_idx):
         stats = prediction["stats"]
@@ -254,7 +248,6 @@ class FeatureCacheWriter(BasePredictionWriter):
             )
             self.cache.put(self.fingerprint, sha, entry)
             seen[sha], audio_sha[path] = entry, sha
-            self.n_written += 1
         for path, sha, (mean, minimum, maximum, n_frames) in prediction["cached"]:
             seen[sha] = ClipStatistics(mean=mean, min=minimum, max=maximum, n_frames=int(n_frames))
             audio_sha[path] = sha
@@ -293,7 +286,7 @@ def run_extraction(
         known=known,
         preloaded=preloaded,
     )
-    batches = length_sorted_batches(approximate_lengths(paths, cache, known), batch_size)
+    batches = length_sorted_batches(approximate_lengths(paths, known), batch_size)
     loader = DataLoader(
         BatchedClipDataset(dataset, batches),
         batch_size=1,

@@ -18,16 +18,12 @@ from __future__ import annotations
 import torch
 
 
-def _accumulation_device(device: torch.device) -> torch.device:
-    """Where the float64 sums run: the states' device, or the CPU for MPS (no float64 there)."""
-    return torch.device("cpu") if device.type == "mps" else device
-
-
 def temporal_statistics(hidden_states: list[torch.Tensor], frame_lengths: torch.Tensor) -> dict[str, torch.Tensor]:
     """Mean/min/max over valid frames for every layer, as float32 (B, L, D) tensors + ``n_frames`` (B,)."""
     if not hidden_states:
         raise ValueError("hidden_states is empty: the upstream returned no layers")
-    device = _accumulation_device(hidden_states[0].device)
+    # where the float64 sums run: the states' device, or the CPU for MPS (no float64 there)
+    device = torch.device("cpu") if hidden_states[0].device.type == "mps" else hidden_states[0].device
     t = hidden_states[0].shape[1]
     lengths = frame_lengths.to(device).long().clamp(max=t)
     if bool((lengths < 1).any()):

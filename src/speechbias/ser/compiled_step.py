@@ -50,10 +50,12 @@ def _dot(u, x):
 
 
 @njit(cache=True, error_model="numpy")
-def _adam_vector(p, m, v, g, scale, step_size, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps):
+def _adam_vector(p, m, v, g, scale, hyper):
     """Adam's update of float32 vectors p, m, v (in place) with gradient ``scale * g`` (scale 1 for g
     itself: x * 1 == x exactly), in torch's order of operations: ``m.lerp_(g, 1 - beta1)``,
-    ``v.mul_(beta2).addcmul_(g, g, 1 - beta2)``, ``p.addcdiv_(m, sqrt(v) / sqrt(bc2) + eps, -step_size)``."""
+    ``v.mul_(beta2).addcmul_(g, g, 1 - beta2)``, ``p.addcdiv_(m, sqrt(v) / sqrt(bc2) + eps, -step_size)``.
+    ``hyper``: the step's float32 (step_size, 1 - beta1, beta2, 1 - beta2, sqrt(bc2), eps)."""
+    step_size, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps = hyper
     for i in range(p.shape[0]):
         gi = scale * g[i]
         mi = m[i] + one_minus_beta1 * (gi - m[i])
@@ -64,16 +66,12 @@ def _adam_vector(p, m, v, g, scale, step_size, one_minus_beta1, beta2, one_minus
 
 
 @njit(cache=True, error_model="numpy")
-def _adam_rank_one_rows(
-    w1, m, v, w2_row, dv, step_size, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps, grad_w2
-):
+def _adam_rank_one_rows(w1, m, v, w2_row, dv, hyper, grad_w2):
     """Adam on ``w1`` (H, D) with gradient ``w2_row[h] * dv[d]`` (never stored), in place; first writes
     ``grad_w2[h] = dv . w1[h]`` (the W2 gradient's product term, from each row before it changes)."""
     for h in range(w1.shape[0]):
         grad_w2[h] = _dot(dv, w1[h])
-        _adam_vector(
-            w1[h], m[h], v[h], dv, w2_row[h], step_size, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps
-        )
+        _adam_vector(w1[h], m[h], v[h], dv, w2_row[h], hyper)
 
 
 @njit(cache=True, error_model="numpy")
@@ -180,11 +178,14 @@ def heads_adam_step(
             steps[k, j] = t
         beta1, beta2 = beta1s[k], beta2s[k]
         # as torch: bias corrections and step size in float64, cast to float32 where they meet tensors
-        step_size = np.float32(lrs[k] / (1.0 - beta1 ** float(t)))
-        bc2_sqrt = np.float32(math.sqrt(1.0 - beta2 ** float(t)))
-        eps = np.float32(epss[k])
-        f_beta2 = np.float32(beta2)
-        one_minus_beta1, one_minus_beta2 = np.float32(1.0 - beta1), np.float32(1.0 - beta2)
+        hyper = (
+            np.float32(lrs[k] / (1.0 - beta1 ** float(t))),
+            np.float32(1.0 - beta1),
+            np.float32(beta2),
+            np.float32(1.0 - beta2),
+            np.float32(math.sqrt(1.0 - beta2 ** float(t))),
+            np.float32(epss[k]),
+        )
         mse[k] = squared[k] / batch
         dc = np.float32(0.0)
         for i in range(batch):
@@ -201,42 +202,11 @@ def heads_adam_step(
         for h in range(n_hidden):
             grad_b1[h] = w2[k, 0, h] * dc
         # W1 (gradient W2^T dv made on the fly) and the product term of W2's gradient, from the old rows
-        _adam_rank_one_rows(
-            w1[k],
-            m_w1[k],
-            v_w1[k],
-            w2[k, 0],
-            dv[k],
-            step_size,
-            one_minus_beta1,
-            f_beta2,
-            one_minus_beta2,
-            bc2_sqrt,
-            eps,
-            grad_w2,
-        )
+        _adam_rank_one_rows(w1[k], m_w1[k], v_w1[k], w2[k, 0], dv[k], hyper, grad_w2)
         for h in range(n_hidden):
             grad_w2[h] = grad_w2[h] + dc * b1[k, h]
         grad_b2[0] = dc
-        _adam_vector(
-            a[k], m_a[k], v_a[k], da, unit, step_size, one_minus_beta1, f_beta2, one_minus_beta2, bc2_sqrt, eps
-        )
-        _adam_vector(
-            w2[k, 0],
-            m_w2[k, 0],
-            v_w2[k, 0],
-            grad_w2,
-            unit,
-            step_size,
-            one_minus_beta1,
-            f_beta2,
-            one_minus_beta2,
-            bc2_sqrt,
-            eps,
-        )
-        _adam_vector(
-            b1[k], m_b1[k], v_b1[k], grad_b1, unit, step_size, one_minus_beta1, f_beta2, one_minus_beta2, bc2_sqrt, eps
-        )
-        _adam_vector(
-            b2[k], m_b2[k], v_b2[k], grad_b2, unit, step_size, one_minus_beta1, f_beta2, one_minus_beta2, bc2_sqrt, eps
-        )
+        _adam_vector(a[k], m_a[k], v_a[k], da, unit, hyper)
+        _adam_vector(w2[k, 0], m_w2[k, 0], v_w2[k, 0], grad_w2, unit, hyper)
+        _adam_vector(b1[k], m_b1[k], v_b1[k], grad_b1, unit, hyper)
+        _adam_vector(b2[k], m_b2[k], v_b2[k], grad_b2, unit, hyper)

@@ -76,7 +76,7 @@ def already_collated(batch: dict) -> dict:
 
 
 def as_one_step(batch: dict) -> list[dict]:
-    """``collate_fn`` of an unchunked training loader: a chunk of one optimiser step's batch."""
+    """``collate_fn`` of the DDP training loader: a chunk of one optimiser step's batch."""
     return [batch]
 
 
@@ -220,14 +220,6 @@ class LayerMeansDataModule(pl.LightningDataModule):
         self.seed = int(seed)
         self.num_workers = int(num_workers)
 
-    @property
-    def num_layers(self) -> int:
-        return int(self.train_set.features.shape[1])
-
-    @property
-    def input_size(self) -> int:
-        return int(self.train_set.features.shape[2])
-
     def rank_batch_size(self, world_size: int = 1) -> int:
         """Rows of a global batch that each of ``world_size`` ranks takes: ceil(batch_size / world_size)."""
         return math.ceil(self.batch_size / max(int(world_size), 1))
@@ -266,14 +258,6 @@ class LayerMeansDataModule(pl.LightningDataModule):
                 num_workers=self.num_workers,
             )
         sampler = EpochSeededSampler(len(self.train_set), self.seed, self._current_epoch)
-        if self.steps_per_call == 1:
-            return DataLoader(
-                self.train_set,
-                batch_size=self.batch_size,
-                sampler=sampler,
-                collate_fn=as_one_step,
-                num_workers=self.num_workers,
-            )
         # worker processes would send the whole source with every batch: they get gathered rows
         gather = self.gather_training_rows or self.num_workers > 0
         return DataLoader(

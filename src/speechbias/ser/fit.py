@@ -132,8 +132,7 @@ class StepBoundedProgressBar(RichProgressBar):
 
     def step_bounded_description(self, trainer: pl.Trainer) -> str | None:
         """``Epoch e/E`` (see the class docstring), or None without the datamodule's steps per epoch."""
-        datamodule = trainer.datamodule
-        per_epoch = getattr(datamodule, "steps_per_epoch", None) if datamodule is not None else None
+        per_epoch = getattr(trainer.datamodule, "steps_per_epoch", None)  # None without a datamodule
         if not (callable(per_epoch) and trainer.max_steps > 0):
             return None
         steps = per_epoch(trainer.world_size)
@@ -162,7 +161,7 @@ def use_step_bounded_progress_bar(trainer: pl.Trainer) -> pl.Trainer:
 
 def fit_valence_head(
     trainer: pl.Trainer, module: pl.LightningModule, datamodule: pl.LightningDataModule, checkpoint_dir: str | Path
-) -> pl.Trainer:
+) -> None:
     """``trainer.fit``, resuming from ``<checkpoint_dir>/last.ckpt`` when it exists. A checkpoint that
     cannot be written (full or read-only disk; torch's writer raises its own RuntimeError, judged by the
     file system's state) is a :class:`~speechbias.errors.StorageError` naming it."""
@@ -178,4 +177,3 @@ def fit_valence_head(
         if error is exc:
             raise
         raise error from exc
-    return trainer

@@ -77,19 +77,6 @@ def compiled_step_available(step_kernel: str = "auto") -> bool:
     return not _compiled_missing
 
 
-def stack_parameters(heads: Sequence[ValenceHead]) -> list[torch.Tensor]:
-    """Make every head's parameters views of one (K, ...) stack per kind (``PARAMETER_NAMES`` order),
-    from their current values; returns the stacks."""
-    stacks = []
-    for name in PARAMETER_NAMES:
-        params = [h.get_parameter(name) for h in heads]
-        stack = torch.stack([p.detach() for p in params])
-        for k, p in enumerate(params):
-            p.data = stack[k]
-        stacks.append(stack)
-    return stacks
-
-
 class HeadsAdam(torch.optim.Adam):
     """Adam (default betas and eps, no weight decay, fused kernel) over ``heads``, head k with
     learning rate ``lrs[k]``; ``step(batch=...)`` the compiled step (see the module docstring)."""
@@ -134,31 +121,30 @@ class HeadsAdam(torch.optim.Adam):
         return True
 
     def _bind(self) -> tuple:
-        """The numpy views the compiled pass updates, bound afresh: the parameters' (K, ...) stacks
-        and Adam's state moved into (K, ...) stacks from its current values (zeros and step 0 where a
-        parameter has none yet, as Adam initialises it)."""
-        values = stack_parameters(self.heads)
-        kinds = [[h.get_parameter(name) for h in self.heads] for name in PARAMETER_NAMES]
+        """The numpy views the compiled pass updates, bound afresh: each kind of parameter
+        (``PARAMETER_NAMES`` order) made views of one (K, ...) stack of its current values, and Adam's
+        state moved into (K, ...) stacks from its current values (zeros and step 0 where a parameter
+        has none yet, as Adam initialises it)."""
         steps = torch.zeros((len(self.heads), len(PARAMETER_NAMES)), dtype=torch.float32)
-        moments = []
-        for j, kind in enumerate(kinds):
-            states = [self.state.get(p) or {} for p in kind]
-            for key in ("exp_avg", "exp_avg_sq"):
-                moments.append(
-                    torch.stack(
-                        [
-                            s[key].detach().to(torch.float32) if key in s else torch.zeros_like(p)
-                            for s, p in zip(states, kind)
-                        ]
-                    ).contiguous()
-                )
-            for k, s in enumerate(states):
-                if "step" in s:
-                    steps[k, j] = float(s["step"])
+        values, moments = [], []
         self._flat_params, self._pointers, self._bound_state = [], [], []
-        for j, kind in enumerate(kinds):
-            exp_avg, exp_avg_sq = moments[2 * j], moments[2 * j + 1]
-            for k, p in enumerate(kind):
+        for j, name in enumerate(PARAMETER_NAMES):
+            kind = [h.get_parameter(name) for h in self.heads]
+            values.append(torch.stack([p.detach() for p in kind]))
+            states = [self.state.get(p) or {} for p in kind]
+            exp_avg, exp_avg_sq = (
+                torch.stack(
+                    [
+                        s[key].detach().to(torch.float32) if key in s else torch.zeros_like(p)
+                        for s, p in zip(states, kind)
+                    ]
+                ).contiguous()
+                for key in ("exp_avg", "exp_avg_sq")
+            )
+            moments += [exp_avg, exp_avg_sq]
+            for k, (p, s) in enumerate(zip(kind, states)):
+                p.data = values[j][k]
+                steps[k, j] = float(s["step"]) if "step" in s else 0.0
                 state = {"step": steps[k, j], "exp_avg": exp_avg[k], "exp_avg_sq": exp_avg_sq[k]}
                 self.state[p] = state
                 self._flat_params.append(p)

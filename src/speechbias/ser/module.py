@@ -117,13 +117,6 @@ class ValenceRegressor(pl.LightningModule):
             raise ValueError(f"this module trains {len(self.heads)} heads (lr={list(self.lrs)}); use .heads")
         return self.heads[0]
 
-    @property
-    def lr(self) -> float:
-        """The learning rate of a one-head module (ValueError when it trains several)."""
-        if len(self.lrs) != 1:
-            raise ValueError(f"this module trains {len(self.lrs)} heads (lr={list(self.lrs)}); use .lrs")
-        return self.lrs[0]
-
     def forward(self, layer_means: torch.Tensor) -> torch.Tensor:
         """(B, L, D) per-layer means -> (K, B) predictions on the [0, 1] scale, one row per head."""
         return predict_with_heads(self.heads, layer_means)
@@ -146,14 +139,6 @@ class ValenceRegressor(pl.LightningModule):
                 self.manual_backward(per_head.sum())
                 optimiser.step()
             self._log_train_mse(per_head.detach())
-
-    def _single_process_full_precision(self) -> bool:
-        """One process at 32-bit precision (True for a module not attached to a trainer)."""
-        try:
-            trainer = self.trainer
-        except RuntimeError:  # not attached to a Trainer
-            return True
-        return trainer.world_size == 1 and str(trainer.precision) in ("32-true", "32")
 
     def _log_train_mse(self, per_head: torch.Tensor) -> None:
         """Logs ``ser/train/mse`` (per head), the mean training loss of the last
@@ -231,7 +216,11 @@ class ValenceRegressor(pl.LightningModule):
         process at full precision, unless ``step_kernel`` is ``torch`` or numba cannot be set up,
         :class:`~speechbias.ser.heads_adam.HeadsAdam` (the same Adam, whose ``step(batch=...)`` is the
         compiled step of all heads)."""
-        cpu_fast_path = self._single_process_full_precision() and self.device.type == "cpu"
+        try:
+            one_process_fp32 = self.trainer.world_size == 1 and str(self.trainer.precision) in ("32-true", "32")
+        except RuntimeError:  # a module not attached to a Trainer
+            one_process_fp32 = True
+        cpu_fast_path = one_process_fp32 and self.device.type == "cpu"
         if self.step_kernel == "compiled" and not cpu_fast_path:
             raise ValueError(
                 "step_kernel=compiled needs one process at 32-bit precision on a CPU (GPUs, DDP and "

@@ -14,15 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-import numpy as np
 import pandas as pd
 
 from speechbias import stats
-
-if TYPE_CHECKING:
-    from speechbias.stats import CohensDResult
 
 PREDICTION_COLUMNS = ("upstream", "test", "lr", "role", "predicted_valence", "ser_data")
 
@@ -35,12 +30,6 @@ def lr_label(lr) -> str:
         return str(lr)
     mantissa = mantissa.rstrip("0").rstrip(".")
     return f"{mantissa}e{int(exponent)}"
-
-
-def cohens_d(x, y) -> CohensDResult:
-    """Cohen's d (pooled SD, ddof=1, 95% CI) of ``x`` vs. ``y``: :func:`speechbias.stats.cohens_d` (scipy, for
-    its CI, imported at the first call: a sweep report without SER runs imports no scipy, ~1 CPU-s)."""
-    return stats.cohens_d(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
 
 
 def read_predictions(tables: Iterable[pd.DataFrame | str | Path]) -> pd.DataFrame:
@@ -91,7 +80,7 @@ def pooled_propagation(
             y = g.loc[g["role"] == "Y", "predicted_valence"].to_numpy(float)
             if x.size < 2 or y.size < 2:
                 raise ValueError(f"{label}, lr={lr}: need >= 2 X and >= 2 Y predictions, have {x.size} and {y.size}")
-            res = cohens_d(x, y)
+            res = stats.cohens_d(x, y)  # scipy imported at the first call, not with this module
             rows.append(
                 {
                     **label,

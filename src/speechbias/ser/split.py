@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 
@@ -36,19 +34,3 @@ def dev_split(speakers, fraction: float = 0.125, seed: int = 0, speaker_disjoint
         if mask.sum() >= target:
             break
     return mask
-
-
-@dataclass(frozen=True)
-class DevSplit:
-    """The dev split settings of a valence set (``ser_data.dev_fraction``, ``.split_seed``,
-    ``.speaker_disjoint``); calling it with the clips' speakers gives :func:`dev_split`'s mask."""
-
-    fraction: float = 0.125
-    seed: int = 0
-    speaker_disjoint: bool = False
-
-    def __call__(self, speakers) -> np.ndarray:
-        """Boolean mask (N,) of dev clips for ``speakers`` (N,)."""
-        return dev_split(
-            speakers, fraction=float(self.fraction), seed=int(self.seed), speaker_disjoint=bool(self.speaker_disjoint)
-        )

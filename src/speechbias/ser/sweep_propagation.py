@@ -54,7 +54,7 @@ def propagation_table(propagation: pd.DataFrame, predictions: pd.DataFrame) -> p
             table = pd.concat([pooled, table], ignore_index=True)
     out = table.merge(info, on=["upstream", "test"], how="left")
     out["agree"] = np.sign(out["speat_d"]) == np.sign(out["cohens_d"])
-    out = out.assign(_o=out["lr"].map(lr_rank)).sort_values("_o", kind="stable").drop(columns="_o")
+    out = out.sort_values("lr", key=lambda lr: lr.map(lr_rank), kind="stable")
     return out[cols].reset_index(drop=True)
 
 
@@ -73,15 +73,11 @@ def agreement_counts(prop: pd.DataFrame) -> pd.DataFrame:
         )
         if g.empty:
             continue
-        res = sign_agreement(
-            g.rename(columns={"upstream": "model"})[["model", "test", "speat_d"]],
-            g.rename(columns={"upstream": "model"})[["model", "test", "cohens_d"]],
-        )
+        g = g.rename(columns={"upstream": "model"})
+        res = sign_agreement(g[["model", "test", "speat_d"]], g[["model", "test", "cohens_d"]])
         rows.append({"lr": lr, "n_agree": res.n_agree, "n_total": res.n_total})
     out = pd.DataFrame(rows, columns=cols)
-    return (
-        out.assign(_o=out["lr"].map(lr_rank)).sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
-    )
+    return out.sort_values("lr", key=lambda lr: lr.map(lr_rank), kind="stable").reset_index(drop=True)
 
 
 def lr_rank(lr: str) -> float:

@@ -10,7 +10,7 @@ Scales: MESS 0-100, EU-Emotion 1-5, the shipped demo set 0-100 (synthetic, espea
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +41,6 @@ class ValenceSet:
     high: float
     source: str = ""
     synthetic: bool = False
-    problems: list[str] = field(default_factory=list)
 
     def __post_init__(self):
         self.table = validate_valence_table(self.table, self.low, self.high, self.source or self.name)
@@ -69,13 +68,11 @@ def unscale_valence(values, low: float, high: float) -> np.ndarray:
     return np.asarray(values, dtype=np.float64) * (high - low) + low
 
 
-def validate_valence_table(
-    df: pd.DataFrame, low: float, high: float, source: str, check_files: bool = True
-) -> pd.DataFrame:
+def validate_valence_table(df: pd.DataFrame, low: float, high: float, source: str) -> pd.DataFrame:
     """A clean copy of ``df`` or :class:`ValenceDataError` naming ``source`` and the bad rows.
 
     Checks: required columns; every clip has a numeric, finite rating inside [low, high];
-    unique clip ids; every audio file exists (``check_files``). Row numbers in messages count
+    unique clip ids; every audio file exists. Row numbers in messages count
     from 2 (the first data line of a CSV with a header).
     """
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
@@ -109,13 +106,12 @@ def validate_valence_table(
     dup = out.index[out["clip_id"].duplicated(keep=False)]
     if len(dup):
         raise ValenceDataError(f"{source}: duplicate clip_id in row(s) {_rows(dup)}")
-    if check_files:
-        absent = out.index[~out["path"].map(lambda p: Path(p).is_file())]
-        if len(absent):
-            raise ValenceDataError(
-                f"{source}: {len(absent)} audio file(s) not found in row(s) {_rows(absent)}, "
-                f"e.g. {out.loc[absent[0], 'path']}"
-            )
+    absent = out.index[~out["path"].map(lambda p: Path(p).is_file())]
+    if len(absent):
+        raise ValenceDataError(
+            f"{source}: {len(absent)} audio file(s) not found in row(s) {_rows(absent)}, "
+            f"e.g. {out.loc[absent[0], 'path']}"
+        )
     if len(out) < 2:
         raise ValenceDataError(f"{source}: needs at least 2 rated clips, has {len(out)}")
     return out
@@ -164,9 +160,7 @@ def mess_valence_set(
         raise ValenceDataError(
             f"{source}: {len(unrated)} MESS clip(s) on disk have no valence rating, e.g. {unrated[:5]}"
         )
-    return ValenceSet(
-        name="mess", table=table, low=low, high=high, source=source, problems=list(table.attrs.get("problems", []))
-    )
+    return ValenceSet(name="mess", table=table, low=low, high=high, source=source)
 
 
 def eu_emotion_valence_set(
@@ -177,11 +171,4 @@ def eu_emotion_valence_set(
 
     table = load_eu_emotion(root, ratings=ratings)
     source = str(ratings) if ratings else f"EU-Emotion ratings under {root}"
-    return ValenceSet(
-        name="eu_emotion",
-        table=table,
-        low=low,
-        high=high,
-        source=source,
-        problems=list(table.attrs.get("problems", [])),
-    )
+    return ValenceSet(name="eu_emotion", table=table, low=low, high=high, source=source)

@@ -19,12 +19,13 @@ import gc
 import logging
 import shlex
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import pytorch_lightning as pl
 import torch
 
 from speechbias.aggregation import Aggregation
-from speechbias.callbacks.propagation import PropagationCallback, PropagationTest, read_run_tables, summary_metrics
+from speechbias.callbacks.propagation import PropagationCallback, PropagationTest, summary_from_results
 from speechbias.features.cache import FeatureCache
 from speechbias.features.extraction import extract_statistics
 from speechbias.features.extraction_settings import ExtractionSettings
@@ -37,7 +38,7 @@ from speechbias.ser.datamodule import LayerMeansDataModule
 from speechbias.ser.fit import fit_trainer, fit_valence_head
 from speechbias.ser.module import ValenceRegressor
 from speechbias.ser.pooling import lr_label
-from speechbias.ser.split import DevSplit
+from speechbias.ser.split import dev_split
 from speechbias.ser.training_settings import PropagationSettings, TrainingSettings, ValenceDataSettings
 from speechbias.ser.valence import ValenceSet
 from speechbias.stimuli.bias_test import BiasTest, ClipCheck
@@ -46,11 +47,6 @@ from speechbias.upstream.base import Upstream
 log = logging.getLogger(__name__)
 
 TASK_NAME = "train_ser"
-
-
-def is_demo_run(test_names: Sequence[str], synthetic: bool) -> bool:
-    """True for a synthetic training set or any demo bias test (``demo_*``)."""
-    return bool(synthetic) or any(is_demo_test(t) for t in test_names)
 
 
 #: the paper's six US tests, the ones a pre-trained model's propagation is measured on (experiment=paper_propagation)
@@ -77,6 +73,7 @@ def demo_data_notice(
     )
 
 
+@dataclass(eq=False, repr=False)
 class TrainSerTask:
     """Train valence heads on an upstream's cached per-layer means and measure bias propagation.
 
@@ -101,43 +98,28 @@ class TrainSerTask:
             check's settings: :class:`~speechbias.stimuli.bias_test.ClipCheck`; None: not checked).
     """
 
-    def __init__(
-        self,
-        valence: ValenceSet,
-        bias_tests: Sequence[BiasTest],
-        upstream: Upstream,
-        cache: FeatureCache,
-        head: Callable[..., ValenceRegressor],
-        trainer: Callable[..., pl.Trainer],
-        writer: RunWriter,
-        tracker: Tracker,
-        aggregation: Aggregation,
-        training: TrainingSettings,
-        valence_data: ValenceDataSettings,
-        propagation: PropagationSettings = PropagationSettings(),
-        extraction: ExtractionSettings = ExtractionSettings(),
-        upstream_name: str | None = None,
-        seed: int = 0,
-        force: bool = False,
-        clip_check: ClipCheck | None = None,
-    ):
-        self.valence = valence
-        self.bias_tests = list(bias_tests)
-        self.upstream = upstream
-        self.upstream_name = upstream_name
-        self.cache = cache
-        self.head = head
-        self.trainer = trainer
-        self.writer = writer
-        self.tracker = tracker
-        self.aggregation = aggregation
-        self.training = training
-        self.valence_data = valence_data
-        self.propagation = propagation
-        self.extraction = extraction
-        self.seed = int(seed)
-        self.force = bool(force)
-        self.clip_check = clip_check
+    valence: ValenceSet
+    bias_tests: Sequence[BiasTest]
+    upstream: Upstream | None
+    cache: FeatureCache
+    head: Callable[..., ValenceRegressor]
+    trainer: Callable[..., pl.Trainer]
+    writer: RunWriter
+    tracker: Tracker
+    aggregation: Aggregation
+    training: TrainingSettings
+    valence_data: ValenceDataSettings
+    propagation: PropagationSettings = PropagationSettings()
+    extraction: ExtractionSettings = ExtractionSettings()
+    upstream_name: str | None = None
+    seed: int = 0
+    force: bool = False
+    clip_check: ClipCheck | None = None
+
+    def __post_init__(self):
+        self.bias_tests = list(self.bias_tests)
+        self.seed = int(self.seed)
+        self.force = bool(self.force)
 
     def run(self, config: dict | None = None) -> dict:
         """Extract, fit, measure propagation, publish; returns the summary metrics (those of the
@@ -161,7 +143,7 @@ class TrainSerTask:
             "valence_low": self.valence.low,
             "valence_high": self.valence.high,
         }  # the rating scale
-        demo = is_demo_run([t.name for t in tests], self.valence.synthetic)
+        demo = self.valence.synthetic or any(is_demo_test(t.name) for t in tests)  # a demo set or test (demo_*)
         fields = self.upstream.fingerprint_fields()
         pretrained = is_pretrained(fields)
         if demo:
@@ -202,8 +184,7 @@ class TrainSerTask:
         self.upstream = None  # the heads train on cached means: free the model's memory
         del stats
         gc.collect()
-        dev_split = DevSplit(fraction=data.dev_fraction, seed=data.split_seed, speaker_disjoint=data.speaker_disjoint)
-        dev = dev_split(self.valence.table["speaker"])
+        dev = dev_split(self.valence.table["speaker"], data.dev_fraction, data.split_seed, data.speaker_disjoint)
         datamodule = LayerMeansDataModule(
             means,
             self.valence.scaled,
@@ -246,8 +227,3 @@ def console_value(value):
     """A summary value as the console shows it: floats to 4 significant digits (``0.8552``), the rest as
     they are; the files keep full precision."""
     return f"{value:.4g}" if isinstance(value, float) else value
-
-
-def summary_from_results(output_dir) -> dict:
-    """Summary metrics of a finished run folder (its results.csv and pooled.csv)."""
-    return summary_metrics(*read_run_tables(output_dir))

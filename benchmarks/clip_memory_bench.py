@@ -99,7 +99,7 @@ def child(name: str, overrides: dict, seconds: float) -> None:
                 enable_model_summary=False,
                 enable_progress_bar=False,
             )
-            extract_statistics(upstream, [path], Path(tmp) / "cache", trainer, batch_size=1, load=False)
+            extract_statistics(upstream, [path], Path(tmp) / "cache", trainer, batch_size=1)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps({"before": before, "peak": peak}))
 

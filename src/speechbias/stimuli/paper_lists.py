@@ -280,9 +280,11 @@ def _torgo_index(sources: CorpusSources) -> dict[str, Path]:
 def match_audio(rows: pd.DataFrame, sources: CorpusSources) -> tuple[pd.DataFrame, list[str]]:
     """``rows`` with ``path`` filled from the user's corpora, and a description of each row not found."""
     paths, missing = [], []
+    torgo: dict[str, Path] | None = None  # built from TORGO's table once, not per row
     for r in rows.itertuples(index=False):
         if r.source == "torgo":
-            index = _torgo_index(sources)
+            torgo = _torgo_index(sources) if torgo is None else torgo
+            index = torgo
         else:
             index = sources.audio_index(r.source)
         hit = index.get(str(r.key).lower())

@@ -116,14 +116,16 @@ def test_report_of_hostile_and_broken_run_folders_is_written_escaped_and_flagged
 @pytest.mark.slow
 def test_a_rerun_reads_a_hostile_run_digest_and_status_as_no_record(tmp_path):
     """Resume reads the folder too: a run_digest.json or job_status.json of another shape (a list, a file
-    record that is not an object) is no record: the rerun says so in one line and recomputes, exit 0."""
+    record that is not an object, a clip's hash that is no string) is no record: the rerun says so in one line and recomputes, exit 0."""
     run, cache = tmp_path / "run", tmp_path / "cache"
     args = (f"hydra.run.dir={run}", f"paths.cache_dir={cache}")
     _ok(_evaluate(*args))
     want = pd.read_csv(run / "results.csv")[["test", "d", "p"]]
     record = json.loads((run / "run_digest.json").read_text())
+    clip_typed = json.loads(json.dumps(record))
+    clip_typed["clips"][next(iter(clip_typed["clips"]))] = [1]  # a clip's audio sha256 that is no string
     record["files"]["results.csv"] = 5  # its digest still matches the config: only the record's shape is wrong
-    for hostile in ("[1, 2]", json.dumps(record)):
+    for hostile in ("[1, 2]", json.dumps(record), json.dumps(clip_typed)):
         (run / "run_digest.json").write_text(hostile)
         (run / "job_status.json").write_text('["running"]')
         out = _ok(_evaluate(*args))

@@ -189,6 +189,17 @@ def test_a_repeat_that_read_other_stimuli_is_refused_naming_the_clip(runs, tmp_p
     shutil.copy(demo / "demo_voice.csv", stimuli / "demo_voice.csv")
     sweep, manifest = tmp_path / "sweep", f"bias_test.manifest={stimuli / 'demo_voice.csv'}"
     old = _demo_run(sweep / "old", runs["cache"], "speat.n_permutations=100", manifest)
+    # the same stimuli read from another folder: a repeat (the digest keys clips by path, the audio is the same)
+    moved = tmp_path / "moved"
+    shutil.copytree(stimuli, moved)
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(old, elsewhere / "old")
+    _demo_run(
+        elsewhere / "moved", runs["cache"], "speat.n_permutations=100", f"bias_test.manifest={moved / 'demo_voice.csv'}"
+    )
+    done = _report(elsewhere)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "1 SpEAT run(s) repeat an earlier run" in done.stderr + done.stdout
     clip = stimuli / "audio" / "demo_voice" / "female_00.flac"
     audio, rate = sf.read(clip)
     sf.write(clip, audio * 0.5, rate)  # re-recorded: quieter

@@ -239,10 +239,11 @@ def _on_unraisable(unraisable) -> None:
 def _raising_at_next_call(stop: RunStopped):
     """A one-shot ``sys.setprofile`` function that raises ``stop`` at the next call event: an error there
     propagates from the call (a return event's may be dropped while an exception unwinds). Raised inside
-    another callback that cannot raise, it comes back through :func:`_on_unraisable` and waits again."""
+    another callback that cannot raise, it comes back through :func:`_on_unraisable` and waits again; the call
+    of that hook itself (another unraisable reported first) is passed over: an error there would be dropped."""
 
     def raise_stop(frame: FrameType, event: str, arg: object) -> None:
-        if event in ("call", "c_call"):
+        if event in ("call", "c_call") and frame.f_code is not _on_unraisable.__code__:
             sys.setprofile(None)
             raise stop
 

@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 REPORT_MARKER = ".speechbias_sweep_report"
 # a SpEAT result is identified by what produced it; the same key twice means a duplicated run
 SPEAT_KEY = ("fingerprint", "test", "aggregation", "seed", "n_permutations")
+# what a repeat is named by (a table without a column names it "?")
+REPEAT_NAMED = ("upstream", "test", "aggregation")
 # the job folder table of a SpEAT job of several pairs (speechbias.tasks.speat_pairs.PAIRS_TABLE + ".csv")
 PAIRS_FILE = "pairs.csv"
 # what a sweep folder looks like: an experiment's fixed folder, or an ad-hoc sweep's dated one
@@ -73,7 +75,8 @@ class SweepResults:
     ``flagged``: result rows left out (``run_dir``, ``column``, ``value``, ``why``): not finite, out of range.
     ``malformed``: folders whose tables could not be read (relative path -> why), skipped.
     ``stale``: pair folders of an earlier list of their job, not counted.
-    ``repeats``: (left out, kept) run folders of each SpEAT run left out as a repeat of a newer one.
+    ``repeats``: (left out, kept, (upstream, test, aggregation)) of each SpEAT run left out as a repeat of a
+    newer one: the two run folders and what they measured.
     """
 
     sweep_dirs: list[Path]
@@ -88,7 +91,7 @@ class SweepResults:
     flagged: pd.DataFrame = field(default_factory=pd.DataFrame)
     malformed: dict[str, str] = field(default_factory=dict)
     stale: list[str] = field(default_factory=list)
-    repeats: list[tuple[str, str]] = field(default_factory=list)
+    repeats: list[tuple[str, str, tuple[str, str, str]]] = field(default_factory=list)
 
     @property
     def duplicates(self) -> int:
@@ -420,7 +423,10 @@ def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str
         table = table.sort_values("_mtime", kind="stable")
         dup = table.duplicated(key, keep="last")
         newest = table.groupby(key, sort=False, dropna=False)["run_dir"].transform("last")
-        out.repeats = list(zip(table.loc[dup, "run_dir"].astype(str), newest[dup].astype(str)))
+        named = [table[c].astype(str) if c in table.columns else pd.Series("?", table.index) for c in REPEAT_NAMED]
+        out.repeats = list(
+            zip(table.loc[dup, "run_dir"].astype(str), newest[dup].astype(str), zip(*(n[dup] for n in named)))
+        )
         if out.duplicates:
             log.warning(
                 "%d SpEAT run(s) repeat an earlier run (same %s); keeping the newest of each",

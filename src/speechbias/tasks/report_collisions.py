@@ -127,16 +127,15 @@ def _fix(first: Path, second: Path, sweep_dirs: Sequence[Path]) -> str:
 
 def _stimuli_change(first: Path, second: Path) -> str:
     """What their run digests say changed in the stimuli read (``clip x.wav changed (audio sha256 ...)``,
-    ``bias_test.manifest.sha256: ...``); '' when nothing did or a digest (or its clips) is missing."""
+    ``bias_test.manifest.sha256: ...``); '' when the manifest and the clips' audio are the same (clips read from
+    another folder count as the same: a digest keys a clip by its path), or a digest (or its clips) is missing."""
     old, new = read_digest(first / RUN_DIGEST_FILE), read_digest(second / RUN_DIGEST_FILE)
     if old is None or new is None or "clips" not in old or "clips" not in new:
         return ""
     manifest = "bias_test.manifest.sha256"
-    only = [
-        {"extra": {k: v for k, v in d.get("extra", {}).items() if k == manifest}, "clips": d["clips"]}
-        for d in (old, new)
-    ]
-    return describe_change(*only) if changed_keys(*only) else ""
+    only = [{"extra": {manifest: d.get("extra", {}).get(manifest)}, "clips": d["clips"]} for d in (old, new)]
+    same_audio = sorted(map(str, old["clips"].values())) == sorted(map(str, new["clips"].values()))
+    return "" if same_audio and only[0]["extra"] == only[1]["extra"] else describe_change(*only)
 
 
 def check_one_run_per_key(results: SweepResults) -> None:
@@ -148,14 +147,13 @@ def check_one_run_per_key(results: SweepResults) -> None:
     def folder(run_dir: str) -> Path:  # the collected run_dir: relative to the one sweep folder, else absolute
         return results.sweep_dirs[0] / run_dir if len(results.sweep_dirs) == 1 else Path(run_dir)
 
-    for left_out, kept in results.repeats:
+    for left_out, kept, (upstream, test, aggregation) in results.repeats:
         first, second = folder(left_out), folder(kept)
         change = _stimuli_change(first, second)
         if change:
-            row = results.speat[results.speat["run_dir"].astype(str) == kept].iloc[0]
             raise ConfigError(
-                f"sweep_dir {where}: {first} and {second} are two runs of {row['upstream']} on {row['test']} "
-                f"({row['aggregation']}) with the same settings that read other stimuli ({change}); the report "
+                f"sweep_dir {where}: {first} and {second} are two runs of {upstream} on {test} "
+                f"({aggregation}) with the same settings that read other stimuli ({change}); the report "
                 "takes one run of each model, test and aggregation: " + _fix(first, second, results.sweep_dirs)
             )
     found = first_collision(results.speat)

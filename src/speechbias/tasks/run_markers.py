@@ -264,7 +264,8 @@ def _outputs_verified(output_dir: Path, record: dict | None) -> bool:
 
 def read_digest(path: Path) -> dict | None:
     """The record :func:`write_digest` wrote at ``path``; None when it is missing, unreadable or not of its
-    shape (a folder is untrusted input: an object whose parts are objects, each file's record an object)."""
+    shape (a folder is untrusted input: an object whose parts are objects, each file's record an object, each
+    value, extra and clip a string or null)."""
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -273,6 +274,8 @@ def read_digest(path: Path) -> dict | None:
         return None
     parts = [record.get(k, {}) for k in ("values", "extra", "clips", "files")]
     if not all(isinstance(part, dict) for part in parts) or not all(isinstance(f, dict) for f in parts[3].values()):
+        return None
+    if not all(isinstance(v, (str, type(None))) for part in parts[:3] for v in part.values()):
         return None
     return record
 

@@ -48,8 +48,9 @@ log = logging.getLogger(__name__)
 REPORT_MARKER = ".speechbias_sweep_report"
 # a SpEAT result is identified by what produced it; the same key twice means a duplicated run
 SPEAT_KEY = ("fingerprint", "test", "aggregation", "seed", "n_permutations")
-# what a repeat is named by (a table without a column names it "?")
-REPEAT_NAMED = ("upstream", "test", "aggregation")
+# what a report's tables key a SpEAT result by (sweep_analysis, sweep_tables; one run of each), and what a repeat
+# is named by (a table without a column names it "?")
+REPORT_KEY = ("upstream", "test", "aggregation")
 # the job folder table of a SpEAT job of several pairs (speechbias.tasks.speat_pairs.PAIRS_TABLE + ".csv")
 PAIRS_FILE = "pairs.csv"
 # what a sweep folder looks like: an experiment's fixed folder, or an ad-hoc sweep's dated one
@@ -423,7 +424,7 @@ def collect(sweep_dirs: str | Path | Sequence[str | Path], exclude: Sequence[str
         table = table.sort_values("_mtime", kind="stable")
         dup = table.duplicated(key, keep="last")
         newest = table.groupby(key, sort=False, dropna=False)["run_dir"].transform("last")
-        named = [table[c].astype(str) if c in table.columns else pd.Series("?", table.index) for c in REPEAT_NAMED]
+        named = [table[c].astype(str) if c in table.columns else pd.Series("?", table.index) for c in REPORT_KEY]
         out.repeats = list(
             zip(table.loc[dup, "run_dir"].astype(str), newest[dup].astype(str), zip(*(n[dup] for n in named)))
         )

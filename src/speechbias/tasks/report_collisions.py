@@ -28,11 +28,9 @@ from pathlib import Path
 import pandas as pd
 
 from speechbias.errors import ConfigError
-from speechbias.results.sweep_results import SPEAT_KEY, SweepResults
+from speechbias.results.sweep_results import REPORT_KEY, SPEAT_KEY, SweepResults
 from speechbias.tasks.run_markers import RUN_DIGEST_FILE, changed_keys, describe_change, read_digest
 
-# what a report's tables key a SpEAT result by (sweep_analysis, sweep_tables)
-REPORT_KEY = ("upstream", "test", "aggregation")
 # the result columns that tell two runs of one key apart (the repeat key without the report's key)
 SETTING_COLUMNS = tuple(c for c in SPEAT_KEY if c not in REPORT_KEY)
 # config keys named with their values in the error line (more are counted)
@@ -138,24 +136,30 @@ def _stimuli_change(first: Path, second: Path) -> str:
     return "" if same_audio and only[0]["extra"] == only[1]["extra"] else describe_change(*only)
 
 
+def _two_runs(results: SweepResults, first: Path, second: Path, key: Sequence[str], how: str) -> ConfigError:
+    """The one error line of two runs of one report ``key`` (upstream, test, aggregation) and ``how`` they
+    differ, with the fix."""
+    upstream, test, aggregation = key
+    where = ", ".join(str(d) for d in results.sweep_dirs)
+    return ConfigError(
+        f"sweep_dir {where}: {first} and {second} are two runs of {upstream} on {test} ({aggregation}) {how}; "
+        "the report takes one run of each model, test and aggregation: " + _fix(first, second, results.sweep_dirs)
+    )
+
+
 def check_one_run_per_key(results: SweepResults) -> None:
     """Raise ``ConfigError`` when the collected runs hold two runs of one report key, or a repeat that read
     other stimuli than the run kept: one line naming two of their folders, what differs between them and
     the fix."""
-    where = ", ".join(str(d) for d in results.sweep_dirs)
 
     def folder(run_dir: str) -> Path:  # the collected run_dir: relative to the one sweep folder, else absolute
         return results.sweep_dirs[0] / run_dir if len(results.sweep_dirs) == 1 else Path(run_dir)
 
-    for left_out, kept, (upstream, test, aggregation) in results.repeats:
+    for left_out, kept, key in results.repeats:
         first, second = folder(left_out), folder(kept)
         change = _stimuli_change(first, second)
         if change:
-            raise ConfigError(
-                f"sweep_dir {where}: {first} and {second} are two runs of {upstream} on {test} "
-                f"({aggregation}) with the same settings that read other stimuli ({change}); the report "
-                "takes one run of each model, test and aggregation: " + _fix(first, second, results.sweep_dirs)
-            )
+            raise _two_runs(results, first, second, key, f"with the same settings that read other stimuli ({change})")
     found = first_collision(results.speat)
     if found is None:
         return
@@ -167,10 +171,5 @@ def check_one_run_per_key(results: SweepResults) -> None:
     # columns first: for a fingerprint, the upstream's settings)
     config, named = _config_change(first, second, columns)
     what = "; ".join(p for p in (_differing_columns(rows, columns, named), config) if p) or "settings no digest names"
-    upstream, test, aggregation = found.key
     others = f" ({found.n_keys - 1} more model, test and aggregation have several runs)" if found.n_keys > 1 else ""
-    raise ConfigError(
-        f"sweep_dir {where}: {first} and {second} are two runs of {upstream} on {test} ({aggregation}) that differ "
-        f"in {what}{others}; the report takes one run of each model, test and aggregation: "
-        + _fix(first, second, results.sweep_dirs)
-    )
+    raise _two_runs(results, first, second, found.key, f"that differ in {what}{others}")
